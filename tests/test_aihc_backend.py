@@ -212,6 +212,44 @@ def test_figures_older_than_the_cache_are_refreshed_before_a_page_uses_them(fake
     assert pool.idle(A800) == 4 and not pool.stale  # a healthy AIHC: current, no age note
 
 
+def test_two_pages_finding_the_pools_out_of_date_at_once_ask_aihc_once(fake, aihc, settings):
+    """The second page found the figures older than the cache period, then was held (as a
+    loaded machine's scheduler may) until the first page's refresh had ended: until left41
+    it started a refresh of its own, asking AIHC twice in the period, since the age was
+    looked at outside the lock. The hold is a trace on the second page's thread that stops it
+    as it enters the refresh's start (nothing of ours replaced)."""
+    settings.AIHC_CACHE_SECONDS = 60
+    settings.AIHC_REFRESH_WAIT_SECONDS = 10
+    aihc.pools()
+    quiet_spell(aihc, seconds=61)
+    at_start = threading.Event()
+    first_done = threading.Event()
+
+    def hold_at_refresh_start(frame, event, _arg):
+        if event == "call" and frame.f_code.co_name == "_start_refresh":
+            at_start.set()
+            first_done.wait(10)
+
+    def second_page() -> None:
+        sys.settrace(hold_at_refresh_start)
+        try:
+            aihc.pools()
+        finally:
+            sys.settrace(None)
+
+    second = threading.Thread(target=second_page)
+    second.start()
+    assert at_start.wait(10)
+    [pool, _other] = aihc.pools()  # the first page
+    wait_for_inventory(aihc)
+    first_done.set()
+    second.join(10)
+    wait_for_inventory(aihc)
+
+    assert not second.is_alive() and not pool.stale
+    assert len(fake.calls("DescribeResourcePools")) == 2  # the first read and one refresh
+
+
 def test_a_v2_account_reads_pools_and_idle_cards_through_actions(fake, aihc, settings):
     settings.AIHC_API_VERSION = "v2"
 
@@ -495,6 +533,90 @@ def test_a_create_answered_with_a_server_error_after_aihc_created_it_is_adopted_
     assert job.external_id == next(iter(fake.jobs))
     event = job.events.get(reason="SubmitServerError")
     assert "BadGateway" in event.message and event.type == "Warning"
+
+
+def test_a_create_and_its_look_both_unanswered_requeue_the_job_then_adopt_it_not_create_again(
+    fake, aihc, alice, settings
+):
+    settings.AIHC_RETRIES = 0  # one drop is the look's whole answer
+    fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # created, then failed
+    fake.drop_next("DescribeJobs")  # the look for it: no answer
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED and job.external_id == ""
+    assert len(fake.calls("CreateJob")) == 1  # not sent again without a look
+    assert len(fake.jobs) == 1
+    retry = job.events.get(reason="SubmitRetry")
+    assert retry.type == "Warning"
+    with translation.override("en"):
+        shown = job.status_reason_shown
+    assert shown.startswith(
+        "AIHC gave no clear answer to the job's create requests (1 so far) and did not answer "
+        "the look for it: "
+    )
+    assert "shows no such job" not in shown  # it had not said, and had made it
+    assert shown.endswith("The job will be submitted again after checking it was not created.")
+
+    aihc.submit(job)  # AIHC answers again
+
+    job.refresh_from_db()
+    assert job.external_id == next(iter(fake.jobs))  # adopted
+    assert len(fake.calls("CreateJob")) == 1 and len(fake.jobs) == 1
+    assert "已关联该任务而未重复创建" in job.events.get(reason="Submitted").message
+
+
+def test_a_last_create_whose_look_goes_unanswered_keeps_the_job_queued_not_submit_failed(
+    fake, aihc, alice, settings
+):
+    """Until left41 the fourth unanswered create, its look unanswered too, failed the job
+    (SubmitFailed, "shows no such job") while AIHC had made it: a job left running there that
+    the console no longer watched. Now it stays Queued until a look is answered."""
+    settings.AIHC_RETRIES = 0
+    fake.drop_next("CreateJob", times=3)  # lost on the way: not made
+    fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # the fourth: made
+    fake.delay_next("DescribeJobs", 0, times=4)  # the first four looks answered (no delay)
+    fake.drop_next("DescribeJobs")  # the fourth create's look: no answer
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert len(fake.calls("CreateJob")) == 4 and len(fake.jobs) == 1
+    assert job.status == JobStatus.QUEUED and job.external_id == ""
+    with translation.override("en"):
+        assert "(4 so far) and did not answer the look for it: " in job.status_reason_shown
+
+    aihc.submit(job)  # AIHC answers the look
+
+    job.refresh_from_db()
+    assert job.external_id == next(iter(fake.jobs))
+    assert len(fake.calls("CreateJob")) == 4 and len(fake.jobs) == 1
+
+
+def test_after_four_unanswered_creates_a_look_answered_late_fails_the_job_sending_none_again(
+    fake, aihc, alice, settings
+):
+    settings.AIHC_RETRIES = 0
+    fake.drop_next("CreateJob", times=4)
+    fake.delay_next("DescribeJobs", 0, times=4)
+    fake.drop_next("DescribeJobs")
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    aihc.submit(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+
+    aihc.submit(job)  # the look answered: no such job
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    with translation.override("en"):
+        assert "(4 so far) and shows no such job" in job.status_reason_shown
+    assert len(fake.calls("CreateJob")) == 4 and fake.jobs == {}
 
 
 def test_a_create_refused_with_a_server_error_is_sent_again_only_after_looking(fake, aihc, alice):

@@ -285,6 +285,134 @@ def test_the_worker_removes_only_a_secret_still_the_deleted_jobs_not_one_of_its_
     assert DeletedJob.objects.get(public_id=job.public_id).secret_left == ""
 
 
+# -- Kubernetes: the API server's own failure or throttling -----------------------------------
+
+KUBERNETES_AGAIN = "The job is kept here: delete it again in a moment"
+API_SERVER_FAILURES = [
+    (500, "InternalError"),
+    (502, "BadGateway"),
+    (503, "ServiceUnavailable"),
+    (504, "Timeout"),
+    (429, "TooManyRequests"),
+]
+
+
+def api_delete(api, job: Job):  # noqa: F811
+    return refused(
+        lambda: api.request(
+            "DELETE",
+            f"/api/v1/aijobs/{job.public_id}",
+            params=[("resourcePoolId", "k8s-default")],
+            idempotent=False,
+        )
+    )
+
+
+@pytest.mark.parametrize(("status", "reason"), API_SERVER_FAILURES)
+def test_the_apis_delete_the_api_server_answers_with_its_own_failure_is_a_503_to_send_again(
+    cluster,
+    alice,
+    api,  # noqa: F811
+    status,
+    reason,
+):
+    """Until left41 a 409 Conflict ("Kubernetes did not delete the job"), which a script reads
+    as a refusal not to retry, where AIHC's same answer was a 503 (review 47)."""
+    job = job_with_a_secret(alice, cluster)
+    cluster.fail_next("delete pytorchjobs", status=status, reason=reason, times=10)
+
+    error = api_delete(api, job)
+    error_v2 = refused(
+        lambda: action(api, "DeleteJob", resourcePoolId="k8s-default", jobId=job.public_id)
+    )
+
+    assert (error.status, error.code) == (503, "ServiceUnavailable")
+    assert (error_v2.status, error_v2.code) == (503, "ServiceUnavailable")
+    assert "Kubernetes gave the delete no clear answer: " in str(error)
+    assert KUBERNETES_AGAIN in str(error) and reason in str(error)
+    assert Job.objects.filter(pk=job.pk).exists()
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"), [(403, "Forbidden"), (409, "Conflict"), (422, "Invalid")]
+)
+def test_the_apis_delete_the_api_server_refuses_stays_a_409_saying_its_reason(
+    cluster,
+    alice,
+    api,  # noqa: F811
+    status,
+    reason,
+):
+    job = job_with_a_secret(alice, cluster)
+    cluster.fail_next("delete pytorchjobs", status=status, reason=reason, times=10)
+
+    error = api_delete(api, job)
+
+    assert (error.status, error.code) == (409, "Conflict")
+    assert "Kubernetes did not delete the job: " in str(error) and reason in str(error)
+    assert KUBERNETES_AGAIN not in str(error)
+    assert Job.objects.filter(pk=job.pk).exists()
+
+
+def test_a_delete_the_api_server_fails_keeps_the_job_saying_to_delete_it_again_on_its_page(
+    cluster, alice, alice_en
+):
+    job = job_with_a_secret(alice, cluster)
+    cluster.fail_next("delete pytorchjobs", status=503, reason="ServiceUnavailable", times=10)
+
+    page = alice_en.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    shown = page.content.decode()
+    assert "Kubernetes gave the delete no clear answer: " in shown and KUBERNETES_AGAIN in shown
+    assert Job.objects.filter(pk=job.pk).exists()
+    assert cluster.jobs() != []
+
+    cluster.faults.clear()  # the API server answers again
+    again = alice_en.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    assert f"Job {job.name} deleted." in again.content.decode()
+    assert not Job.objects.filter(pk=job.pk).exists()
+    assert cluster.jobs() == []
+
+
+def test_a_delete_the_api_server_throttles_says_to_delete_it_again_in_chinese(
+    cluster, alice, alice_client
+):
+    job = job_with_a_secret(alice, cluster)
+    cluster.fail_next("delete pytorchjobs", status=429, reason="TooManyRequests", times=10)
+    alice_client.cookies["django_language"] = "zh-hans"
+
+    page = alice_client.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    assert "Kubernetes 未对删除请求给出明确答复：" in page.content.decode()
+    assert "该任务仍保留在这里：请稍后再次删除" in page.content.decode()
+    assert Job.objects.filter(pk=job.pk).exists()
+
+
+def test_delete_selected_of_jobs_the_api_server_fails_says_to_delete_each_again(
+    cluster, alice, alice_en
+):
+    job = job_with_a_secret(alice, cluster)
+    cluster.fail_next("delete pytorchjobs", status=500, reason="InternalError", times=10)
+
+    page = alice_en.post(
+        reverse("job-bulk"),
+        {"action": "delete", "jobs": [job.public_id], "confirmed": "1"},
+        follow=True,
+    )
+
+    shown = page.content.decode()
+    assert shown.count(KUBERNETES_AGAIN) == 1
+    assert "Deleted 1 job." not in shown
+    assert Job.objects.filter(pk=job.pk).exists()
+
+
 # -- AIHC: DeleteJob ---------------------------------------------------------------------------
 
 AIHC_KEPT = "AIHC gave the delete no clear answer: AIHC did not answer in time (RequestTimeout"

@@ -173,6 +173,50 @@ def test_a_port_already_in_use_stops_serve_at_once_saying_so_and_starts_no_worke
     assert not (tmp_path / "runs" / "worker.lock").exists()  # no worker ever started
 
 
+def ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not ipv6_loopback(), reason="this machine has no IPv6 loopback (::1)")
+def test_a_port_in_use_on_an_ipv6_host_stops_serve_saying_the_port_is_in_use(tmp_path):
+    # serve's probe binds HOST=::1 as gunicorn does, over IPv6: an IPv4 socket could not bind
+    # ::1 at all, and serve would say it cannot listen on the address, not that the port is
+    # taken, or let gunicorn retry it for 5 s after the worker had started.
+    with socket.socket(socket.AF_INET6) as other:
+        other.bind(("::1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        env = {
+            **os.environ,
+            "CONSOLE_VAR_DIR": str(tmp_path),
+            "HOST": "::1",
+            "PORT": str(port),
+        }
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True
+        )
+
+        served = subprocess.run(
+            [sys.executable, "manage.py", "serve"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    assert served.returncode == 1
+    assert f"Port {port} on ::1 is already in use" in served.stderr
+    assert "Cannot listen on" not in served.stderr
+    assert "Console on" not in served.stdout
+    assert not (tmp_path / "runs" / "worker.lock").exists()  # no worker ever started
+
+
 def test_a_host_that_cannot_be_listened_on_stops_serve_at_once_naming_it_and_starts_no_worker(
     tmp_path,
 ):

@@ -353,7 +353,7 @@ class Inventory:
         self.error = ""
         # The names of the pools last kept in the database (AihcBackend._keep_names).
         self.kept_names: dict[str, str] | None = None
-        self.attempted_at = 0.0  # monotonic time of the last refresh start
+        self.attempted_at = float("-inf")  # monotonic time of the last refresh start
         self.loaded = threading.Event()  # set once the first refresh has finished
         self.refreshed = threading.Event()  # cleared while a refresh runs
         self._lock = threading.Lock()
@@ -362,8 +362,7 @@ class Inventory:
 
     def get(self, config: Config) -> list[Pool]:
         self.config = config  # TTL and wait changes apply at once
-        if time.monotonic() - self.attempted_at >= config.cache_seconds:
-            self._start_refresh()
+        self._start_refresh(config)
         if not self.loaded.is_set():
             self.loaded.wait(config.wait_seconds)
         elif not self.refreshed.is_set():
@@ -381,9 +380,12 @@ class Inventory:
         if thread is not None:
             thread.join(timeout)
 
-    def _start_refresh(self) -> None:
+    def _start_refresh(self, config: Config) -> None:
         with self._lock:
-            if self._refreshing:
+            # The age is looked at under the lock, as Kubernetes' inventory does: a page that
+            # found it out of date and came here once another's refresh had ended started a
+            # second one, asking AIHC twice in the period (until left41).
+            if self._refreshing or time.monotonic() - self.attempted_at < config.cache_seconds:
                 return
             self._refreshing = True
             self.refreshed.clear()
@@ -789,16 +791,21 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         # A create that got no clear answer may still have happened: look before trying again.
         look_since = min(unanswered) if unanswered else None
         for _attempt in range(2):
-            if look_since is not None and self._settled_by_looking(
-                job,
-                client,
-                config,
-                spec,
-                since=look_since,
-                unanswered=len(unanswered),
-                secrets=secrets,
-            ):
-                return
+            if look_since is not None:
+                if self._settled_by_looking(
+                    job,
+                    client,
+                    config,
+                    spec,
+                    since=look_since,
+                    unanswered=len(unanswered),
+                    secrets=secrets,
+                ):
+                    return
+                if len(unanswered) >= MAX_UNANSWERED_CREATES:
+                    # The last create's look, answered only now: no such job, none sent again.
+                    self._requeue_unanswered(job, len(unanswered), secrets, None)
+                    return
             started = timezone.now()
             try:
                 result = client.create_job(pool=pool, body=body, version=version)
@@ -871,7 +878,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     ) -> bool:
         """Looks for the AIHC job a create that got no clear answer may have made, before
         creating again: True when the look settled the job (that AIHC job adopted; or, AIHC not
-        answering the look either, the job queued again or failed, _requeue_unanswered); False
+        answering the look either, the job queued again to look again, _requeue_unanswered); False
         when AIHC shows none."""
         try:
             found = self._find_created(job, client, config, spec, since=since)
@@ -886,17 +893,28 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     def _requeue_unanswered(
         self, job: Job, unanswered: int, secrets: list[str], why: AihcError | None
     ) -> None:
-        """Back to Queued so the worker tries later (looking first), or give up."""
-        reason = recorded(
-            gettext_noop(
-                "AIHC gave no clear answer to the job's create requests (%(n)d so far) and "
-                "shows no such job."
-            ),
-            n=unanswered,
-        )
-        if why is not None:
-            reason = joined(reason, recorded_error(why))
-        if unanswered >= MAX_UNANSWERED_CREATES:
+        """Back to Queued so the worker tries later (looking first), or give up once a look
+        answered and showed no such job (`why`: the look's own failure, when it got none)."""
+        if why is None:
+            reason = recorded(
+                gettext_noop(
+                    "AIHC gave no clear answer to the job's create requests (%(n)d so far) and "
+                    "shows no such job."
+                ),
+                n=unanswered,
+            )
+        else:
+            # Until left41 this said "shows no such job" too, of a look AIHC had not
+            # answered, and after the last create gave the job up: AIHC may have made it.
+            reason = recorded(
+                gettext_noop(
+                    "AIHC gave no clear answer to the job's create requests (%(n)d so far) and "
+                    "did not answer the look for it: %(error)s."
+                ),
+                n=unanswered,
+                error=recorded_error(why),
+            )
+        if why is None and unanswered >= MAX_UNANSWERED_CREATES:
             self._fail(job, reason, secrets)
         else:
             message = recorded(

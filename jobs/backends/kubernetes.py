@@ -1687,7 +1687,23 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     propagation="Background",
                 )
             except KubeError as exc:
-                if not _not_found(exc):
+                if _not_found(exc):
+                    pass  # nothing left to delete there
+                elif exc.status >= 500 or exc.status == 429:
+                    # The API server's own failure or throttling, not a refusal: the API's
+                    # 503 to send again, as AIHC's (until left41 a 409, read as a refusal).
+                    unclear = _shown(
+                        _(
+                            "Kubernetes gave the delete no clear answer: %(error)s. The job is "
+                            "kept here: delete it again in a moment, which finishes it whether "
+                            "Kubernetes deleted it meanwhile or not."
+                        ),
+                        exc,
+                        secrets,
+                    )
+                    unclear.try_again = True
+                    raise unclear from None
+                else:
                     raise _shown(
                         _("Kubernetes did not delete the job: %(error)s"), exc, secrets
                     ) from None
