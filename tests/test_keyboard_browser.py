@@ -713,7 +713,7 @@ def test_a_group_of_ticks_with_a_problem_says_the_problem_when_focus_is_put_on_i
     # A group with help text and no problem is described by its help text alone.
     page.goto(page.url.replace("/advanced/", "/basic/"))
     expect(page.get_by_role("group", name="训练框架*", exact=True)).to_have_accessible_description(
-        "改变后，资源配置中的角色表将重置为该框架的角色。"
+        "改变后，资源配置将使用新框架的角色；您原有的角色表会保留，再次选择该框架时恢复。"
     )
 
 
