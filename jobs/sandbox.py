@@ -166,21 +166,24 @@ def missing_folder_problem(root: Path, sub_path: str | None) -> str | None:
     parts = _components(sub_path)
     if parts is None:
         return gettext("The path must stay inside the volume.")
+    too_long = gettext(
+        "“%(path)s” does not exist and cannot be made: a folder name on the way is longer "
+        "than the file system allows."
+    ) % {"path": sub_path}
     current = os.path.realpath(root)
     for index, part in enumerate(parts):
-        current = os.path.join(current, part)
+        parent, current = current, os.path.join(current, part)
         try:
             mode = os.lstat(current).st_mode
         except FileNotFoundError:
-            return None
+            # The folders from here on are made at start: each name must fit, or the start
+            # made those before it, then failed (until review 48 only the first was looked at).
+            return too_long if _longer_than_allowed(parent, parts[index:]) else None
         except OSError as error:
             # Said now, not as a start that fails: a name the file system cannot hold (a
             # folder is at most 255 bytes on Linux), a folder this machine may not enter.
             if error.errno == errno.ENAMETOOLONG:
-                return gettext(
-                    "“%(path)s” does not exist and cannot be made: a folder name on the way "
-                    "is longer than the file system allows."
-                ) % {"path": sub_path}
+                return too_long
             return gettext(
                 "“%(path)s” does not exist and cannot be made: the worker may not look "
                 "inside “%(part)s”."
@@ -188,6 +191,16 @@ def missing_folder_problem(root: Path, sub_path: str | None) -> str | None:
         if not stat.S_ISDIR(mode):
             return _not_made_reason(sub_path, "/".join(parts[: index + 1]), link=stat.S_ISLNK(mode))
     return None
+
+
+def _longer_than_allowed(folder: str, names: list[str]) -> bool:
+    """Whether one of `names`, to be made below `folder`, is longer than its file system
+    allows a name to be."""
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except OSError:
+        limit = 255  # Linux's NAME_MAX
+    return any(len(os.fsencode(name)) > limit for name in names)
 
 
 def read_only_missing_message(path: str, volume: str) -> str:

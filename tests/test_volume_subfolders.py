@@ -103,6 +103,20 @@ def test_a_link_or_a_file_on_the_way_is_refused_at_submit_on_the_source_path(set
     assert os.listdir(outside) == []
 
 
+def test_a_name_too_long_for_the_file_system_below_a_missing_folder_is_refused_at_submit(
+    settings,
+):
+    root = volume(settings)
+    # "runs" does not exist: the look stopped there, and the start made it, then failed on
+    # the next name (256 bytes; a folder's is 255 at most), leaving "runs" in the volume.
+    spec = make_spec("true", datasources=[mount("runs/" + "a" * 256)])
+
+    errors = get_backend("local").check_spec(spec)
+
+    assert "文件系统允许的长度" in str(errors["datasources[0].sourcePath"])
+    assert not (root / "runs").exists()
+
+
 def test_a_read_only_mount_of_a_missing_folder_is_refused_as_a_likely_typo(alice, settings):
     root = volume(settings)
     spec = make_spec("true", datasources=[mount("datset", read_only=True)])
