@@ -242,6 +242,9 @@ def make_in_root(
     of the volume's root (as the kubelet gives a subPath it makes), and is owned by
     `as_user` (the user the job runs as; None: the worker's own), as one the job made with
     `mkdir -p` would be; when the root is set-group-ID, the group it passes on is kept.
+    With `as_user`, a folder is made only in one that user may write (SandboxError else):
+    made by the worker (root), Bob's job got a folder of his inside Alice's, which his own
+    permissions do not let him write (until review 48).
     """
     parts = _components(sub_path)
     if parts is None:
@@ -258,6 +261,10 @@ def make_in_root(
             try:
                 following = os.open(part, flags, dir_fd=current)
             except FileNotFoundError:
+                if as_user is not None and not _may_make_in(os.fstat(current), *as_user):
+                    raise SandboxError(
+                        _not_writable_reason(sub_path, "/".join(parts[:index]), as_user)
+                    ) from None
                 try:
                     os.mkdir(part, 0o700, dir_fd=current)
                     made = True
@@ -279,6 +286,29 @@ def make_in_root(
         os.close(current)
         raise
     return current, opened
+
+
+def _may_make_in(folder: os.stat_result, uid: int, gid: int) -> bool:
+    """Whether the user uid:gid, in no other group (as a job runs: jobs.shim), may make an
+    entry in `folder`, by its permission bits as the kernel reads them (the owner's, else the
+    group's, else the others'; an ACL is not read, and may only be stricter or allow more)."""
+    if uid == 0:
+        return True
+    if folder.st_uid == uid:
+        needed = stat.S_IWUSR | stat.S_IXUSR
+    elif folder.st_gid == gid:
+        needed = stat.S_IWGRP | stat.S_IXGRP
+    else:
+        needed = stat.S_IWOTH | stat.S_IXOTH
+    return folder.st_mode & needed == needed
+
+
+def _not_writable_reason(sub_path: str | None, part: str, as_user: tuple[int, int]) -> str:
+    return gettext(
+        "“%(path)s” does not exist and cannot be made: the job runs as uid %(uid)d, gid "
+        "%(gid)d, which may not write in “%(part)s”, and a missing folder is made only where "
+        "the job could make it itself."
+    ) % {"path": sub_path, "part": part or "/", "uid": as_user[0], "gid": as_user[1]}
 
 
 def _opened(parent: int, name: str, *, sub_path: str | None, walked: list[str]) -> int:
