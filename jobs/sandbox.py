@@ -166,21 +166,24 @@ def missing_folder_problem(root: Path, sub_path: str | None) -> str | None:
     parts = _components(sub_path)
     if parts is None:
         return gettext("The path must stay inside the volume.")
+    too_long = gettext(
+        "“%(path)s” does not exist and cannot be made: a folder name on the way is longer "
+        "than the file system allows."
+    ) % {"path": sub_path}
     current = os.path.realpath(root)
     for index, part in enumerate(parts):
-        current = os.path.join(current, part)
+        parent, current = current, os.path.join(current, part)
         try:
             mode = os.lstat(current).st_mode
         except FileNotFoundError:
-            return None
+            # The folders from here on are made at start: each name must fit, or the start
+            # made those before it, then failed (until review 48 only the first was looked at).
+            return too_long if _longer_than_allowed(parent, parts[index:]) else None
         except OSError as error:
             # Said now, not as a start that fails: a name the file system cannot hold (a
             # folder is at most 255 bytes on Linux), a folder this machine may not enter.
             if error.errno == errno.ENAMETOOLONG:
-                return gettext(
-                    "“%(path)s” does not exist and cannot be made: a folder name on the way "
-                    "is longer than the file system allows."
-                ) % {"path": sub_path}
+                return too_long
             return gettext(
                 "“%(path)s” does not exist and cannot be made: the worker may not look "
                 "inside “%(part)s”."
@@ -188,6 +191,16 @@ def missing_folder_problem(root: Path, sub_path: str | None) -> str | None:
         if not stat.S_ISDIR(mode):
             return _not_made_reason(sub_path, "/".join(parts[: index + 1]), link=stat.S_ISLNK(mode))
     return None
+
+
+def _longer_than_allowed(folder: str, names: list[str]) -> bool:
+    """Whether one of `names`, to be made below `folder`, is longer than its file system
+    allows a name to be."""
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except OSError:
+        limit = 255  # Linux's NAME_MAX
+    return any(len(os.fsencode(name)) > limit for name in names)
 
 
 def read_only_missing_message(path: str, volume: str) -> str:
@@ -229,6 +242,9 @@ def make_in_root(
     of the volume's root (as the kubelet gives a subPath it makes), and is owned by
     `as_user` (the user the job runs as; None: the worker's own), as one the job made with
     `mkdir -p` would be; when the root is set-group-ID, the group it passes on is kept.
+    With `as_user`, a folder is made only in one that user may write (SandboxError else):
+    made by the worker (root), Bob's job got a folder of his inside Alice's, which his own
+    permissions do not let him write (until review 48).
     """
     parts = _components(sub_path)
     if parts is None:
@@ -245,6 +261,10 @@ def make_in_root(
             try:
                 following = os.open(part, flags, dir_fd=current)
             except FileNotFoundError:
+                if as_user is not None and not _may_make_in(os.fstat(current), *as_user):
+                    raise SandboxError(
+                        _not_writable_reason(sub_path, "/".join(parts[:index]), as_user)
+                    ) from None
                 try:
                     os.mkdir(part, 0o700, dir_fd=current)
                     made = True
@@ -266,6 +286,29 @@ def make_in_root(
         os.close(current)
         raise
     return current, opened
+
+
+def _may_make_in(folder: os.stat_result, uid: int, gid: int) -> bool:
+    """Whether the user uid:gid, in no other group (as a job runs: jobs.shim), may make an
+    entry in `folder`, by its permission bits as the kernel reads them (the owner's, else the
+    group's, else the others'; an ACL is not read, and may only be stricter or allow more)."""
+    if uid == 0:
+        return True
+    if folder.st_uid == uid:
+        needed = stat.S_IWUSR | stat.S_IXUSR
+    elif folder.st_gid == gid:
+        needed = stat.S_IWGRP | stat.S_IXGRP
+    else:
+        needed = stat.S_IWOTH | stat.S_IXOTH
+    return folder.st_mode & needed == needed
+
+
+def _not_writable_reason(sub_path: str | None, part: str, as_user: tuple[int, int]) -> str:
+    return gettext(
+        "“%(path)s” does not exist and cannot be made: the job runs as uid %(uid)d, gid "
+        "%(gid)d, which may not write in “%(part)s”, and a missing folder is made only where "
+        "the job could make it itself."
+    ) % {"path": sub_path, "part": part or "/", "uid": as_user[0], "gid": as_user[1]}
 
 
 def _opened(parent: int, name: str, *, sub_path: str | None, walked: list[str]) -> int:

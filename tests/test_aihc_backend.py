@@ -619,6 +619,34 @@ def test_after_four_unanswered_creates_a_look_answered_late_fails_the_job_sendin
     assert len(fake.calls("CreateJob")) == 4 and fake.jobs == {}
 
 
+def test_a_fourth_unanswered_create_whose_look_goes_unanswered_says_it_is_not_sent_again(
+    fake, aihc, alice, settings
+):
+    """Until review 48 the job's reason ended "The job will be submitted again after checking
+    it was not created." there too, though no fifth create is sent: a look that finds none
+    fails it (the test above)."""
+    settings.AIHC_RETRIES = 0
+    fake.drop_next("CreateJob", times=4)
+    fake.delay_next("DescribeJobs", 0, times=4)
+    fake.drop_next("DescribeJobs")
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    with translation.override("en"):
+        shown = job.status_reason_shown
+    assert "(4 so far) and did not answer the look for it: " in shown
+    assert "submitted again" not in shown
+    assert shown.endswith(
+        "It is looked for again, and not sent again: once AIHC answers that it has no such "
+        "job, the job is Submit failed."
+    )
+    with translation.override("zh-hans"):
+        assert "将再次查询该任务，不会再次提交" in job.status_reason_shown
+
+
 def test_a_create_refused_with_a_server_error_is_sent_again_only_after_looking(fake, aihc, alice):
     fake.fail_next("CreateJob", status=500, code="InternalError")
     [job] = submit(alice, seed_spec())

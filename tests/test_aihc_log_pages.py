@@ -154,3 +154,58 @@ def test_the_fake_refuses_a_marker_it_did_not_give_for_that_pod(
     finally:
         client.close()
     assert refused.value.status == 400
+
+
+def answers_pages(aihc_fake, markers, *, lines_per_page: int = 2, most: int = 40):
+    """The fake's log pages replaced by AIHC misbehaving: each answer has `lines_per_page`
+    new lines and the next of `markers` (cycled) as its nextMarker. After `most` answers it
+    fails (500), so a read that would go on for ever ends in an error instead of a hang."""
+    from tests.fake_aihc import FakeError
+
+    answered = {"n": 0}
+
+    def pages(*_args, **_kwargs):
+        answered["n"] += 1
+        if answered["n"] > most:
+            raise FakeError(500, "InternalError", "asked too often")
+        first = (answered["n"] - 1) * lines_per_page
+        return {
+            "logs": [f"line {n}" for n in range(first, first + lines_per_page)],
+            "nextMarker": markers[(answered["n"] - 1) % len(markers)],
+        }
+
+    aihc_fake._logs = pages
+    return answered
+
+
+def test_a_tail_ends_when_aihc_sends_back_a_marker_it_gave_before(
+    fake,  # noqa: F811
+    aihc,  # noqa: F811
+    alice,
+    version,
+):
+    job = submitted(fake, aihc, alice, roles=[S.Role("master", 1, A800, 8)])
+    # m1 -> m2 -> m1 -> ...: each answer's marker differs from the one just sent, so a check
+    # on that one alone asked until AIHC stopped answering, and the page got an error.
+    answered = answers_pages(fake, ["m1", "m2"])
+
+    tail = aihc.logs(job, "master-0", tail=100)
+
+    assert tail == [f"line {n}" for n in range(6)]  # the pages of "", m1 and m2
+    assert answered["n"] == 3
+
+
+def test_a_tail_stops_asking_once_it_has_its_lines(
+    fake,  # noqa: F811
+    aihc,  # noqa: F811
+    alice,
+    version,
+):
+    job = submitted(fake, aihc, alice, roles=[S.Role("master", 1, A800, 8)])
+    # A pod still writing: each answer names a next page, a new marker every time.
+    answered = answers_pages(fake, [f"m{n}" for n in range(1, 1000)])
+
+    tail = aihc.logs(job, "master-0", tail=5)
+
+    assert answered["n"] == 3  # 2 + 2 + 2 lines: the 5 asked for, and no page more
+    assert tail == [f"line {n}" for n in range(1, 6)]

@@ -379,6 +379,26 @@ def test_a_delete_the_api_server_fails_keeps_the_job_saying_to_delete_it_again_o
     assert cluster.jobs() == []
 
 
+def test_a_delete_the_api_server_does_not_answer_says_to_delete_it_again_on_its_page(
+    cluster, alice, alice_en
+):
+    """As AIHC's: the delete may have been carried out. Until review 48 the page said
+    "Kubernetes did not delete the job: ... did not answer in time", which reads as a refusal
+    and says nothing of deleting it again (a 5xx said so; no answer at all did not)."""
+    job = job_with_a_secret(alice, cluster)
+    cluster.delay_next("delete pytorchjobs", 6.0)
+
+    page = alice_en.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    shown = page.content.decode()
+    assert "Kubernetes gave the delete no clear answer: " in shown and KUBERNETES_AGAIN in shown
+    assert "did not answer in time" in shown
+    assert "Kubernetes did not delete the job" not in shown
+    assert Job.objects.filter(pk=job.pk).exists()
+
+
 def test_a_delete_the_api_server_throttles_says_to_delete_it_again_in_chinese(
     cluster, alice, alice_client
 ):
@@ -557,7 +577,8 @@ def test_the_apis_delete_the_api_server_does_not_answer_is_a_503_to_send_again_t
     )
 
     assert (error.status, error.code) == (503, "ServiceUnavailable")
-    assert "Kubernetes did not delete the job" in str(error)
+    assert "Kubernetes gave the delete no clear answer" in str(error)
+    assert KUBERNETES_AGAIN in str(error)
     assert Job.objects.filter(pk=job.pk).exists()
 
 

@@ -70,8 +70,8 @@ def platform(request, settings) -> Platform:
             settings=settings,
             stop_op="delete pytorchjobs",
             delete_op="delete pytorchjobs",
-            delete_kept="Kubernetes did not delete the job: The Kubernetes API server did not "
-            "answer in time (Timeout, ReadTimeout)",
+            delete_kept="Kubernetes gave the delete no clear answer: The Kubernetes API server "
+            "did not answer in time (Timeout, ReadTimeout)",
         )
     return Platform(
         name="aihc",

@@ -103,6 +103,20 @@ def test_a_link_or_a_file_on_the_way_is_refused_at_submit_on_the_source_path(set
     assert os.listdir(outside) == []
 
 
+def test_a_name_too_long_for_the_file_system_below_a_missing_folder_is_refused_at_submit(
+    settings,
+):
+    root = volume(settings)
+    # "runs" does not exist: the look stopped there, and the start made it, then failed on
+    # the next name (256 bytes; a folder's is 255 at most), leaving "runs" in the volume.
+    spec = make_spec("true", datasources=[mount("runs/" + "a" * 256)])
+
+    errors = get_backend("local").check_spec(spec)
+
+    assert "文件系统允许的长度" in str(errors["datasources[0].sourcePath"])
+    assert not (root / "runs").exists()
+
+
 def test_a_read_only_mount_of_a_missing_folder_is_refused_as_a_likely_typo(alice, settings):
     root = volume(settings)
     spec = make_spec("true", datasources=[mount("datset", read_only=True)])
@@ -159,3 +173,49 @@ def test_a_folder_made_for_a_job_run_as_its_owner_is_theirs_and_the_teams_to_wri
         assert (info.st_uid, info.st_gid) == (BASE + alice.pk, GID)
         assert stat.S_IMODE(info.st_mode) == 0o2775
     assert (root / "runs/shared/b.txt").stat().st_uid == BASE + bob.pk
+
+
+def test_a_folder_is_not_made_for_a_job_in_a_folder_its_user_may_not_write(
+    job_users_on,  # noqa: F811
+    alice,
+    bob,
+):
+    """The worker (root) made the folder wherever the path named, and gave it to the job's
+    user: Bob's job got a folder of his inside Alice's, which his own permissions do not let
+    him write, so he could fill it with files she cannot delete (until review 48). A folder
+    is made only where the job's user could make it itself."""
+    root = volume(job_users_on)
+    alices_folder = root / "alice-ckpt"
+    alices_folder.mkdir()
+    os.chown(alices_folder, BASE + alice.pk, GID)
+    alices_folder.chmod(0o755)  # the jobs' umask: her team reads it, nobody else writes
+
+    job = submit(bob, make_spec("echo b > /out/b.txt", datasources=[mount("alice-ckpt/bob")]))
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.FAILED
+    assert "/out" in job.status_reason and "alice-ckpt" in job.status_reason
+    assert f"uid {BASE + bob.pk}" in job.status_reason, job.status_reason
+    assert "无权在“alice-ckpt”中写入" in job.status_reason
+    assert os.listdir(alices_folder) == []
+
+
+def test_the_walk_makes_nothing_where_the_jobs_user_may_not_write(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("a folder of another user is made only by root")
+    root = tmp_path / "root"
+    (root / "theirs").mkdir(parents=True)
+    os.chown(root / "theirs", 4242, 4242)
+    (root / "theirs").chmod(0o755)
+
+    with pytest.raises(SandboxError, match="theirs"):
+        make_in_root(root, "theirs/new", as_user=(4343, 4343))
+
+    assert os.listdir(root / "theirs") == []
+    # The owner may; and so may a user of the folder's group when its group may write.
+    fd, _made = make_in_root(root, "theirs/new", as_user=(4242, 4242))
+    os.close(fd)
+    (root / "theirs").chmod(0o775)
+    fd, _made = make_in_root(root, "theirs/team", as_user=(4343, 4242))
+    os.close(fd)
+    assert sorted(os.listdir(root / "theirs")) == ["new", "team"]

@@ -433,21 +433,27 @@ class AihcClient(PlatformRetries):
         queue: str = "default",
         version: str = V1,
     ) -> list[str]:
-        """A pod's log lines, every page of the answer (pod_log_pages) in one list: for the
-        bounded reads (a tail of `max_lines`); a whole log is read page by page instead."""
-        return [
-            line
-            for page in self.pod_log_pages(
-                pool=pool,
-                job_id=job_id,
-                pod=pod,
-                max_lines=max_lines,
-                start_time=start_time,
-                queue=queue,
-                version=version,
-            )
-            for line in page
-        ]
+        """A pod's log lines, the pages of the answer (pod_log_pages) in one list: for the
+        bounded reads (a tail of `max_lines`); a whole log is read page by page instead. A
+        tail asks for no page more once it holds its `max_lines` (their last kept): a pod
+        still writing may name a next page in every answer, and a page's read (one web
+        thread, no deadline) went after them for as long as it wrote (review 48)."""
+        lines: list[str] = []
+        pages = self.pod_log_pages(
+            pool=pool,
+            job_id=job_id,
+            pod=pod,
+            max_lines=max_lines,
+            start_time=start_time,
+            queue=queue,
+            version=version,
+        )
+        for page in pages:
+            lines.extend(page)
+            if max_lines and len(lines) >= max_lines:
+                pages.close()
+                return lines[-max_lines:]
+        return lines
 
     def pod_log_pages(
         self,
@@ -464,9 +470,11 @@ class AihcClient(PlatformRetries):
         (DescribeJobLogs, Hmayvkw26; v1's pod logs, Umb0c0oik): the first request without
         `marker`, then each answer's non-empty `nextMarker` sent back as `marker` until an
         answer has none. How many lines a page holds is AIHC's to decide; a caller that
-        writes each page away holds one page, not the log. A marker that does not move on
-        (the one just sent, answered again) ends it rather than asking for ever."""
+        writes each page away holds one page, not the log. A marker given before (the one
+        just sent, or one of the earlier pages', as m1, m2, m1: until review 48 only the one
+        just sent was looked at) ends it rather than asking for ever."""
         marker = ""
+        given = {marker}
         while True:
             if version == V2:
                 query: dict[str, Any] = {"jobId": job_id, "podName": pod}
@@ -496,8 +504,9 @@ class AihcClient(PlatformRetries):
                 data = data.get("result") or data
             yield [str(line) for line in _items(data, "logs")]
             following = data.get("nextMarker") if isinstance(data, dict) else None
-            if not isinstance(following, str) or not following or following == marker:
+            if not isinstance(following, str) or following in given:
                 return
+            given.add(following)
             marker = following
 
     def job_metrics(

@@ -917,9 +917,20 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         if why is None and unanswered >= MAX_UNANSWERED_CREATES:
             self._fail(job, reason, secrets)
         else:
-            message = recorded(
-                gettext_noop("The job will be submitted again after checking it was not created.")
-            )
+            if unanswered >= MAX_UNANSWERED_CREATES:
+                # No create is sent after the last (review 48: this said it would be).
+                message = recorded(
+                    gettext_noop(
+                        "It is looked for again, and not sent again: once AIHC answers that "
+                        "it has no such job, the job is Submit failed."
+                    )
+                )
+            else:
+                message = recorded(
+                    gettext_noop(
+                        "The job will be submitted again after checking it was not created."
+                    )
+                )
             self._move(
                 job,
                 JobStatus.QUEUED,

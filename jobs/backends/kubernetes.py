@@ -1689,9 +1689,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             except KubeError as exc:
                 if _not_found(exc):
                     pass  # nothing left to delete there
-                elif exc.status >= 500 or exc.status == 429:
-                    # The API server's own failure or throttling, not a refusal: the API's
-                    # 503 to send again, as AIHC's (until left41 a 409, read as a refusal).
+                elif not _refused(exc):
+                    # No answer, or the API server's own failure or throttling, not a refusal:
+                    # the API's 503 to send again, as AIHC's (until left41 a 409, read as a
+                    # refusal; until review 48 no answer said "did not delete the job").
                     unclear = _shown(
                         _(
                             "Kubernetes gave the delete no clear answer: %(error)s. The job is "
