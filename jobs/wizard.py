@@ -63,6 +63,9 @@ from .runtime_env import (
     GROUP_TOTAL,
     GROUP_VARIABLES,
     LOCAL_RUNNER_VARIABLES,
+    MPI_HOSTFILE_PATH,
+    mpi_hostfile,
+    mpi_hosts,
     replica_refs,
     shown_group_task,
     with_group_envs,
@@ -3441,6 +3444,29 @@ def environment_preview(
         )
         for ref in replica_refs(spec)[:SHOWN_REPLICAS]
     ]
+
+
+@dataclass(frozen=True)
+class MpiHostfilePreview:
+    path: str
+    slots: int  # over every host: the ranks mpirun starts without -np
+    content: str  # as the local runner writes it; "" where the platform names the hosts
+
+
+def mpi_hostfile_preview(spec: S.JobSpec, pool: Pool | None) -> MpiHostfilePreview | None:
+    """An MPI job's hostfile as its replicas will find it, and its slots in all: the -np an
+    mpirun of every slot needs (qa68: the review listed each replica's variables, the
+    hostfile's path among them, but not what it holds, so how many ranks the job would run
+    was for the engineer to work out from the role table). Its lines only on the local pool,
+    which names the hosts by label; AIHC and Kubernetes name them after their pods."""
+    if spec.framework != S.MPI:
+        return None
+    local = pool is None or pool.backend == "local"
+    return MpiHostfilePreview(
+        path=MPI_HOSTFILE_PATH,
+        slots=sum(slots for _role, _index, slots in mpi_hosts(spec)),
+        content=mpi_hostfile(spec, lambda role, index: f"{role}-{index}") if local else "",
+    )
 
 
 def environments_hidden(spec: S.JobSpec) -> int:
