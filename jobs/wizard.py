@@ -605,6 +605,17 @@ KUBERNETES_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
             ),
         ),
     ],
+    # What the MPI operator sets in the launcher beside the hostfile (qa68).
+    S.MPI: [
+        (
+            "OMPI_MCA_orte_set_default_slots",
+            gettext_lazy(
+                "the launcher's: each host's slots, a worker's cards (slotsPerWorker), with "
+                "OMPI_MCA_orte_keep_fqdn_hostnames=true and OMPI_MCA_plm_rsh_args (the MPI "
+                "operator sets them)"
+            ),
+        ),
+    ],
 }
 
 
