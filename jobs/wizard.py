@@ -3464,7 +3464,7 @@ class MpiHostfilePreview:
     content: str  # as the local runner writes it; "" where the platform names the hosts
 
 
-def mpi_hostfile_preview(spec: S.JobSpec, pool: Pool | None) -> MpiHostfilePreview | None:
+def mpi_hostfile_preview(spec: S.JobSpec, backend: str) -> MpiHostfilePreview | None:
     """An MPI job's hostfile as its replicas will find it, and its slots in all: the -np an
     mpirun of every slot needs (qa68: the review listed each replica's variables, the
     hostfile's path among them, but not what it holds, so how many ranks the job would run
@@ -3472,7 +3472,7 @@ def mpi_hostfile_preview(spec: S.JobSpec, pool: Pool | None) -> MpiHostfilePrevi
     which names the hosts by label; AIHC and Kubernetes name them after their pods."""
     if spec.framework != S.MPI:
         return None
-    local = pool is None or pool.backend == "local"
+    local = backend == "local"
     return MpiHostfilePreview(
         path=MPI_HOSTFILE_PATH,
         slots=sum(slots for _role, _index, slots in mpi_hosts(spec)),

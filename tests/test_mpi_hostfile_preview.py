@@ -1,7 +1,8 @@
 """The review step's MPI hostfile: what /etc/mpi/hostfile will hold and how many ranks an
 mpirun of every slot starts (qa68: the review listed each replica's variables, the hostfile's
 path among them, but not what it holds, so the -np of a job was the engineer's sum to make).
-Checked against a real run of the job the wizard submitted, with Open MPI's mpirun."""
+Checked against a real run of the job the wizard submitted, with Open MPI's mpirun; the job's
+page shows it too."""
 
 from __future__ import annotations
 
@@ -103,9 +104,12 @@ def test_the_review_shows_the_hostfile_and_slots_the_submitted_mpi_job_runs_its_
     master = log_text(job, "master-0")
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, master
-    # The launcher's hostfile is the one shown, line for line.
+    # The launcher's hostfile is the one shown, line for line, and the job's page shows it too.
     lines = [line.split(" ", 1)[1] for line in master.splitlines() if " slots=" in line]
     assert "".join(f"{line}\n" for line in lines) == shown_hostfile(review)
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert shown_hostfile(page) == shown_hostfile(review)
+    assert shown_slots(page) == shown_slots(review)
     # mpirun without -np ran one rank per slot shown: two in each worker.
     ranks = sorted(re.findall(r" rank (\d) of (\d) in (\S+)\n", master))
     assert ranks == [
