@@ -1626,6 +1626,41 @@ def _mpi_rank_failure_due(
     return due
 
 
+def _with_failed_rank(
+    failure: RecordedText,
+    replica: JobReplica,
+    replicas: list[JobReplica],
+    states: dict[int, ReplicaState],
+) -> RecordedText:
+    """An MPI launcher's failure, saying where a rank exited other than with 0 first when a
+    worker's agent saw it before the launcher exited: Open MPI's mpirun ends the job itself
+    with the rank's code, and its own words name the rank by number alone ("Process name:
+    [[27900,1],1]"), so the reason read "master-0 exited with code 3" and nothing said which
+    instance to look at (qa68). A rank killed by a signal is left out: the launcher's own
+    abort ends the other ranks so (SIGTERM, then SIGKILL), and one of those named would point
+    at a bystander when the failed rank itself went unseen (one ending right after its start,
+    or in the launcher's own replica, which has no agent)."""
+    if replica.role != "master" or states[replica.pk].exited_at is None:
+        return failure
+    ended = states[replica.pk].exited_at.timestamp()
+    seen = [
+        (record["time"], f"{other.role}-{other.index}", record["code"])
+        for other in replicas
+        if other.role != "master"
+        for record in (states[other.pk].rank_failed or {}).values()
+        if "code" in record and record["time"] <= ended
+    ]
+    if not seen:
+        return failure
+    _time, label, code = min(seen)
+    return recorded(
+        gettext_noop("%(failure)s Before it, a rank in %(replica)s exited with code %(code)s."),
+        failure=failure,
+        replica=label,
+        code=code,
+    )
+
+
 def rank_failed_message(label: str, record: dict[str, Any]) -> RecordedText:
     seconds = f"{settings.LOCAL_MPI_RANK_GRACE_SECONDS:g}"
     if "signal" in record:
@@ -2190,6 +2225,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                 or (spec and _read_only_failure(job, spec, label, state.exit_code))
                 or exit_message(label, state.exit_code)
             )
+            failure = _with_failed_rank(failure, replica, replicas, states)
             break
         if replica.pk in rank_failed_due:
             failure = rank_failed_message(label, rank_failed_due[replica.pk])

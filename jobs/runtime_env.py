@@ -115,14 +115,21 @@ def mpi_hostfile(spec: JobSpec, host: Callable[[str, int], str], *, hydra: bool 
     only launches. With `hydra`, the same hosts as "<host>:<cards>", the form MPICH's and
     Intel MPI's hydra read (it refuses "slots=": "token slots not supported at this time"),
     as the MPI operator v2 writes it for those two."""
-    lines = []
+    form = "{}:{}" if hydra else "{} slots={}"
+    lines = [form.format(host(role, index), slots) for role, index, slots in mpi_hosts(spec)]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def mpi_hosts(spec: JobSpec) -> list[tuple[str, int, int]]:
+    """(role, index, slots) of each host of an MPI job's hostfile, in its order: the master
+    when it has cards, then each worker, each with its cards' slots (1 without cards)."""
+    hosts = []
     for role in spec.roles:
         if role.name == "master" and not (role.accelerator_type and role.accelerators):
             continue
         slots = max(role.accelerators, 1) if role.accelerator_type else 1
-        form = "{}:{}" if hydra else "{} slots={}"
-        lines.extend(form.format(host(role.name, i), slots) for i in range(role.replicas))
-    return "\n".join(lines) + ("\n" if lines else "")
+        hosts.extend((role.name, i, slots) for i in range(role.replicas))
+    return hosts
 
 
 GROUP_INDEX, GROUP_TOTAL = "AIHC_GROUP_TASK_INDEX", "AIHC_GROUP_TASK_TOTAL"

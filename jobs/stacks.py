@@ -62,6 +62,7 @@ from django.utils.translation import gettext, gettext_noop
 from .actions import ActionError
 from .logs import masked
 from .models import Job, JobStatus, StackCapture, StackCaptureTrigger
+from .runtime_env import LOCAL_MPI_RSH_AGENT
 from .services import job_event
 from .texts import recorded
 
@@ -163,6 +164,12 @@ _CONSOLE_DETAIL_PATTERNS = [
 ]
 
 _PYTHON = re.compile(r"python[0-9.]*[a-z]?")
+# The local runner's MPI agent (jobs/mpi_agent.py, run as `python3 /etc/mpi/rsh ...`): each
+# worker's serves the launcher, and the launcher's mpirun runs one per worker it reaches.
+# They are the console's, not the job's: read, they showed as the job's stacks (qa68: the
+# launcher's `rsh` wait looked like master-0 stuck, and four groups of the agent's threads
+# stood among the ranks'). What they start (the ranks) is still read.
+_CONSOLE_PROGRAMS = frozenset({LOCAL_MPI_RSH_AGENT})
 
 
 def py_spy() -> str | None:
@@ -665,6 +672,8 @@ def _python_processes(target: Target, own_namespace: str) -> tuple[list[Listed],
             continue
         if not _PYTHON.fullmatch(exe.removesuffix(" (deleted)")):
             continue
+        if _program_argument(pid) in _CONSOLE_PROGRAMS:
+            continue
         if len(pythons) >= PROCESSES_PER_REPLICA:
             dropped += 1
             continue
@@ -683,6 +692,15 @@ def _pid_inside(pid: int) -> int:
     except (OSError, ValueError):
         pass
     return pid
+
+
+def _program_argument(pid: int) -> str:
+    """A Python process's first argument (its script, when it runs one), "" when unknown."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return ""
+    return argv[1].decode(errors="replace") if len(argv) > 1 else ""
 
 
 def _command(pid: int) -> str:

@@ -136,7 +136,7 @@ from .summary import (
     sent_request,
 )
 from .tensorboard import training_metrics
-from .wizard import available_pools
+from .wizard import available_pools, mpi_hostfile_preview
 from .worker import deletes_at, kept_for_alerts
 
 logger = logging.getLogger(__name__)
@@ -1011,6 +1011,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
             job_id=environment_job_id(job),
             group_task=group_task_of(job),
         )
+        context["mpi_hostfile"] = mpi_hostfile_preview(spec, job.backend)
     context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))
     context.update(_log_search(job, context["log_label"], request.GET))
     context["hang"] = _hang_context(request, job, request.GET.get("capture", ""))

@@ -63,6 +63,9 @@ from .runtime_env import (
     GROUP_TOTAL,
     GROUP_VARIABLES,
     LOCAL_RUNNER_VARIABLES,
+    MPI_HOSTFILE_PATH,
+    mpi_hostfile,
+    mpi_hosts,
     replica_refs,
     shown_group_task,
     with_group_envs,
@@ -599,6 +602,17 @@ KUBERNETES_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
             gettext_lazy(
                 "this instance's index within its role, as AIHC_ROLE_INDEX (the Job "
                 "controller sets it)"
+            ),
+        ),
+    ],
+    # What the MPI operator sets in the launcher beside the hostfile (qa68).
+    S.MPI: [
+        (
+            "OMPI_MCA_orte_set_default_slots",
+            gettext_lazy(
+                "the launcher's: each host's slots, a worker's cards (slotsPerWorker), with "
+                "OMPI_MCA_orte_keep_fqdn_hostnames=true and OMPI_MCA_plm_rsh_args (the MPI "
+                "operator sets them)"
             ),
         ),
     ],
@@ -3441,6 +3455,29 @@ def environment_preview(
         )
         for ref in replica_refs(spec)[:SHOWN_REPLICAS]
     ]
+
+
+@dataclass(frozen=True)
+class MpiHostfilePreview:
+    path: str
+    slots: int  # over every host: the ranks mpirun starts without -np
+    content: str  # as the local runner writes it; "" where the platform names the hosts
+
+
+def mpi_hostfile_preview(spec: S.JobSpec, backend: str) -> MpiHostfilePreview | None:
+    """An MPI job's hostfile as its replicas will find it, and its slots in all: the -np an
+    mpirun of every slot needs (qa68: the review listed each replica's variables, the
+    hostfile's path among them, but not what it holds, so how many ranks the job would run
+    was for the engineer to work out from the role table). Its lines only on the local pool,
+    which names the hosts by label; AIHC and Kubernetes name them after their pods."""
+    if spec.framework != S.MPI:
+        return None
+    local = backend == "local"
+    return MpiHostfilePreview(
+        path=MPI_HOSTFILE_PATH,
+        slots=sum(slots for _role, _index, slots in mpi_hosts(spec)),
+        content=mpi_hostfile(spec, lambda role, index: f"{role}-{index}") if local else "",
+    )
 
 
 def environments_hidden(spec: S.JobSpec) -> int:

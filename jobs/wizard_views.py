@@ -847,6 +847,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "roles_request_note": W.roles_request_note(spec, state.pool),
         "environments": W.environment_preview(spec, state.pool),
         "environments_hidden": W.environments_hidden(spec),
+        "mpi_hostfile": W.mpi_hostfile_preview(spec, state.pool.backend if state.pool else "local"),
         "wanted": [
             (card, n, W.idle_for(state.pool, card))
             for card, n in sorted(spec.accelerators_by_type().items())

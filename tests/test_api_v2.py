@@ -155,6 +155,31 @@ def test_a_v2_body_is_stored_as_the_same_spec_as_its_v1_form(api):
     )
 
 
+@pytest.mark.parametrize("launcher", ["Launcher", "Master"])
+def test_an_mpijob_role_map_keyed_as_kubeflow_keys_it_makes_a_cpu_launcher_and_gpu_workers(
+    api, settings, launcher
+):
+    # qa68: Kubeflow's MPIJob keys its roles Launcher and Worker (the console's own Kubernetes
+    # manifest writes its master as the Launcher), and such a body was refused: "MPI has no
+    # role named “launcher”", and "MPI needs exactly 1 master" of the one launcher it gave.
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    mpi = v2_body(name="mpi-job", jobType="MPIJob", command="mpirun python3 train.py")
+    shared = mpi.pop("jobSpec")
+    mpi["jobSpec"] = {
+        launcher: {**shared, "replicas": 1, "resources": [{"name": "cpu", "quantity": 1}]},
+        "Worker": {**shared, "replicas": 2, "resources": [{"name": A800, "quantity": 2}]},
+    }
+
+    created = api.create_job(pool="local", body=mpi, version=V2)
+
+    spec = Job.objects.get(public_id=created["jobId"]).job_spec()
+    assert spec.framework == "MPIJob"
+    assert [(r.name, r.replicas, r.accelerator_type, r.accelerators) for r in spec.roles] == [
+        ("master", 1, "", 0),
+        ("worker", 2, A800, 2),
+    ]
+
+
 def test_a_role_map_whose_roles_differ_in_more_than_instances_and_cards_is_refused(api):
     # Found in QA: the Worker's own envs (and image) were dropped without a word, as the
     # console keeps one image and one set of variables per job, the first role's.

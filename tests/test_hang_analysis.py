@@ -31,9 +31,11 @@ from jobs.stacks import (
     stack_groups,
     store_capture,
 )
+from jobs.wizard import example_commands
 from jobs.worker import Worker
 
 from .runner_helpers import (
+    CARD,
     PY,
     log_text,
     make_spec,
@@ -42,6 +44,7 @@ from .runner_helpers import (
     submit,
     volume,
 )
+from .test_runner import openmpi_is_mpirun
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
@@ -393,6 +396,86 @@ def test_at_most_the_newest_captures_are_kept(alice):
 
     kept = list(StackCapture.objects.filter(job=job).order_by("pk").values_list("pk", flat=True))
     assert kept == [c.pk for c in first[1:]]
+
+
+# The ranks of an MPI job say who they are in Open MPI's variables (no RANK there): rank 1
+# blocks, rank 0 waits for it. os.write: one write per line, as mpirun forwards them.
+MPI_TRAIN = textwrap.dedent(
+    """
+    import os, threading, time
+
+    def stuck_in_allreduce():
+        os.write(1, b"started\\n")
+        threading.Event().wait()
+
+    def waiting_for_peer():
+        os.write(1, b"started\\n")
+        while True:
+            time.sleep(0.5)
+
+    if os.environ["OMPI_COMM_WORLD_RANK"] == "1":
+        stuck_in_allreduce()
+    else:
+        waiting_for_peer()
+    """
+)
+
+
+def ranks_asleep(job: Job) -> bool:
+    """Each worker's Python processes sleep in the call they block in, as `started` waits
+    for a plain job's: its rank is not still starting when the capture reads it."""
+    for r in job.replicas.filter(role="worker"):
+        found = _python_processes(Target("", r.pid, r.process_start), _pid_namespace("self"))
+        if not found or not found[0]:
+            return False
+        if not all(state == "S" for p in found[0] for state in thread_states(p.pid)):
+            return False
+    return True
+
+
+@pytest.mark.skipif(
+    not openmpi_is_mpirun(), reason="needs OpenMPI's mpirun (apt-get install openmpi-bin)"
+)
+def test_an_mpi_jobs_hang_shows_its_ranks_stacks_and_none_of_the_consoles_mpi_agent(
+    alice, alice_client, settings
+):
+    # qa68: the capture read the console's own /etc/mpi/rsh processes as the job's: the
+    # launcher's rsh clients (waiting on the workers) as master-0's stack, each worker's agent
+    # as four more groups, among the ranks' two.
+    (volume(settings) / "train.py").write_text(MPI_TRAIN)
+    example = next(e["command"] for e in example_commands() if e["framework"] == S.MPI)
+    job = submit(
+        alice,
+        make_spec(
+            example,
+            framework=S.MPI,
+            roles=[S.Role("master", 1), S.Role("worker", 2, CARD, 1)],
+            fault_tolerance_config=S.FaultToleranceConfig(
+                enabled_hang_detection=True, hang_detection_timeout_minutes=1
+            ),
+        ),
+    )
+    worker = Worker()
+    run_until(
+        worker,
+        lambda: log_text(job, "master-0").count(" started\n") == 2,
+        what="both ranks",
+        timeout=60,
+    )
+    run_until(worker, lambda: ranks_asleep(job), what="both ranks asleep")
+    silent_for_minutes(job, 2)
+
+    capture = capture_taken(worker, job)
+
+    assert capture.trigger == "hang"
+    groups = groups_on_page(section(alice_client, job, capture))
+    assert sorted(replicas for replicas, _ in groups) == ["worker-0", "worker-1"]
+    assert "stuck_in_allreduce" in dict(groups)["worker-1"]
+    assert "waiting_for_peer" in dict(groups)["worker-0"]
+    assert "/etc/mpi/rsh" not in str(capture.replicas)
+    # The launcher runs mpirun (no Python of the job's): said so, as for any such replica.
+    [master] = [r for r in capture.replicas if r["label"] == "master-0"]
+    assert master["error"] == "no_python"
 
 
 def test_an_aihc_job_says_hang_analysis_is_for_local_jobs_only(alice, alice_client):

@@ -184,6 +184,79 @@ def test_the_review_shows_the_secret_then_the_pytorchjob_and_a_bearer_token_curl
     assert "AIHC_ROLE_INDEX=0" in envs and "HF_TOKEN=******" in envs
 
 
+def env_boxes(page: str) -> dict[str, dict[str, str]]:
+    """Each instance's variables as the review lists them, by instance."""
+    preview = page[
+        page.index('id="env-preview"') : page.index("</section>", page.index('id="env-preview"'))
+    ]
+    boxes = re.findall(
+        r'<p class="fw-semibold mb-1">([^<]+)</p>\s*<pre class="small mb-0">(.*?)</pre>',
+        preview,
+        re.S,
+    )
+    return {
+        label: dict(line.split("=", 1) for line in html.unescape(text).splitlines())
+        for label, text in boxes
+    }
+
+
+def test_an_mpi_jobs_review_lists_what_the_mpi_operator_gives_its_launcher_and_workers(
+    fake, alice_client
+):
+    # qa68: the launcher's list lacked the operator's slots (a DeepSpeed or Horovod start reads
+    # its GPUs per node from OMPI_MCA_orte_set_default_slots), FQDN and ssh settings, and a
+    # card-less launcher's emptied NVIDIA variables; each worker listed the hostfile variable,
+    # which the operator sets in the launcher alone.
+    draft = new_draft(alice_client)
+    steps = k8s_steps(framework="MPIJob")
+    steps[W.RESOURCES] = resources_data(roles=[role("master", 1, None), role("worker", 2, A800, 4)])
+    complete_steps(
+        alice_client, draft, **steps, **{W.IMAGE: image_data(command="mpirun python3 train.py")}
+    )
+
+    page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    body = json.loads(html.unescape(re.search(r'id="request-json">(.*?)</pre>', page, re.S)[1]))
+    assert body["spec"]["slotsPerWorker"] == 4
+    envs = env_boxes(page)
+    launcher = envs["master-0"]
+    assert launcher["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"
+    assert launcher["OMPI_MCA_orte_set_default_slots"] == "4"
+    assert launcher["OMPI_MCA_orte_keep_fqdn_hostnames"] == "true"
+    assert launcher["OMPI_MCA_plm_rsh_args"] == "-o ConnectionAttempts=10"
+    assert launcher["NVIDIA_VISIBLE_DEVICES"] == launcher["NVIDIA_DRIVER_CAPABILITIES"] == ""
+    assert launcher["K_MPI_JOB_ROLE"] == "launcher"
+    for label in ("worker-0", "worker-1"):
+        assert envs[label]["K_MPI_JOB_ROLE"] == "worker"
+        assert not any(name.startswith(("OMPI_", "NVIDIA_")) for name in envs[label])
+
+
+def test_the_image_step_of_an_mpi_job_lists_the_launchers_default_slots(fake, alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE, **k8s_steps(framework="MPIJob"))
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    listed = re.findall(r'<th scope="row" class="font-monospace fw-normal">([A-Z_a-z]+)</th>', page)
+    assert {"OMPI_MCA_orte_default_hostfile", "OMPI_MCA_orte_set_default_slots"} <= set(listed)
+
+
+def test_an_mpi_launcher_with_cards_keeps_its_gpus_in_the_review(fake, alice_client):
+    draft = new_draft(alice_client)
+    steps = k8s_steps(framework="MPIJob")
+    complete_steps(
+        alice_client, draft, **steps, **{W.IMAGE: image_data(command="mpirun python3 train.py")}
+    )
+
+    page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    body = json.loads(html.unescape(re.search(r'id="request-json">(.*?)</pre>', page, re.S)[1]))
+    assert body["spec"]["runLauncherAsWorker"] is True
+    launcher = env_boxes(page)["master-0"]
+    assert launcher["OMPI_MCA_orte_set_default_slots"] == "4"
+    assert "NVIDIA_VISIBLE_DEVICES" not in launcher  # it runs ranks on its cards
+
+
 def test_the_image_step_lists_every_variable_the_manifest_sets(fake, alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.IMAGE, **k8s_steps())

@@ -13,6 +13,7 @@ import shutil
 import threading
 
 import pytest
+from django.utils import translation
 
 from jobs import spec as S
 from jobs.models import JobStatus
@@ -79,6 +80,39 @@ def test_an_open_mpi_rank_that_exits_non_zero_fails_the_job_with_the_launchers_o
     assert job.status_reason.startswith("master-0 退出，退出码 "), job.status_reason
     assert "MPI 启动器" not in job.status_reason
     assert processes_with(sleeper) == []
+
+
+@needs_openmpi
+@needs_pidfd_exit_info
+def test_an_open_mpi_rank_that_exits_non_zero_is_named_with_its_worker_in_the_jobs_reason(
+    alice, settings
+):
+    # qa68: the reason read "master-0 exited with code 3" alone, and mpirun's own words name
+    # the rank by number ("Process name: [[27900,1],1]"): nothing said which instance failed.
+    # Rank 1 runs a moment before it fails, as a training does (one that ends right at its
+    # start may go unseen: README, "Fail fast"); rank 0 is then ended by mpirun's abort.
+    (volume(settings) / "rank.py").write_text(
+        "import os, sys, time\n"
+        "if os.environ['OMPI_COMM_WORLD_RANK'] == '1':\n"
+        "    time.sleep(1)\n"
+        "    sys.exit(3)\n"
+        "time.sleep(600)\n"
+    )
+    spec = make_spec(f"{MPIRUN} python3 /workspace/rank.py", framework=S.MPI)
+    spec.roles = ROLES
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=90)
+
+    assert job.status == JobStatus.FAILED, log_text(job, "master-0")
+    expected = "master-0 退出，退出码 3。在此之前，worker-1 中的一个 rank 退出，退出码 3。"
+    assert job.status_reason == expected
+    assert job.events.get(reason="ReplicaFailed").message == expected
+    with translation.override("en"):
+        job.refresh_from_db()
+        assert job.status_reason_shown == (
+            "master-0 exited with code 3. Before it, a rank in worker-1 exited with code 3."
+        )
 
 
 @needs_openmpi

@@ -142,10 +142,17 @@ def is_role_map(job_spec: Any) -> bool:
     )
 
 
-def role_name(key: str) -> str:
-    """The console's role for a v2 role key ("PS" -> "ps")."""
+# An MPIJob's launcher, as Kubeflow's MPIJob names it (mpiReplicaSpecs Launcher/Worker, which
+# the console's own Kubernetes manifest writes for its master), is the console's MPI master:
+# a role map keyed so was refused, "MPI has no role named “launcher”" (qa68).
+MPI_LAUNCHER_KEY = "launcher"
+
+
+def role_name(key: str, framework: str = "") -> str:
+    """The console's role for a v2 role key ("PS" -> "ps"; an MPIJob's "Launcher" -> "master")."""
     names = {v2: name for name, v2 in V2_TF_ROLE_KEYS.items()}
-    return names.get(key, key.lower())
+    name = names.get(key, key.lower())
+    return "master" if framework == spec_module.MPI and name == MPI_LAUNCHER_KEY else name
 
 
 # What each role of a role map (TFJob) has of its own in the console; every other field of a
@@ -214,7 +221,7 @@ def v1_from_v2(body: dict[str, Any], *, loose: bool = False) -> dict[str, Any]:
                 **(console or {}),
                 "roles": [
                     {
-                        "name": key if custom else role_name(key),
+                        "name": key if custom else role_name(key, v2.get("jobType", "")),
                         "replicas": group.get("replicas", 0),
                         "resources": group.get("resources") or [],
                     }

@@ -606,6 +606,24 @@ class Inventory:
         return stock
 
 
+def _mpi_operator_environment(spec: spec_module.JobSpec, ref: ReplicaRef) -> dict[str, str]:
+    """What the MPI operator v2 (OpenMPI, its default mpiImplementation) adds to an MPIJob's
+    launcher (mpi-operator's mpi_job_controller.go): its slots, FQDN host names and ssh's
+    retries, and, when it runs no ranks, no GPU for NVIDIA's runtime. The review listed none
+    of them (qa68), though a DeepSpeed or Horovod start reads its GPUs per node from
+    OMPI_MCA_orte_set_default_slots."""
+    if ref.role != "master":
+        return {}
+    env = {
+        "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+        "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
+        "OMPI_MCA_orte_set_default_slots": str(M.mpi_slots_per_worker(spec)),
+    }
+    if not M.mpi_launcher_runs_ranks(spec):
+        env |= {"NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
+    return env
+
+
 class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     name = NAME
     platform = "Kubernetes"
@@ -1010,6 +1028,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         )
         if spec.framework == spec_module.CUSTOM:
             env["JOB_COMPLETION_INDEX"] = str(ref.index)
+        if spec.framework == spec_module.MPI:
+            env.update(_mpi_operator_environment(spec, ref))
+            if ref.role != "master":
+                # The MPI operator points only its launcher at the hostfile (qa68).
+                env.pop("OMPI_MCA_orte_default_hostfile", None)
         return env
 
     # -- submission ----------------------------------------------------------------

@@ -426,6 +426,21 @@ def jobset_manifest(
     return body
 
 
+def mpi_slots_per_worker(spec: S.JobSpec) -> int:
+    """An MPIJob's slotsPerWorker: a worker's cards (1 without)."""
+    worker = next((r for r in spec.roles if r.name == "worker"), None)
+    slots = worker.accelerators if worker and worker.accelerator_type else 1
+    return max(slots, 1)
+
+
+def mpi_launcher_runs_ranks(spec: S.JobSpec) -> bool:
+    """Whether an MPIJob's launcher gets runLauncherAsWorker: a master given cards runs ranks
+    too, as on AIHC (training-operator v1 lists such a launcher in the hostfile;
+    jobs.runtime_env.mpi_hostfile does the same)."""
+    master = next((r for r in spec.roles if r.name == "master"), None)
+    return bool(master and master.accelerator_type and master.accelerators)
+
+
 def job_manifest(
     spec: S.JobSpec, cluster: Cluster, *, name: str, namespace: str, job_id: str
 ) -> dict[str, Any]:
@@ -451,13 +466,8 @@ def job_manifest(
         "spec": {},
     }
     if spec.framework == S.MPI:
-        worker = next((r for r in spec.roles if r.name == "worker"), None)
-        slots = worker.accelerators if worker and worker.accelerator_type else 1
-        body["spec"]["slotsPerWorker"] = max(slots, 1)
-        master = next((r for r in spec.roles if r.name == "master"), None)
-        if master and master.accelerator_type and master.accelerators:
-            # A launcher given cards runs ranks too, as on AIHC (training-operator v1 lists
-            # such a launcher in the hostfile; jobs.runtime_env.mpi_hostfile does the same).
+        body["spec"]["slotsPerWorker"] = mpi_slots_per_worker(spec)
+        if mpi_launcher_runs_ranks(spec):
             body["spec"]["runLauncherAsWorker"] = True
     body["spec"]["runPolicy"] = run_policy(spec)
     body["spec"][kind.replica_specs] = replicas
