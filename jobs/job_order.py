@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit
 
-from django.db.models import Case, F, IntegerField, Q, QuerySet, Value, When
+from django.db.models import Case, F, IntegerField, QuerySet, Value, When
 from django.utils.translation import gettext_lazy
 
 from .models import Job, JobStatus
@@ -137,20 +137,17 @@ def sort_heads(*, sort: Sort, kept: list[tuple[str, str]]) -> dict[str, SortHead
 # What a job's page address holds: `/jobs/<its id>/`, after the console's own path when it runs
 # under a sub-path (`/console/jobs/<id>/logs/`), any host, query or fragment after.
 JOB_ADDRESS = re.compile(r"(?:^|/)jobs/(?P<id>[^/?#\s]+)(?:[/?#]|$)")
-# A job id or a platform's (what the box may hold alone): a name's characters, no space.
 JOB_ID = re.compile(r"[\w.\-]+", re.ASCII)
 
 
-def job_asked_for(text: str) -> str | None:
-    """The job id a search box's text stands for when it is a job page's address (with or
-    without the scheme and host, a trailing slash, a query or a fragment) or an id alone;
-    None for any other text (searched for as it is)."""
+def job_address_id(text: str) -> str | None:
+    """The job id in a search box's text when it is a job page's address (with or without its
+    scheme and host, a trailing slash, a query or a fragment; pasted from a chat, so read as
+    it shows: spec.plain_typed); None for any other text, searched for as it is."""
     plain = plain_typed(text)
-    if not plain or len(plain) > 4000:
+    if "jobs/" not in plain or len(plain) > 4000:
         return None
-    if JOB_ID.fullmatch(plain):
-        return plain
-    parts = urlsplit(plain if "://" in plain else f"//{plain}" if plain[0] != "/" else plain)
+    parts = urlsplit(plain if "://" in plain or plain.startswith("/") else f"//{plain}")
     found = JOB_ADDRESS.search(parts.path)
     if found is None:
         return None
@@ -158,17 +155,22 @@ def job_asked_for(text: str) -> str | None:
     return job_id if JOB_ID.fullmatch(job_id) else None
 
 
-def visible_job(*, viewer: Any, text: str) -> Job | None:
-    """The viewer's own job that the search box's `text` names by its page's address, its id
-    or its platform's id (AIHC's, the Kubernetes object's); None when it names none of theirs
-    (another user's job reads as one that does not exist), or a platform id several of their
-    jobs share: the text is then searched for as it is. One query, only for such a text."""
-    job_id = job_asked_for(text)
+def addressed_job(*, viewer: Any, text: str) -> Job | None:
+    """The viewer's own job whose page's address the search box's `text` is; None for any
+    other text, and for another user's job, which reads as one that does not exist (the text
+    is then searched for, finding nothing). One query, only for an address."""
+    job_id = job_address_id(text)
     if job_id is None:
         return None
-    found = list(
-        Job.objects.filter(Q(public_id=job_id) | Q(external_id=job_id), owner=viewer).only(
-            "public_id"
-        )[:2]
-    )
-    return found[0] if len(found) == 1 else None
+    return Job.objects.filter(owner=viewer, public_id=job_id).only("public_id").first()
+
+
+def named_alone(*, jobs: list[Job], has_more: bool, text: str) -> Job | None:
+    """The job a search found alone when its text is that job's id, the console's or its
+    platform's (AIHC's, the Kubernetes object's), whole: that job's page is what was asked
+    for. Read from the search's own page of rows (no query)."""
+    plain = plain_typed(text)
+    if has_more or len(jobs) != 1 or not plain:
+        return None
+    [job] = jobs
+    return job if plain in (job.public_id, job.external_id) else None

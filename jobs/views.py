@@ -70,7 +70,7 @@ from .compare import (
 )
 from .health import WORKER_STATUSES, worker_state, worker_state_for
 from .http import AuthenticatedHttpRequest, post_only
-from .job_order import Sort, ordered, sort_heads, sort_of, visible_job
+from .job_order import Sort, addressed_job, named_alone, ordered, sort_heads, sort_of
 from .labels import (
     MAX_LABEL_FILTERS,
     SAFE_ADDRESS_LENGTH,
@@ -413,19 +413,15 @@ def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm, *, sort:
 @require_safe
 @login_required
 def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
-    # A job page's address pasted into the search box (or a job's id alone) opens that job's
-    # page, when it is one of the user's own; any other text is searched for, another user's
-    # job answered as one that does not exist (jobs.job_order.visible_job).
-    asked_job = visible_job(viewer=request.user, text=request.GET.get("q", ""))
-    if asked_job is not None:
-        page_url = reverse("job-detail", args=[asked_job.public_id])
-        if request.htmx:  # a refresh or a column head's link: the whole page goes there
-            return HttpResponseClientRedirect(page_url)
-        return redirect(page_url)
-    form = JobFilterForm(request.GET)
     # A refresh (every 3 s while a job is live) redraws the table alone; a column head's link
     # (htmx's boost) asks for the whole page, of which the list's region is swapped.
     poll = bool(request.htmx) and not request.htmx.boosted
+    # A job page's address pasted into the search box opens that job's page when it is one of
+    # the user's own; another user's reads as no job: searched for, finding nothing.
+    addressed = None if poll else addressed_job(viewer=request.user, text=request.GET.get("q", ""))
+    if addressed is not None:
+        return _to_job_page(request, addressed)
+    form = JobFilterForm(request.GET)
     sort = sort_of(request.GET.get("sort"))
     # A queue group's tasks share a name: each row says which task it is ("2/3").
     jobs = (
@@ -449,9 +445,17 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
             "finished_at",
             "group_index",
             "group__total",
+            "external_id",
         )
     )
     page = ListPage.of(jobs, request.GET.get("page"), counted=True)
+    # A job's id alone (the console's or the platform's) that the search finds alone: its page.
+    if not poll and page.number == 1 and form.cleaned_data.get("q"):
+        found = named_alone(
+            jobs=page.object_list, has_more=page.has_next, text=form.cleaned_data["q"]
+        )
+        if found is not None:
+            return _to_job_page(request, found)
     live = any(job.status not in FINAL_STATUSES for job in page.object_list)
     # Each row's pool by its name (the filter's label), its id in the title; any other by
     # its last known name (pool_labels: marked no longer offered), or else its id. The whole
@@ -615,6 +619,13 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     context["filter_dates"] = (FIRST_FILTER_DATE.isoformat(), LAST_FILTER_DATE.isoformat())
     context["time_zone"] = timezone.get_current_timezone_name()
     return render(request, "jobs/job_list.html", context)
+
+
+def _to_job_page(request: AuthenticatedHttpRequest, job: Job) -> HttpResponse:
+    """The job list's answer to a search that names `job`: its page (htmx, from a column
+    head's link, is told to open it whole rather than swap it into the list)."""
+    page_url = reverse("job-detail", args=[job.public_id])
+    return HttpResponseClientRedirect(page_url) if request.htmx else redirect(page_url)
 
 
 @dataclass

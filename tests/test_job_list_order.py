@@ -279,7 +279,6 @@ ADDRESSES = [
     "testserver/jobs/{id}/",
     "/jobs/{id}/",
     " http://testserver/jobs/{id}/\u200b",
-    "{id}",
     "ｈｔｔｐ：／／testserver／jobs／{id}／",
 ]
 
@@ -295,20 +294,50 @@ def test_a_pasted_job_address_or_id_opens_that_jobs_page(alice, alice_client, ad
     assert r["Location"] == reverse("job-detail", args=[job.public_id])
 
 
-def test_a_pasted_platform_id_opens_its_job_and_an_htmx_request_goes_there_whole(
+def test_a_job_id_alone_the_console_s_or_the_platform_s_opens_the_job_it_finds_alone(
     alice, alice_client
 ):
     job = submit(alice, name="on-aihc")
     Job.objects.filter(pk=job.pk).update(external_id="pytorchjob-19d38d07-3e04-49ef-8428")
+    submit(alice, name="other")
 
-    plain = alice_client.get(LIST, {"q": "pytorchjob-19d38d07-3e04-49ef-8428"})
-    htmx = alice_client.get(LIST, {"q": f"http://h/jobs/{job.public_id}/"}, headers=BOOSTED)
+    for text in [job.public_id, "pytorchjob-19d38d07-3e04-49ef-8428", f"\u200b{job.public_id} "]:
+        r = alice_client.get(LIST, {"q": text})
+        assert r.status_code == 302, text
+        assert r["Location"] == reverse("job-detail", args=[job.public_id])
+    # Part of one finds it in the list, as before.
+    part = alice_client.get(LIST, {"q": job.public_id[-12:]})
+    assert part.status_code == 200 and shown(part.content.decode()) == [job.public_id]
 
-    assert plain.status_code == 302
-    assert plain["Location"] == reverse("job-detail", args=[job.public_id])
+
+def test_a_job_id_that_other_jobs_names_also_hold_lists_them_all(alice, alice_client):
+    job = submit(alice, name="base")
+    Job.objects.filter(pk=job.pk).update(external_id="exp-7")
+    other = submit(alice, name="exp-7-rerun")
+
+    r = alice_client.get(LIST, {"q": "exp-7"})
+
+    assert r.status_code == 200
+    assert shown(r.content.decode()) == [other.public_id, job.public_id]
+
+
+def test_a_pasted_address_with_htmx_opens_the_page_whole_and_a_refresh_never_leaves_the_list(
+    alice, alice_client, django_assert_num_queries
+):
+    job = submit(alice, name="wanted")
+    address = f"http://h/jobs/{job.public_id}/"
+
+    boosted = alice_client.get(LIST, {"q": address, "sort": "name"}, headers=BOOSTED)
+    alice_client.get(LIST)  # warm the session
+    with django_assert_num_queries(4):  # as any refresh: no look-up
+        refresh = alice_client.get(LIST, {"q": address}, headers=HTMX)
+
     # htmx is told to open the page itself (not to swap a job's page into the list).
-    assert htmx.status_code == 200
-    assert htmx["HX-Redirect"] == reverse("job-detail", args=[job.public_id])
+    assert boosted.status_code == 200
+    assert boosted["HX-Redirect"] == reverse("job-detail", args=[job.public_id])
+    # The table (no job found: 286, htmx's stop polling), never the job's page.
+    assert refresh.status_code == 286 and "HX-Redirect" not in refresh
+    assert 'id="job-table"' in refresh.content.decode()
 
 
 def test_another_users_job_address_is_answered_as_one_that_does_not_exist(alice, bob, alice_client):
