@@ -48,10 +48,17 @@ def test_a_column_head_clicked_sorts_the_list_in_place_and_the_order_is_kept_on_
     # Typed, not yet sent: only the list swaps, so it stays; and the page is not reloaded.
     page.fill("#id_queue", "defa")
     page.evaluate("window.notReloaded = true")
+    # A job ticked on this page (the newest, which sorted by name goes to page 2) stays ticked.
+    ticked = Job.objects.get(name=NAMES[-1])
+    page.check(f"#select-{ticked.public_id}")
 
     page.get_by_role("link", name="名称").click()
 
-    page.wait_for_url("**/?sort=name")
+    page.wait_for_url(f"**/?sort=name&sel={ticked.public_id}")
+    expect(page.locator("#sort-name")).to_be_focused()  # focus stays on the head clicked
+    expect(page.locator("#selection-count")).to_have_text("已选 1 个任务")
+    page.get_by_role("button", name=f"取消勾选 {ticked.name}").click()
+    expect(page.locator("#selection-bar")).to_be_hidden()
     expect(page.locator("#job-table tbody tr[data-job]").first).to_contain_text("run-00")
     assert row_names(page) == sorted(NAMES)[:20]
     name_head = page.locator("th", has=page.locator("#sort-name"))
@@ -60,7 +67,6 @@ def test_a_column_head_clicked_sorts_the_list_in_place_and_the_order_is_kept_on_
     expect(page.locator("th[aria-sort]")).to_have_count(1)
     assert page.evaluate("window.notReloaded") is True
     expect(page.locator("#id_queue")).to_have_value("defa")
-    expect(page.locator("#sort-name")).to_be_focused()
 
     # Again: Z to A.
     page.get_by_role("link", name="名称").click()
@@ -104,6 +110,13 @@ def test_the_last_page_link_shows_the_oldest_jobs_and_the_first_page_link_comes_
     page.get_by_role("link", name="最后一页（第 3 页）").click()
     page.wait_for_url("**/?sort=name&page=3")
     assert row_names(page) == ["job-40", "job-41", "job-42", "job-43", "job-44"]
+
+    # At 400% zoom (320 CSS pixels) the five page links wrap: nothing scrolls sideways.
+    page.set_viewport_size({"width": 320, "height": 640})
+    page.goto("/?page=2")
+    expect(page.locator("#page-last")).to_be_visible()
+    wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+    assert wide <= screen
 
 
 def test_a_job_address_pasted_into_the_search_box_opens_that_job_and_another_users_finds_none(
