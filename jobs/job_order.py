@@ -151,8 +151,11 @@ def job_address_id(text: str) -> str | None:
     plain = plain_typed(text)
     if "jobs/" not in plain or len(plain) > 4000:
         return None
-    parts = urlsplit(plain if "://" in plain or plain.startswith("/") else f"//{plain}")
-    found = JOB_ADDRESS.search(parts.path)
+    try:
+        path = urlsplit(plain if "://" in plain or plain.startswith("/") else f"//{plain}").path
+    except ValueError:  # no address after all: "http://[/jobs/x" (an IPv6 host unclosed)
+        return None
+    found = JOB_ADDRESS.search(path)
     if found is None:
         return None
     job_id = unquote(found["id"])

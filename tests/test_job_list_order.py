@@ -372,12 +372,17 @@ def test_a_platform_id_two_jobs_share_or_an_address_of_no_job_is_searched_as_tex
     assert r.status_code == 200 and sorted(shown(r.content.decode())) == sorted(
         [first.public_id, second.public_id]
     )
-    # Not a job page's address (the pools page, the compare page): searched for, no error.
+    # Not a job page's address (the pools page, the compare page, one no browser would take):
+    # searched for, no error.
     for text in [
         "http://testserver/pools/",
         "http://testserver/compare/?job=x",
         "jobs/",
         "/jobs//",
+        "http://[/jobs/x/",  # no address at all: an IPv6 host left open (urlsplit refuses it)
+        "/jobs/a\x00b/",
+        "/jobs/%00/",
+        "/jobs/" + "x" * 5000,
     ]:
         r = alice_client.get(LIST, {"q": text})
         assert r.status_code == 200, text
