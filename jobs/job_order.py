@@ -6,7 +6,8 @@ Decisions:
   out), 名称 (Name), 状态 (Status) and 卡数 (Cards); `?sort=name` ascending, `?sort=-name`
   descending. A first click sorts a name or a status in ascending order and a date or a card
   count largest first (what people look for there), a second click on the same head reverses.
-- A status sorts in the order of a job's life (待审核, 排队中, 提交中, 运行中, then the ends), not
+- A status sorts in the order of a job's life (待审核, 排队中, 提交中, 运行中, 停止中, then how it
+  ended: 成功 first, 已驳回 last: STATUS_ORDER), not
   by its code or its translated name, which would put 已停止 before 运行中 in one language and
   not the other. A name holds lower-case letters, digits and "-" only (jobs.spec), so it sorts
   the same on SQLite and PostgreSQL.
@@ -55,8 +56,21 @@ SORT_TITLES = {
     ("created", False): gettext_lazy("Sort by creation, oldest first"),
     ("created", True): gettext_lazy("Sort by creation, newest first"),
 }
-# A job's life: waiting, sent, running, then how it ended (JobStatus's own order).
-STATUS_RANKS = {status: rank for rank, status in enumerate(JobStatus.values)}
+# A job's life: waiting, sent, running, stopping, then how it ended (well first).
+STATUS_ORDER = (
+    JobStatus.PENDING_REVIEW,
+    JobStatus.QUEUED,
+    JobStatus.SUBMITTING,
+    JobStatus.RUNNING,
+    JobStatus.STOPPING,
+    JobStatus.SUCCEEDED,
+    JobStatus.FAILED,
+    JobStatus.TIMED_OUT,
+    JobStatus.STOPPED,
+    JobStatus.SUBMIT_FAILED,
+    JobStatus.REJECTED,
+)
+STATUS_RANKS = {str(status): rank for rank, status in enumerate(STATUS_ORDER)}
 
 
 @dataclass(frozen=True)

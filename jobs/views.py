@@ -685,10 +685,6 @@ class ListPage:
     def next_page_number(self) -> int:
         return self.number + 1
 
-    @property
-    def is_last(self) -> bool:
-        return self.page_count is not None and self.number >= self.page_count
-
 
 def _job(request: AuthenticatedHttpRequest, public_id: str) -> Job:
     if "\x00" in public_id:  # never in a job id, and PostgreSQL refuses it in a query

@@ -15,6 +15,7 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
+from jobs.job_order import STATUS_ORDER
 from jobs.models import Job, JobLabel, JobStatus
 from jobs.services import jobs_submit
 from jobs.views import PAGE_SIZE
@@ -66,19 +67,22 @@ def test_each_column_head_sorts_the_list_either_way_newest_first_by_default(alic
             ("alpha", JobStatus.FAILED, 2),
             ("gamma", JobStatus.QUEUED, 16),
             ("delta", JobStatus.PENDING_REVIEW, 0),
+            ("eps", JobStatus.STOPPING, 4),
         ],
     )
 
-    assert names(alice_client) == ["delta", "gamma", "alpha", "beta"]
-    assert names(alice_client, sort="-created") == ["delta", "gamma", "alpha", "beta"]
-    assert names(alice_client, sort="created") == ["beta", "alpha", "gamma", "delta"]
-    assert names(alice_client, sort="name") == ["alpha", "beta", "delta", "gamma"]
-    assert names(alice_client, sort="-name") == ["gamma", "delta", "beta", "alpha"]
-    # A status in the order of a job's life: waiting for review, queued, running, ended.
-    assert names(alice_client, sort="status") == ["delta", "gamma", "beta", "alpha"]
-    assert names(alice_client, sort="-status") == ["alpha", "beta", "gamma", "delta"]
-    assert names(alice_client, sort="cards") == ["delta", "alpha", "beta", "gamma"]
-    assert names(alice_client, sort="-cards") == ["gamma", "beta", "alpha", "delta"]
+    assert names(alice_client) == ["eps", "delta", "gamma", "alpha", "beta"]
+    assert names(alice_client, sort="-created") == ["eps", "delta", "gamma", "alpha", "beta"]
+    assert names(alice_client, sort="created") == ["beta", "alpha", "gamma", "delta", "eps"]
+    assert names(alice_client, sort="name") == ["alpha", "beta", "delta", "eps", "gamma"]
+    assert names(alice_client, sort="-name") == ["gamma", "eps", "delta", "beta", "alpha"]
+    # A status in the order of a job's life: waiting for review, queued, running, stopping,
+    # ended; every status has its place.
+    assert names(alice_client, sort="status") == ["delta", "gamma", "beta", "eps", "alpha"]
+    assert names(alice_client, sort="-status") == ["alpha", "eps", "beta", "gamma", "delta"]
+    assert sorted(STATUS_ORDER) == sorted(JobStatus.values)
+    assert names(alice_client, sort="cards") == ["delta", "alpha", "eps", "beta", "gamma"]
+    assert names(alice_client, sort="-cards") == ["gamma", "beta", "eps", "alpha", "delta"]
 
 
 @pytest.mark.parametrize("sort", ["name", "-name", "status", "-status", "cards", "-cards"])
