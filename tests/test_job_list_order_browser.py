@@ -73,6 +73,14 @@ def test_a_column_head_clicked_sorts_the_list_in_place_and_the_order_is_kept_on_
     page.wait_for_url("**/?sort=-name")
     expect(page.locator("#job-table tbody tr[data-job]").first).to_contain_text("run-22")
     expect(name_head).to_have_attribute("aria-sort", "descending")
+    # Back: the previous order, as its address says (with the tick it carried); and Forward.
+    page.go_back()
+    page.wait_for_url(f"**/?sort=name&sel={ticked.public_id}")
+    expect(page.locator("#job-table tbody tr[data-job]").first).to_contain_text("run-00")
+    expect(name_head).to_have_attribute("aria-sort", "ascending")
+    page.go_forward()
+    page.wait_for_url("**/?sort=-name")
+    expect(page.locator("#job-table tbody tr[data-job]").first).to_contain_text("run-22")
 
     # The next page goes on in that order, and so does a search sent from the filters.
     page.get_by_role("link", name="下一页").click()
