@@ -103,8 +103,16 @@ class TypedBox:
 # typed (form_carries_selection); a Chinese search or label, which nothing can match, would
 # have taken 9 bytes a character.
 TYPED_BOXES = {
-    # The longest platform id (Job.external_id); a group's task as "name 2/3" is shorter.
-    "q": TypedBox(max_length=128, pattern=r"[\w .\-]*([\/／][\w .\-]*)?", most_bytes=128 + 8),
+    # A name, an id (the longest platform id, Job.external_id), a group's task as "name 2/3"; or
+    # a job page's address pasted (jobs.job_order): any printable ASCII around "/jobs/", each
+    # character but the four letters of "jobs" up to 3 bytes ("%3A"). Its host, a sub-path and
+    # the id come first (85 characters on a console's own host), so one the box cuts (a long
+    # ?back= query) still names its job.
+    "q": TypedBox(
+        max_length=128,
+        pattern=r"[\w .\-]*([\/／][\w .\-]*)?| *[\x21-\x7E]*\/jobs\/[\x21-\x7E]* *",
+        most_bytes=(128 - 4) * 3 + 4,
+    ),
     "queue": TypedBox(max_length=64, pattern=r"[\w .\-]*", most_bytes=64),
     # A key of 317 characters (a 253-character prefix, "/", 63), "=", a value of 63.
     "label": TypedBox(

@@ -21,7 +21,7 @@ from urllib.parse import urlencode, urlsplit
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Q, QuerySet
+from django.db.models import F, Func, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTransform
 from django.http import (
     FileResponse,
@@ -39,7 +39,7 @@ from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_safe
-from django_htmx.http import HttpResponseStopPolling, push_url
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling, push_url
 
 from . import job_users
 from .actions import (
@@ -70,6 +70,7 @@ from .compare import (
 )
 from .health import WORKER_STATUSES, worker_state, worker_state_for
 from .http import AuthenticatedHttpRequest, post_only
+from .job_order import Sort, addressed_job, named_alone, ordered, sort_heads, sort_of
 from .labels import (
     MAX_LABEL_FILTERS,
     SAFE_ADDRESS_LENGTH,
@@ -168,6 +169,7 @@ LIST_PARAMETERS = (
     "label",
     "created_from",
     "created_to",
+    "sort",
     "page",
 )
 
@@ -386,7 +388,7 @@ def _search(text: str) -> Q:
     return found
 
 
-def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
+def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm, *, sort: Sort) -> Any:
     # A filter the form refused (a status from an old link, a NUL, a label no job can have) is
     # said so on its field; the others still apply (cleaned_data holds just the valid ones).
     form.is_valid()
@@ -405,16 +407,25 @@ def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
     if data["queue"].strip():
         jobs = jobs.filter(queue__iexact=data["queue"].strip())
     jobs = _created_between(jobs, first=data.get("created_from"), last=data.get("created_to"))
-    return jobs.order_by("-created_at", "-id")
+    return ordered(jobs, sort=sort)
 
 
 @require_safe
 @login_required
 def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
+    # A refresh (every 3 s while a job is live) redraws the table alone; a column head's link
+    # (htmx's boost) asks for the whole page, of which the list's region is swapped.
+    poll = bool(request.htmx) and not request.htmx.boosted
+    # A job page's address pasted into the search box opens that job's page when it is one of
+    # the user's own; another user's reads as no job: searched for, finding nothing.
+    addressed = None if poll else addressed_job(viewer=request.user, text=request.GET.get("q", ""))
+    if addressed is not None:
+        return _to_job_page(request, addressed)
     form = JobFilterForm(request.GET)
+    sort = sort_of(request.GET.get("sort"))
     # A queue group's tasks share a name: each row says which task it is ("2/3").
     jobs = (
-        _owned_jobs(request, form)
+        _owned_jobs(request, form, sort=sort)
         .select_related("group")
         # The rows' labels from their specs, in the same query (no more whatever their number),
         # without reading the rest of each spec.
@@ -434,9 +445,17 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
             "finished_at",
             "group_index",
             "group__total",
+            "external_id",
         )
     )
-    page = ListPage.of(jobs, request.GET.get("page"))
+    page = ListPage.of(jobs, request.GET.get("page"), counted=True)
+    # A job's id alone (the console's or the platform's) that the search finds alone: its page.
+    if not poll and page.number == 1 and form.cleaned_data.get("q"):
+        found = named_alone(
+            jobs=page.object_list, has_more=page.has_next, text=form.cleaned_data["q"]
+        )
+        if found is not None:
+            return _to_job_page(request, found)
     live = any(job.status not in FINAL_STATUSES for job in page.object_list)
     # Each row's pool by its name (the filter's label), its id in the title; any other by
     # its last known name (pool_labels: marked no longer offered), or else its id. The whole
@@ -445,8 +464,8 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     # refresh takes the names alone (pool_names: no query), and reads the last known names
     # (one query) only when a row's pool is not among them: a pool no longer offered, or one
     # of an AIHC this server process has not read yet.
-    pools = None if request.htmx else available_pools()
-    used = None if request.htmx else used_pools(owner=request.user)
+    pools = None if poll else available_pools()
+    used = None if poll else used_pools(owner=request.user)
     labels = pool_labels(
         names={p.id: p.name for p in pools} if pools is not None else pool_names(),
         pool_ids={job.resource_pool for job in page.object_list},
@@ -458,6 +477,10 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     query = request.GET.copy()
     query.pop("page", None)
     query.pop("sel", None)
+    # The order as it is applied: the default (or a value that is no order) is not written.
+    query.pop("sort", None)
+    if not sort.is_default:
+        query["sort"] = sort.value
     # The labels as they are applied (each once, at most MAX_LABEL_FILTERS, written key=value):
     # each label's "×" then finds its own in the address (" project = llm" was never removed),
     # and an address asking for hundreds is not copied into every link of the page.
@@ -543,7 +566,13 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         request.user.is_staff and (worker.problem or worker.remote_problem)
     ):
         context["worker"] = worker
-    if request.htmx:
+    # Each sortable column's head links to the list in its order, the filters and the
+    # selection kept, from page 1.
+    context["sort_value"] = "" if sort.is_default else sort.value
+    context["sort_heads"] = sort_heads(
+        sort=sort, kept=[(name, value) for name, value in kept if name != "sort"]
+    )
+    if poll:
         # The table, and the banner's slot swapped out of band with it, so the banner comes
         # and goes as the table refreshes (a reload, without JavaScript, shows it too).
         table = render_to_string("jobs/job_list.html#job-table", context, request=request)
@@ -568,7 +597,8 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     # goes without it then, and the bar says so, as a label's link does.
     context["filters_leave_out_selection"] = bool(selection.ids) and not form_carries_selection(
         path=request.path,
-        sent=[("label", text) for text, _without in context["label_filters"]],
+        sent=[("label", text) for text, _without in context["label_filters"]]
+        + ([("sort", sort.value)] if not sort.is_default else []),
         typed={
             "q": str(form["q"].value() or ""),
             "queue": str(form["queue"].value() or ""),
@@ -591,17 +621,27 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "jobs/job_list.html", context)
 
 
+def _to_job_page(request: AuthenticatedHttpRequest, job: Job) -> HttpResponse:
+    """The job list's answer to a search that names `job`: its page (htmx, from a column
+    head's link, is told to open it whole rather than swap it into the list)."""
+    page_url = reverse("job-detail", args=[job.public_id])
+    return HttpResponseClientRedirect(page_url) if request.htmx else redirect(page_url)
+
+
 @dataclass
 class ListPage:
-    """One page of a list (jobs, drafts), without a total.
+    """One page of a list (jobs, drafts), and how many pages there are when it was counted.
 
-    Counting every job a user has costs more than the page itself once they have tens of
-    thousands, so the list reads one row past the page to know whether a next page exists.
+    The list reads one row past the page to know whether a next page exists. The job list
+    also counts its jobs (for its page count and its last page's link) in the same query, a
+    subquery its rows carry: read from an index of the user's jobs, it costs no query more
+    (test_job_list_order measures it at 3,000 jobs of a user).
     """
 
     number: int
     object_list: list[Any]
     has_next: bool
+    total: int | None = None  # every item of the list, when counted and the page has rows
 
     @staticmethod
     def number_of(number: str | None) -> int:
@@ -612,11 +652,26 @@ class ListPage:
             return 1
 
     @classmethod
-    def of(cls, items: QuerySet, number: str | None) -> ListPage:
+    def of(cls, items: QuerySet, number: str | None, *, counted: bool = False) -> ListPage:
         page = cls.number_of(number)
         start = (page - 1) * PAGE_SIZE
+        if counted:
+            every = Subquery(items.order_by().values(n=Func(F("pk"), function="COUNT")))
+            items = items.annotate(list_total=every)
         rows = list(items[start : start + PAGE_SIZE + 1])
-        return cls(number=page, object_list=rows[:PAGE_SIZE], has_next=len(rows) > PAGE_SIZE)
+        return cls(
+            number=page,
+            object_list=rows[:PAGE_SIZE],
+            has_next=len(rows) > PAGE_SIZE,
+            total=rows[0].list_total if counted and rows else None,
+        )
+
+    @property
+    def page_count(self) -> int | None:
+        """How many pages the list has (None when not counted); at most MAX_PAGE."""
+        if self.total is None:
+            return None
+        return min(max(-(-self.total // PAGE_SIZE), 1), MAX_PAGE)
 
     @property
     def has_previous(self) -> bool:

@@ -327,6 +327,15 @@ document.addEventListener("change", (event) => {
   if (box instanceof HTMLInputElement && box.form && box.form.id === "bulk-form") carrySelection();
 });
 document.addEventListener("htmx:afterSettle", carrySelection);
+// A boosted link (the job list's column heads) is sent where its href says now: carrySelection
+// rewrites it as boxes are ticked, and htmx read it once, when the link was drawn, so a job
+// ticked here was dropped by the next sort (feat-list).
+document.addEventListener("htmx:configRequest", (event) => {
+  const link = event.detail.elt;
+  if (link instanceof HTMLAnchorElement && link.matches("a[hx-boost][data-keeps-selection]")) {
+    event.detail.path = link.getAttribute("href");
+  }
+});
 // A page come back to (the back button) may have its boxes restored by the browser.
 window.addEventListener("pageshow", carrySelection);
 

@@ -121,6 +121,26 @@ def next_step(page, slug: str) -> None:
     expect(page.locator("#wizard")).to_be_visible()
 
 
+def test_the_job_list_sorted_on_a_middle_page_has_no_serious_violations_in_either_language(
+    audit, alice
+):
+    # Its sortable heads (aria-sort, arrows) and its first and last pages' links (feat-list).
+    for _ in range(45):
+        submit(alice)
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    for language in ("zh-hans", "en"):
+        audit.use_language(language)
+        page.goto("/?sort=-cards&page=2")
+        expect(page.locator("#page-last")).to_be_visible()
+        audit.check(f"job list sorted, page 2 of 3, {language}")
+        # Sorted again by a click: the list's region redrawn by htmx.
+        page.click("#sort-name")
+        page.wait_for_url("**/?sort=name")
+        audit.check(f"job list sorted by a click, {language}")
+    audit.assert_clean()
+
+
 def test_the_login_job_list_and_job_pages_have_no_serious_violations_in_either_language(
     audit, alice, reviewer
 ):

@@ -810,7 +810,8 @@ def longest_filter_address(form: str) -> str:
         # "／", a "=" or a Chinese input method's "＝" (3 or 9 bytes each in an address), the
         # rest one byte.
         worst = {
-            "q": "a" * (int(length) - 1) + "／",
+            # A job page's address pasted: every character but "jobs" encoded (%3A, 3 bytes).
+            "q": "/jobs/" + "%" * (int(length) - 6),
             "queue": "a" * int(length),
             "label": "a/" + "a" * (int(length) - 3) + "＝",
         }[name]

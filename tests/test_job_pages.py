@@ -415,10 +415,11 @@ def test_the_list_costs_the_same_queries_for_few_or_many_jobs(
 ):
     submit(alice)
     alice_client.get(reverse("job-list"))  # warm the session
-    # Session, user, one page of jobs, the worker's heartbeat (with whether the user has
+    # Session, user, one page of jobs (counted in the same query: a subquery for the page
+    # count, since feat-list), the worker's heartbeat (with whether the user has
     # jobs waiting on it, for its banner) and the pools the user's jobs are in (DISTINCT, for
     # the pool filter to list those no longer offered), and the user's labels grouped (the label
-    # filter's suggestions): no COUNT over every job the user has. The filter's select names the pools and shows no idle cards, so the local pool's
+    # filter's suggestions): no query of its own counting every job the user has. The filter's select names the pools and shows no idle cards, so the local pool's
     # running jobs are not read.
     with django_assert_num_queries(6):
         alice_client.get(reverse("job-list"))

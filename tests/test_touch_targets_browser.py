@@ -70,8 +70,13 @@ def test_on_a_phone_every_target_of_the_job_list_and_a_jobs_page_is_at_least_24_
     try:
         sizes = {}
         for path, named in [
+            # The column heads and the last and first pages' links (feat-list) too.
             ("/", ["select-all", f"select-{newest.public_id}", "page-next", "bulk-stop"]),
-            ("/?page=2", ["page-previous", f"job-link-{ended.public_id}"]),
+            (
+                "/?sort=status",
+                ["sort-name", "sort-status", "sort-cards", "sort-created", "page-last"],
+            ),
+            ("/?page=2", ["page-previous", "page-first", f"job-link-{ended.public_id}"]),
             (f"/jobs/{running.public_id}/", ["job-stop", "job-copy"]),
             (f"/jobs/{ended.public_id}/", ["job-delete", "job-copy", "job-rerun", "log-download"]),
         ]:
