@@ -311,6 +311,23 @@ def database_unreachable_answer(request: HttpRequest) -> JsonResponse:
     )
 
 
+def database_busy_answer(request: HttpRequest, *, seconds: int) -> JsonResponse:
+    """What a call of the API gets when SQLite stayed locked by another process past the
+    request's wait (jobs.http.database_busy_response): 503 ServiceUnavailable, which a script
+    retries."""
+    with translation.override(api_language(request)):
+        message = _(
+            "The console's database was held by another process for over %(seconds)d s, so "
+            "this request could not be finished; send it again in a moment. A create sent again "
+            "with the same clientToken makes no second job."
+        ) % {"seconds": seconds}
+    return _answer(
+        {"code": "ServiceUnavailable", "message": message},
+        status=503,
+        request_id=str(uuid.uuid4()),
+    )
+
+
 def server_error_answer(request: HttpRequest) -> JsonResponse:
     """What a call of the API gets when the console failed in a way it did not expect (jobs.
     http.server_error, the 500 handler): BCE's error shape, 500 `InternalError`, which Baidu's
