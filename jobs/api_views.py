@@ -311,16 +311,26 @@ def database_unreachable_answer(request: HttpRequest) -> JsonResponse:
     )
 
 
-def database_busy_answer(request: HttpRequest, *, seconds: int) -> JsonResponse:
-    """What a call of the API gets when SQLite stayed locked by another process past the
-    request's wait (jobs.http.database_busy_response): 503 ServiceUnavailable, which a script
-    retries."""
+def database_write_refused_answer(
+    request: HttpRequest, *, reason: str, seconds: int = 0
+) -> JsonResponse:
+    """What a call of the API gets when its database refused to write (jobs.http.
+    database_busy_response, database_disk_full_response): 503 ServiceUnavailable, which a
+    script retries; `reason` "busy" (SQLite held by another process past `seconds`) or "full"
+    (the database's disk)."""
     with translation.override(api_language(request)):
-        message = _(
-            "The console's database was held by another process for over %(seconds)d s, so "
-            "this request could not be finished; send it again in a moment. A create sent again "
-            "with the same clientToken makes no second job."
-        ) % {"seconds": seconds}
+        if reason == "busy":
+            message = _(
+                "The console's database was held by another process for over %(seconds)d s, "
+                "so this request could not be finished; send it again in a moment. A create "
+                "sent again with the same clientToken makes no second job."
+            ) % {"seconds": seconds}
+        else:
+            message = _(
+                "The disk of the console's database is full, so this request could not be "
+                "saved; send it again once an administrator has freed space. A create sent "
+                "again with the same clientToken makes no second job."
+            )
     return _answer(
         {"code": "ServiceUnavailable", "message": message},
         status=503,

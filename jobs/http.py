@@ -340,19 +340,29 @@ class DatabaseUnreachableMiddleware:
             return None
         if sqlite_busy(exception):
             return database_busy_response(request, exception)
+        if database_disk_full(exception):
+            return database_disk_full_response(request, exception)
         return database_unreachable_response(request)
+
+
+def _sqlite_code(exception: BaseException) -> int | None:
+    """SQLite's primary result code of the error Django wrapped in `exception`, if SQLite's."""
+    cause = exception.__cause__
+    code = getattr(cause, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(cause, sqlite3.Error) and code is not None else None
 
 
 def sqlite_busy(exception: BaseException) -> bool:
     """Whether `exception` is SQLite's "database is locked": another process (a backup, a
     `sqlite3` shell, a long migration) held the write lock past the connection's wait."""
-    cause = exception.__cause__
-    code = getattr(cause, "sqlite_errorcode", None)
-    return (
-        isinstance(cause, sqlite3.OperationalError)
-        and code is not None
-        and (code & 0xFF == sqlite3.SQLITE_BUSY)
-    )
+    return _sqlite_code(exception) == sqlite3.SQLITE_BUSY
+
+
+def database_disk_full(exception: BaseException) -> bool:
+    """Whether `exception` is the database refusing a write for a full disk: SQLite's
+    "database or disk is full", PostgreSQL's disk_full (SQLSTATE 53100)."""
+    sqlstate = getattr(exception.__cause__, "sqlstate", None)
+    return _sqlite_code(exception) == sqlite3.SQLITE_FULL or sqlstate == "53100"
 
 
 def database_busy_response(request: HttpRequest, exception: BaseException) -> HttpResponse:
@@ -369,18 +379,41 @@ def database_busy_response(request: HttpRequest, exception: BaseException) -> Ht
         exception,
         seconds,
     )
+    return _database_write_refused(
+        request, page="503_database_busy.html", api_reason="busy", seconds=seconds
+    )
+
+
+def database_disk_full_response(request: HttpRequest, exception: BaseException) -> HttpResponse:
+    """The 503 answer (logged on one line) when the database's disk is full. Found in QA 69:
+    with CONSOLE_VAR_DIR's disk full, a log-in, a wizard's 提交 and an API create were each
+    "Server error" (500) with a traceback; nothing was written, and sent again once space is
+    freed, the request goes through."""
+    logger.error(
+        "the database's disk is full (%s %s): %s; free space on it",
+        request.method,
+        request.path,
+        " ".join(str(exception).split()),
+    )
+    return _database_write_refused(request, page="503_disk_full.html", api_reason="full")
+
+
+def _database_write_refused(
+    request: HttpRequest, *, page: str, api_reason: str, seconds: int = 0
+) -> HttpResponse:
     from .api_v2 import is_api_call
 
     if is_api_call(request):
-        from .api_views import database_busy_answer
+        from .api_views import database_write_refused_answer
 
-        response: HttpResponse = database_busy_answer(request, seconds=seconds)
+        response: HttpResponse = database_write_refused_answer(
+            request, reason=api_reason, seconds=seconds
+        )
     else:
-        # As the unreachable page: the user's chosen language is in the database, which
-        # answers reads, but the page is rendered without the request all the same (the
-        # session may be what waited).
+        # As the unreachable page: rendered without the request (its session and user may be
+        # what could not be written), in the language of its cookie or Accept-Language.
         with translation.override(translation.get_language_from_request(request)):
-            body = loader.render_to_string("503_database_busy.html", {"seconds": seconds})
+            body = loader.render_to_string(page, {"seconds": seconds})
         response = HttpResponse(body, status=503)
     response["Retry-After"] = "30"
     return response

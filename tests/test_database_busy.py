@@ -1,6 +1,7 @@
 """SQLite held by another process (a backup, a `sqlite3` shell, a long migration) past the
-wait of a request that writes: a page answers 503 saying the database is busy and an API call
-503 `ServiceUnavailable`, not a 500, and what was sent goes through, once, when sent again.
+wait of a request that writes, or the database's disk full: a page answers 503 saying so and
+an API call 503 `ServiceUnavailable`, not a 500, and what was sent goes through, once, when
+sent again.
 
 Found in QA 69: a `BEGIN IMMEDIATE` held 25 s beside `manage.py serve` made a log-in "Server
 error" (500), with a traceback in the log. The lock here is real, taken by a connection of
@@ -9,12 +10,16 @@ its own on the test database's file; only the request's wait is shortened (1 s i
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sqlite3
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -161,3 +166,95 @@ def test_a_page_waits_for_a_lock_held_shorter_than_its_wait_and_then_answers(ali
 
     assert answered.status_code == 302
     assert waited >= 0.3
+
+
+# -- The database's disk full ------------------------------------------------------------
+
+
+@pytest.fixture
+def database_on_a_full_disk(tmp_path) -> Iterator[Path]:
+    """The test database copied (SQLite's backup) onto a small file system of its own (a 16 MB
+    tmpfs, as root), opened there, and the disk then filled but for nothing: the next write
+    the console makes meets a real full disk. The filler is returned: unlink it to free it."""
+    if os.geteuid() != 0:
+        pytest.skip("mounts a tmpfs: as root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], check=True)
+    name = connection.settings_dict["NAME"]
+    try:
+        copy = disk / "console.sqlite3"
+        with sqlite3.connect(connection.settings_dict["NAME"]) as source:
+            target = sqlite3.connect(copy)
+            source.backup(target)
+            target.close()
+        connection.settings_dict["NAME"] = str(copy)
+        connection.close()
+        connection.ensure_connection()  # its -wal and -shm made while there is room
+        filler = disk / "filler"
+        with open(filler, "wb") as out, contextlib.suppress(OSError):
+            while True:
+                out.write(b"\0" * 4096)
+                out.flush()
+        yield filler
+    finally:
+        # Back on the test database before transactional_db empties it.
+        connection.close()
+        connection.settings_dict["NAME"] = name
+        subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def test_a_log_in_while_the_databases_disk_is_full_answers_503_saying_so_and_goes_through_after(
+    alice, database_on_a_full_disk, caplog
+):
+    client = Client(raise_request_exception=False)
+    caplog.set_level(logging.ERROR, logger="jobs.http")
+
+    full = client.post(
+        reverse("login"),
+        {"username": "alice", "password": "alice-password"},
+        headers={"Accept-Language": "en"},
+    )
+    chinese = client.post(
+        reverse("login"),
+        {"username": "alice", "password": "alice-password"},
+        headers={"Accept-Language": "zh-CN"},
+    )
+    database_on_a_full_disk.unlink()
+    freed = client.post(reverse("login"), {"username": "alice", "password": "alice-password"})
+
+    assert full.status_code == 503
+    assert full["Retry-After"] == "30"
+    page = full.content.decode()
+    assert "<h1>The console's disk is full</h1>" in page
+    assert "An administrator must free space on it" in page
+    assert "<h1>控制台的磁盘已满</h1>" in chinese.content.decode()
+    assert (
+        "the database's disk is full (POST /login/): database or disk is full; free space on it"
+        in caplog.text
+    )
+    assert freed.status_code == 302
+
+
+def test_an_api_create_while_the_databases_disk_is_full_answers_503_and_its_retry_makes_one_job(
+    wsgi,  # noqa: F811
+    alice_key,  # noqa: F811
+    database_on_a_full_disk,
+):
+    sent = {
+        "method": "POST",
+        "query": [("resourcePoolId", "local"), ("clientToken", "full-1")],
+        "json": body(),
+    }
+
+    full = signed_request(wsgi, alice_key, headers={"Accept-Language": "en"}, **sent)
+    database_on_a_full_disk.unlink()
+    retried = signed_request(wsgi, alice_key, **sent)
+    retried_again = signed_request(wsgi, alice_key, **sent)
+
+    assert full.status_code == 503
+    assert full.json()["code"] == "ServiceUnavailable"
+    assert full.json()["message"].startswith("The disk of the console's database is full")
+    assert retried.status_code == 200
+    assert retried_again.json()["result"]["jobId"] == retried.json()["result"]["jobId"]
+    assert Job.objects.count() == 1
