@@ -1428,6 +1428,9 @@ def _start_replicas(
                 recorded(job_logs.CONSOLE_LOG_CUT),
                 "--log-cut-record",
                 str(job_logs.log_cut_path(log_path)),
+                # The line marking output a full disk kept out of the log ({dropped}, {error}).
+                "--log-unwritten-line",
+                recorded(job_logs.CONSOLE_LOG_UNWRITTEN),
                 # The shim measures /tmp against its cap; the worker ends a replica over it.
                 "--tmp-dir",
                 str(tmp),
