@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -29,7 +28,7 @@ from django.views import csrf as django_csrf_views
 from django.views import defaults as django_defaults
 from django_htmx.middleware import HtmxDetails
 
-from .health import database_unreachable_reason
+from .health import database_disk_full, database_unreachable_reason, sqlite_busy
 
 logger = logging.getLogger(__name__)
 
@@ -343,26 +342,6 @@ class DatabaseUnreachableMiddleware:
         if database_disk_full(exception):
             return database_disk_full_response(request, exception)
         return database_unreachable_response(request)
-
-
-def _sqlite_code(exception: BaseException) -> int | None:
-    """SQLite's primary result code of the error Django wrapped in `exception`, if SQLite's."""
-    cause = exception.__cause__
-    code = getattr(cause, "sqlite_errorcode", None)
-    return code & 0xFF if isinstance(cause, sqlite3.Error) and code is not None else None
-
-
-def sqlite_busy(exception: BaseException) -> bool:
-    """Whether `exception` is SQLite's "database is locked": another process (a backup, a
-    `sqlite3` shell, a long migration) held the write lock past the connection's wait."""
-    return _sqlite_code(exception) == sqlite3.SQLITE_BUSY
-
-
-def database_disk_full(exception: BaseException) -> bool:
-    """Whether `exception` is the database refusing a write for a full disk: SQLite's
-    "database or disk is full", PostgreSQL's disk_full (SQLSTATE 53100)."""
-    sqlstate = getattr(exception.__cause__, "sqlstate", None)
-    return _sqlite_code(exception) == sqlite3.SQLITE_FULL or sqlstate == "53100"
 
 
 def database_busy_response(request: HttpRequest, exception: BaseException) -> HttpResponse:
