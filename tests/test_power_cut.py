@@ -25,6 +25,7 @@ import pytest
 from jobs.aihc.client import AihcClient, Credentials
 from jobs.runner import free_port
 
+from .runner_helpers import runner_settings  # noqa: F401
 from .test_foundation import children_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,3 +207,36 @@ def test_every_commit_is_synced_to_disk_so_a_power_cut_takes_back_no_answered_su
         (journal,) = cursor.fetchone()
 
     assert (journal, level) == ("wal", 2)  # 2: FULL, a sync at each commit
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_job_whose_machine_restarted_under_it_fails_saying_so(alice):
+    # QA 69: after a power cut its reason said only that master-0 was "lost (its process
+    # ended without an exit code)", which reads as a fault of the job. A replica started
+    # before the machine's last boot was ended by the machine going down.
+    from jobs.models import JobStatus
+    from jobs.runner import machine_boot_time, replica_state_dir
+    from jobs.worker import Worker
+
+    from .runner_helpers import UNTIL_THE_GATE_OPENS, make_spec, run_until, status_of, submit
+
+    job = submit(alice, make_spec(UNTIL_THE_GATE_OPENS))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING, what="its start")
+    started = replica_state_dir(job.public_id, job.local_run.attempt, "master-0") / "started"
+    run_until(worker, started.exists, what="its shim")
+    [replica] = job.replicas.all()
+    os.killpg(replica.pid, signal.SIGKILL)  # the job's processes and its shim, at once
+    with contextlib.suppress(ChildProcessError):  # the shim is this process's child here
+        os.waitpid(replica.pid, 0)
+    # As the machine shows it after it booted again: the replica started before that boot.
+    boot = machine_boot_time()
+    assert boot is not None
+    os.utime(started, (boot - 60, boot - 60))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="its end")
+
+    assert job.status_reason == (
+        "master-0 was lost: this machine restarted while it ran (a power cut, a crash or a "
+        "reboot), ending its process without an exit code."
+    )
