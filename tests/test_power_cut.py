@@ -210,7 +210,7 @@ def test_every_commit_is_synced_to_disk_so_a_power_cut_takes_back_no_answered_su
 
 
 @pytest.mark.usefixtures("runner_settings")
-def test_a_job_whose_machine_restarted_under_it_fails_saying_so(alice):
+def test_a_job_whose_machine_restarted_under_it_fails_saying_so(alice, settings):
     # QA 69: after a power cut its reason said only that master-0 was "lost (its process
     # ended without an exit code)", which reads as a fault of the job. A replica started
     # before the machine's last boot was ended by the machine going down.
@@ -220,6 +220,7 @@ def test_a_job_whose_machine_restarted_under_it_fails_saying_so(alice):
 
     from .runner_helpers import UNTIL_THE_GATE_OPENS, make_spec, run_until, status_of, submit
 
+    settings.LANGUAGE_CODE = "en"  # the language reasons are recorded in
     job = submit(alice, make_spec(UNTIL_THE_GATE_OPENS))
     worker = Worker()
     run_until(worker, lambda: status_of(job) == JobStatus.RUNNING, what="its start")
