@@ -311,6 +311,33 @@ def database_unreachable_answer(request: HttpRequest) -> JsonResponse:
     )
 
 
+def database_write_refused_answer(
+    request: HttpRequest, *, reason: str, seconds: int = 0
+) -> JsonResponse:
+    """What a call of the API gets when its database refused to write (jobs.http.
+    database_busy_response, database_disk_full_response): 503 ServiceUnavailable, which a
+    script retries; `reason` "busy" (SQLite held by another process past `seconds`) or "full"
+    (the database's disk)."""
+    with translation.override(api_language(request)):
+        if reason == "busy":
+            message = _(
+                "The console's database was held by another process for over %(seconds)d s, "
+                "so this request could not be finished; send it again in a moment. A create "
+                "sent again with the same clientToken makes no second job."
+            ) % {"seconds": seconds}
+        else:
+            message = _(
+                "The disk of the console's database is full, so this request could not be "
+                "saved; send it again once an administrator has freed space. A create sent "
+                "again with the same clientToken makes no second job."
+            )
+    return _answer(
+        {"code": "ServiceUnavailable", "message": message},
+        status=503,
+        request_id=str(uuid.uuid4()),
+    )
+
+
 def server_error_answer(request: HttpRequest) -> JsonResponse:
     """What a call of the API gets when the console failed in a way it did not expect (jobs.
     http.server_error, the 500 handler): BCE's error shape, 500 `InternalError`, which Baidu's

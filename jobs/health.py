@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sqlite3
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -95,6 +96,38 @@ def database_unreachable_reason() -> str | None:
         connection.ensure_connection()
     except Error as exc:
         return " ".join(str(exc).split())
+    return None
+
+
+def _sqlite_code(exception: BaseException | None) -> int | None:
+    """SQLite's primary result code of the error Django wrapped in `exception`, if SQLite's."""
+    cause = exception.__cause__ if exception is not None else None
+    code = getattr(cause, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(cause, sqlite3.Error) and code is not None else None
+
+
+def sqlite_busy(exception: BaseException | None) -> bool:
+    """Whether `exception` is SQLite's "database is locked": another process (a backup, a
+    `sqlite3` shell, a long migration) held the write lock past the connection's wait."""
+    return _sqlite_code(exception) == sqlite3.SQLITE_BUSY
+
+
+def database_disk_full(exception: BaseException | None) -> bool:
+    """Whether `exception` is the database refusing a write for a full disk: SQLite's
+    "database or disk is full", PostgreSQL's disk_full (SQLSTATE 53100)."""
+    cause = exception.__cause__ if exception is not None else None
+    return _sqlite_code(exception) == sqlite3.SQLITE_FULL or (
+        getattr(cause, "sqlstate", None) == "53100"
+    )
+
+
+def database_write_refused_reason(exception: BaseException | None) -> str | None:
+    """Why the database refused a write that `exception` reports, when it answers reads but
+    cannot take writes for now (its disk full, SQLite held by another process); else None."""
+    if database_disk_full(exception):
+        return f"its disk is full ({' '.join(str(exception).split())})"
+    if sqlite_busy(exception):
+        return f"another connection holds it ({' '.join(str(exception).split())})"
     return None
 
 

@@ -108,12 +108,17 @@ CONSOLE_MPI_WORKER_BANNER = gettext_noop(
 CONSOLE_EXIT = gettext_noop("[console] exited with code {code}")
 CONSOLE_START_FAILED = gettext_noop("[console] could not start: {error}")
 CONSOLE_LOG_CUT = gettext_noop("[console] log over {limit} MB: {dropped} bytes dropped here")
+# Output a full disk kept out of the log (jobs.shim.ReplicaLog); {error} is the system's.
+CONSOLE_LOG_UNWRITTEN = gettext_noop(
+    "[console] {dropped} bytes of output could not be written to the log here: {error}"
+)
 CONSOLE_LINES = (
     CONSOLE_BANNER,
     CONSOLE_MPI_WORKER_BANNER,
     CONSOLE_EXIT,
     CONSOLE_START_FAILED,
     CONSOLE_LOG_CUT,
+    CONSOLE_LOG_UNWRITTEN,
 )
 PLACEHOLDER = re.compile(r"%\((\w+)\)[sd]|\{(\w+)\}")
 _console_patterns: dict[str, list[tuple[str, re.Pattern[str]]]] = {}

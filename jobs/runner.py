@@ -415,6 +415,9 @@ class ReplicaState:
     # something of, each since when (seconds since the epoch). None: no such record.
     rank_failed: dict[str, dict[str, Any]] | None = None
     busy_since: dict[str, float] | None = None
+    # Lost, and it had started before this machine last booted: the machine went down (a
+    # power cut, a crash, a reboot) while it ran, taking it and its shim along (QA 69).
+    lost_in_restart: bool = False
 
 
 # What an agent's files may hold: a launch's id (jobs/mpi_agent.py's LAUNCH, or "", from an
@@ -544,6 +547,18 @@ def last_exit_time(states: list[ReplicaState]) -> datetime | None:
     return max(times) if times and len(times) == len(states) else None
 
 
+def machine_boot_time() -> float | None:
+    """When this machine last booted (seconds since the epoch, /proc/stat's btime), or None
+    where it cannot be read."""
+    try:
+        for line in Path("/proc/stat").read_text().splitlines():
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def read_state(state: Path) -> ReplicaState:
     marks = {
         "keyword": _keyword_mark(state / "keyword"),
@@ -570,7 +585,11 @@ def read_state(state: Path) -> ReplicaState:
         pass
     else:
         return ReplicaState("exited", exit_code=code, exited_at=_exit_time(record), **marks)
-    if (state / "launched").exists() and (state / "started").exists():
+    if (state / "launched").exists() and (started := state / "started").exists():
+        boot = machine_boot_time()
+        with contextlib.suppress(OSError):
+            if boot is not None and started.stat().st_mtime < boot:
+                return ReplicaState("lost", lost_in_restart=True, **marks)
         return ReplicaState("lost", **marks)
     # Never launched, or recorded as launched by a worker that died before its shim began
     # (the shim writes `started` before anything else): nothing of it ever ran.
@@ -1428,6 +1447,9 @@ def _start_replicas(
                 recorded(job_logs.CONSOLE_LOG_CUT),
                 "--log-cut-record",
                 str(job_logs.log_cut_path(log_path)),
+                # The line marking output a full disk kept out of the log ({dropped}, {error}).
+                "--log-unwritten-line",
+                recorded(job_logs.CONSOLE_LOG_UNWRITTEN),
                 # The shim measures /tmp against its cap; the worker ends a replica over it.
                 "--tmp-dir",
                 str(tmp),
@@ -2212,6 +2234,15 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         # (One that exited 0 before its eviction was carried out had finished its work.)
         if state.evicted and not finished:
             failure = evicted_message(label, state.evicted)
+            break
+        if state.phase == "lost" and state.lost_in_restart:
+            failure = recorded(
+                gettext_noop(
+                    "%(replica)s was lost: this machine restarted while it ran (a power cut, "
+                    "a crash or a reboot), ending its process without an exit code."
+                ),
+                replica=label,
+            )
             break
         if state.phase == "lost":
             failure = recorded(

@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import errno
 import json
 import math
 import os
@@ -126,6 +127,23 @@ def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def write_exit_record(state: Path, code: int) -> None:
+    """The replica's exit code (and when it exited) for the worker, tried again every second
+    while the disk is full: the shim holds its lock meanwhile, so the worker sees the replica
+    as running until the record is written, rather than as lost without an exit code (QA 69:
+    a job that succeeded on a full disk was failed so)."""
+    record = json.dumps({"code": code, "time": time.time()})
+    while True:
+        try:
+            write_atomic(state / "exit", record)
+            return
+        except OSError as error:
+            if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            (state / "exit.tmp").unlink(missing_ok=True)
+            time.sleep(1)
 
 
 def become_subreaper() -> None:
@@ -300,6 +318,9 @@ def _after_a_gap(fd: int, start: int, end: int) -> int | None:
     return None
 
 
+UNWRITTEN_LINE = "[console] {dropped} bytes of output could not be written to the log here: {error}"
+
+
 class ReplicaLog:
     """The replica's log, kept under `limit_mb` MB on disk however much the job prints.
 
@@ -327,14 +348,34 @@ class ReplicaLog:
       and writing the record leaves the record one cut behind: the next count then misses
       that cut's bytes.
     - A cut that fails (the disk is full) leaves the log as it was; the job runs on.
+    - A line that cannot be written (the disk is full) is dropped whole, and the job runs
+      on: the shim goes on reading its output, so the job neither waits on a full pipe nor
+      dies of a closed one. The next line that can be written is preceded by one line
+      (`unwritten_line`) saying how many bytes of output were dropped there, and why. Part
+      of a line the disk took before it filled is taken back off the file, so no half line
+      stays in it looking whole. Found in QA 69: on a full disk the first refused write
+      ended the shim, the job with it (its output pipe closed), and the job failed as
+      "lost (process ended without an exit code)", saying nothing of the disk, its log
+      ending in half a line.
     """
 
-    def __init__(self, path: str, *, limit_mb: int, cut_line: str, cut_record: str) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        limit_mb: int,
+        cut_line: str,
+        cut_record: str,
+        unwritten_line: str = UNWRITTEN_LINE,
+    ) -> None:
         self.path = Path(path)
         self.limit_mb = limit_mb
         self.limit = limit_mb * 1024 * 1024  # 0: no cap
         self.cut_line = cut_line
         self.cut_record = Path(cut_record) if cut_record else None
+        self.unwritten_line = unwritten_line
+        self.unwritten = 0  # bytes of output dropped since the last line written
+        self.unwritten_error = ""
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
         self.size = os.fstat(self.fd).st_size
 
@@ -342,8 +383,30 @@ class ReplicaLog:
         if self.limit and self.size + len(data) > self.limit:
             with contextlib.suppress(OSError):
                 self.cut()
-        os.write(self.fd, data)
-        self.size += len(data)
+        if self.unwritten:
+            said = self.unwritten_line.replace("{dropped}", str(self.unwritten))
+            if not self._append(
+                console_line(stamp(), said.replace("{error}", self.unwritten_error))
+            ):
+                self.unwritten += len(data)
+                return
+            self.unwritten = 0
+        if not self._append(data):
+            self.unwritten += len(data)
+
+    def _append(self, data: bytes) -> bool:
+        """Writes `data` whole and says True, or leaves the file as it was and says False."""
+        written = 0
+        try:
+            while written < len(data):
+                written += os.write(self.fd, data[written:])
+        except OSError as error:
+            self.unwritten_error = error.strerror or str(error)
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, self.size)
+            return False
+        self.size += written
+        return True
 
     def close(self) -> None:
         os.close(self.fd)
@@ -1008,6 +1071,7 @@ def main(argv: list[str]) -> int:
         "--log-cut-line", default="[console] log over {limit} MB: {dropped} bytes dropped here"
     )
     parser.add_argument("--log-cut-record", default="")
+    parser.add_argument("--log-unwritten-line", default=UNWRITTEN_LINE)
     # The replica's /tmp on the host, its cap in bytes (0: none) and how often to measure it.
     parser.add_argument("--tmp-dir", default="")
     parser.add_argument("--tmp-limit-bytes", type=int, default=0)
@@ -1057,6 +1121,7 @@ def main(argv: list[str]) -> int:
         limit_mb=args.log_limit_mb,
         cut_line=args.log_cut_line,
         cut_record=args.log_cut_record,
+        unwritten_line=args.log_unwritten_line,
     )
     if args.banner:
         log.write(console_line(stamp(), args.banner))
@@ -1210,7 +1275,7 @@ def main(argv: list[str]) -> int:
     # The exit record before the exit line: the worker's hang check leaves out a replica that
     # has one, so the line, written while this shim still holds its lock, is not taken for
     # the job writing again (it cleared a hang warning while the other replicas still hung).
-    write_atomic(state / "exit", json.dumps({"code": code, "time": time.time()}))
+    write_exit_record(state, code)
     log.write(console_line(stamp(), args.exit_line.replace("{code}", str(code))))
     log.close()
     wait_for_adopted()

@@ -42,6 +42,7 @@ import itertools
 import logging
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -66,6 +67,7 @@ from .health import (
     RemoteProgress,
     WorkerIdentity,
     database_unreachable_reason,
+    database_write_refused_reason,
     forget_old_workers,
     lease_held,
     worker_beat,
@@ -206,32 +208,41 @@ DATABASE_DOWN_REPEAT_SECONDS = 60.0
 
 
 class DatabaseOutage:
-    """Says in the log that the database cannot be reached: once when an outage starts (the
-    driver's reason and no traceback, which adds nothing to it), again every minute while it
-    lasts, and once when the database is back. Found in QA: a worker ticks every second or
-    faster, and logged two tracebacks a tick (130 lines a second) while PostgreSQL was down."""
+    """Says in the log that the database cannot be reached, or cannot take writes (its disk
+    full, SQLite held by another process): once when an outage starts (the driver's reason
+    and no traceback, which adds nothing to it), again every minute while it lasts, and once
+    when the database is back. Found in QA: a worker ticks every second or faster, and logged
+    two tracebacks a tick (130 lines a second) while PostgreSQL was down; QA 69: as many, one
+    more for each running job, while the database's disk was full."""
 
     def __init__(self) -> None:
         self.since: float | None = None
         self.said_at = 0.0
+        self.writes_only = False  # the database answered; it refused writes
         self.lock = threading.Lock()  # the loop and the task thread both report
 
     def failed(self) -> bool:
-        """After an exception: True if the database cannot be reached now (said here), False
-        for any other failure, which the caller logs with its traceback."""
+        """After an exception (the one being handled): True if the database cannot be
+        reached or cannot take writes now (said here), False for any other failure, which
+        the caller logs with its traceback."""
         reason = database_unreachable_reason()
+        writes_only = False
+        if reason is None:
+            reason = database_write_refused_reason(sys.exc_info()[1])
+            writes_only = True
         if reason is None:
             return False
+        what = "the database takes no writes" if writes_only else "the database cannot be reached"
         with self.lock:
             now = time.monotonic()
             if self.since is None:
                 self.since = self.said_at = now
-                logger.error("the database cannot be reached: %s", reason)
+                self.writes_only = writes_only
+                logger.error("%s: %s", what, reason)
             elif now - self.said_at >= DATABASE_DOWN_REPEAT_SECONDS:
                 self.said_at = now
-                logger.error(
-                    "the database still cannot be reached, for %d s: %s", now - self.since, reason
-                )
+                still = what.replace("the database", "the database still", 1)
+                logger.error("%s, for %d s: %s", still, now - self.since, reason)
         return True
 
     def reached(self) -> None:
@@ -239,7 +250,9 @@ class DatabaseOutage:
         with self.lock:
             if self.since is not None:
                 logger.warning(
-                    "the database can be reached again after %d s", time.monotonic() - self.since
+                    "the database %s again after %d s",
+                    "takes writes" if self.writes_only else "can be reached",
+                    time.monotonic() - self.since,
                 )
                 self.since = None
 
@@ -551,7 +564,8 @@ class Worker:
             try:
                 supervise(job, children=self.children)
             except Exception:
-                logger.exception("supervising %s failed", job.public_id)
+                if not database_outage.failed():
+                    logger.exception("supervising %s failed", job.public_id)
 
     def dispatch_remote(
         self, *, budget: float | None = None, go_on: Callable[[], bool] | None = None

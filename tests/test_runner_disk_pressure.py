@@ -386,3 +386,82 @@ def test_a_standalone_job_is_refused_at_submit_while_the_disk_is_low_and_let_in_
     submitted = client.post(reverse("wizard-submit", args=[draft.id]))
     assert submitted.status_code == 302
     assert Job.objects.get(owner=alice).status == JobStatus.QUEUED
+
+
+def test_a_job_printing_while_its_logs_disk_is_full_runs_on_and_its_log_says_what_was_not_written(
+    alice, small_disk, settings
+):
+    # QA 69: the first log line the full disk refused ended the replica's supervisor, and the
+    # job with it (its output pipe closed): it failed as "lost (process ended without an exit
+    # code)", saying nothing of the disk, and its log ended in half a line.
+    padding = "x" * 300
+    job = submit(
+        alice,
+        make_spec(
+            "i=0; until [ -e /workspace/gate-open ]; do i=$((i+1)); "
+            f"echo line-$i-{padding}; sleep 0.005; done; echo after-the-gate"
+        ),
+    )
+    worker = Worker()
+    run_until(worker, lambda: "line-20-" in log_text(job, "master-0"), what="its first lines")
+    filler = small_disk / "filler"
+    with open(filler, "wb", buffering=0) as out, contextlib.suppress(OSError):
+        while True:  # to its last block, whatever the job writes meanwhile
+            out.write(b"\0" * 4096)
+    full_until = time.monotonic() + 2
+    while time.monotonic() < full_until:  # the job prints on, a line each few ms
+        worker.tick()
+        time.sleep(0.05)
+    filler.unlink()
+    run_until(
+        worker,
+        lambda: "line-" in log_text(job, "master-0").partition("could not be written")[2],
+        what="a line written after the disk was freed",
+    )
+    open_gate(settings)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED, what="its end")
+
+    lines = log_text(job, "master-0").splitlines()
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z "
+    whole = re.compile(rf"{stamp}(\x1f\[console\] .*|line-\d+-{padding}|after-the-gate)")
+    assert [line for line in lines if not whole.fullmatch(line)] == []  # no half line
+    [said] = [line for line in lines if "could not be written" in line]
+    found = re.fullmatch(
+        rf"{stamp}\x1f\[console\] (\d+) bytes of output could not be written to the log "
+        r"here: No space left on device",
+        said,
+    )
+    assert found, said
+    numbers = [int(line.split("line-")[1].split("-")[0]) for line in lines if "line-" in line]
+    where = lines.index(said)
+    before, after = (int(lines[where + step].split("line-")[1].split("-")[0]) for step in (-1, 1))
+    missing = range(before + 1, after)
+    assert len(missing) > 10 and numbers == sorted(set(numbers))  # a gap there, and only there
+    assert numbers[-1] - numbers[0] + 1 == len(numbers) + len(missing)
+    # Each dropped line counted as the log would have held it: its stamp, the line, "\n".
+    assert int(found.group(1)) == sum(28 + len(f"line-{n}-{padding}\n") for n in missing)
+
+
+def test_a_job_ending_while_its_disk_is_full_keeps_its_exit_code_once_room_is_freed(
+    alice, small_disk, settings
+):
+    # QA 69: the exit record the disk refused ended the supervisor without one, and a job that
+    # succeeded was failed as "lost (process ended without an exit code)".
+    job = submit(alice, make_spec(f"echo started; {UNTIL_THE_GATE_OPENS}; exit 0"))
+    worker = Worker()
+    run_until(worker, lambda: "started" in log_text(job, "master-0"), what="its start")
+    filler = small_disk / "filler"
+    with open(filler, "wb", buffering=0) as out, contextlib.suppress(OSError):
+        while True:
+            out.write(b"\0" * 4096)
+    open_gate(settings)  # the gate is on the job's volume, another disk
+    full_until = time.monotonic() + 2
+    while time.monotonic() < full_until:  # it has ended; its record waits for room
+        worker.tick()
+        time.sleep(0.05)
+    assert status_of(job) == JobStatus.RUNNING
+    filler.unlink()
+    run_until(worker, lambda: status_of(job) != JobStatus.RUNNING, what="its end")
+
+    assert status_of(job) == JobStatus.SUCCEEDED, job.status_reason
+    assert job.replicas.get().exit_code == 0

@@ -490,3 +490,64 @@ django.setup()
 from jobs.tasks import mail_owner
 mail_owner.enqueue(job_id=999999, subject="s", body="b")
 """
+
+
+def test_a_worker_whose_databases_disk_fills_says_so_in_a_line_not_tracebacks_and_goes_on(
+    world, tmp_path
+):
+    # QA 69: with the database's disk full, the worker logged a traceback for its lease and
+    # one for each running job every tick ("database or disk is full"), on that same disk's
+    # machine, until space was freed. The database here is on a small tmpfs of its own.
+    if os.geteuid() != 0:
+        pytest.skip("mounts a tmpfs: as root")
+    disk = tmp_path / "db"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], check=True)
+    first_database = world["db"]
+    try:
+        database = disk / "console.sqlite3"
+        with sqlite3.connect(world["db"]) as source, sqlite3.connect(database) as target:
+            source.backup(target)
+        world["db"] = database
+        world["env"] = {
+            **world["env"],
+            "DATABASE_URL": f"sqlite:///{database}",
+            "WORKER_HEARTBEAT_SECONDS": "0.5",
+            "WORKER_STALE_SECONDS": "4",
+            "LOG_LEVEL": "INFO",
+        }
+        submit(world, "until [ -e /workspace/gate-open ]; do sleep 0.05; done")
+        worker = start_worker(world)
+        wait_for(lambda: job_status(world) == "running", what="running")
+        time.sleep(1)  # its ticks following the job
+
+        filler = disk / "filler"
+        with open(filler, "wb", buffering=0) as out, contextlib.suppress(OSError):
+            while True:
+                out.write(b"\0" * 4096)
+        time.sleep(4)
+        filler.unlink()
+        time.sleep(2)  # it takes its lease again and ticks on
+        (world["vol"] / "gate-open").touch()
+        wait_for(lambda: job_status(world) == "succeeded", what="success")
+        worker.send_signal(signal.SIGTERM)
+        output = worker.communicate(timeout=30)[0].decode()
+    finally:
+        for proc in world["workers"]:  # before its database goes, as the fixture would
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        with sqlite3.connect(world["db"]) as db:
+            for (pid,) in db.execute("SELECT pid FROM jobs_jobreplica WHERE pid IS NOT NULL"):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+        world["db"] = first_database
+        subprocess.run(["umount", "-l", str(disk)], check=True)
+
+    assert worker.returncode == 0
+    assert "Traceback" not in output
+    assert (
+        output.count("the database takes no writes: its disk is full (database or disk is full)")
+        == 1
+    )
+    assert "the database takes writes again after " in output
