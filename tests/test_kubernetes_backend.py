@@ -831,6 +831,84 @@ def test_after_four_creates_without_an_answer_the_job_is_submit_failed(fake, k8s
     assert job.events.filter(reason="SubmitTimedOut").count() == 4
 
 
+def test_a_fourth_unanswered_create_that_the_server_carried_out_is_adopted_by_its_name(
+    fake, k8s, alice
+):
+    """Until left42 the fourth create with no clear answer failed the job (Submit failed)
+    while the API server had made its PyTorchJob, which then ran unwatched. It is looked for
+    by name first, and adopted, Secret and all: one of each, no fifth create."""
+    fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=3)
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+
+    job = submitted(alice, k8s)
+    for _ in range(3):
+        k8s.submit(job)
+        job.refresh_from_db()
+
+    assert job.events.filter(reason="SubmitTimedOut").count() == 4
+    assert job.status == JobStatus.QUEUED
+    [made] = fake.jobs()
+    assert job.external_id == made["metadata"]["name"]
+    assert len(fake.calls("create pytorchjobs")) == 1
+    assert "adopted" in job.events.get(reason="Submitted").message
+    [owner] = fake.secret(f"{job.external_id}-env")["metadata"]["ownerReferences"]
+    assert owner["uid"] == made["metadata"]["uid"]
+
+
+def test_a_last_create_whose_look_goes_unanswered_keeps_the_job_queued_then_adopts_it(
+    fake, k8s, alice
+):
+    fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=3)
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+    fake.drop_next("get pytorchjobs", times=3)  # the look and its two retries: no answer
+    job = submitted(alice, k8s)
+    for _ in range(3):
+        k8s.submit(job)
+        job.refresh_from_db()
+
+    assert job.status == JobStatus.QUEUED and job.external_id == ""
+    retry = job.events.filter(reason="SubmitRetry").last()
+    assert retry.type == "Warning"
+    shown = job.status_reason_shown
+    assert shown.startswith(
+        "Kubernetes gave no clear answer to the job's create requests (4 so far) and did not "
+        "answer the look for it: "
+    )
+    assert shown.endswith("The job stays queued and is looked for again; it is not created again.")
+    assert "hf_secret_value" not in shown
+
+    k8s.submit(job)  # the API server answers the look
+
+    job.refresh_from_db()
+    [made] = fake.jobs()
+    assert job.external_id == made["metadata"]["name"]
+    assert len(fake.calls("create pytorchjobs")) == 1 and len(fake.calls("create secrets")) == 4
+
+
+def test_a_look_answered_after_the_last_create_fails_the_job_only_when_nothing_was_made(
+    fake, k8s, alice
+):
+    fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=4)
+    fake.drop_next("get pytorchjobs", times=3)
+    job = submitted(alice, k8s)
+    for _ in range(3):
+        k8s.submit(job)
+        job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+
+    k8s.submit(job)  # the look answered: 404
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    name = M.object_name(job.job_spec(), job.public_id)
+    assert job.status_reason_shown == (
+        "Kubernetes gave no clear answer to the job's create requests (4 so far) and has no "
+        f"PyTorchJob named {name}."
+    )
+    assert len(fake.calls("create secrets")) == 4 and fake.jobs() == []
+    assert fake.calls("create pytorchjobs") == []
+
+
 def test_the_manifest_passes_the_fakes_strict_checks_for_every_framework(
     fake, k8s, alice, settings
 ):
