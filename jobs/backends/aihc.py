@@ -1525,6 +1525,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             # Running, stop sent, until the next sync. Stopping; sync ends it.
             self._stopping(job, recorded(STOP_REQUESTED))
 
+    def delete_asks_platform(self, job: Job) -> bool:
+        return bool(job.external_id)
+
     def delete(self, job: Job) -> None:
         """Deletes the job on AIHC, then the usage samples the console kept of it."""
         if job.external_id:

@@ -55,6 +55,11 @@ STOP_RESEND = timedelta(minutes=1)
 # A job whose pods or events read (Kubernetes; AIHC: its events) got no answer in this many of
 # its syncs in a row has the status its job read gave saved without them (`_unanswered_again`).
 UNANSWERED_SYNCS_BEFORE_STATUS = 2
+# A job's stop a Stop selected had no time left to send (BULK_ACTION_SECONDS): stop_unsent.
+STOP_NOT_SENT = gettext_noop(
+    "Stop requested; Stop selected ran out of time before it was sent. The worker sends it, "
+    "and again until the job has ended."
+)
 
 
 def recorded_error(exc: Exception) -> str:
@@ -303,6 +308,25 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             "SubmitRetry",
             recorded(gettext_noop("The submission was interrupted; it will be retried.")),
         )
+
+    # -- a person's stop or delete -------------------------------------------------------
+
+    def stop_asks_platform(self, job: Job) -> bool:
+        return bool(job.external_id)  # before the platform has it, its stop is the database's
+
+    def stop_unsent(self, job: Job) -> None:
+        """Stopping, the stop not sent: the worker's sync sends it (a STOP_RESEND after), as
+        it sends again a stop the platform gave no clear answer to, until the platform
+        reports the job ended."""
+        if not self.stop_asks_platform(job):
+            self.stop(job)
+            return
+        if job.status in FINAL_STATUSES or job.status == JobStatus.STOPPING:
+            return
+        self._stopping(job, recorded(STOP_NOT_SENT), warning=True)
+
+    def delete_asks_platform(self, job: Job) -> bool:
+        return True  # (Kubernetes removes a job's Secret even before the job was made)
 
     # -- following a job ---------------------------------------------------------------
 
