@@ -236,8 +236,17 @@ class Outcome:
     not_reached: bool = False
 
 
-def _time_left(deadline: float) -> bool:
-    return time.monotonic() < deadline
+def bulk_deadline() -> float:
+    """When a Stop or Delete of several jobs stops asking platforms (monotonic time)."""
+    return time.monotonic() + settings.BULK_ACTION_SECONDS
+
+
+def job_stop_by(*, job: Job, actor: User, deadline: float) -> Outcome:
+    """job_stop as one of several jobs' stops (jobs_stop, the admin's Stop selected jobs):
+    past `deadline` a stop that would wait on the job's platform is the worker's to send."""
+    late = time.monotonic() >= deadline and get_backend(job.backend).stop_asks_platform(job)
+    done = job_stop(job=job, actor=actor, send=not late)
+    return Outcome(job=job, done=done, not_reached=late and done)
 
 
 def jobs_stop(*, jobs: Iterable[Job], actor: User) -> list[Outcome]:
@@ -248,16 +257,13 @@ def jobs_stop(*, jobs: Iterable[Job], actor: User) -> list[Outcome]:
     platform is asked: a job whose stop would wait on one goes Stopping and the worker sends
     it, as it sends again a stop the platform did not answer. A call begun before then ends
     within its own bound, so the whole takes at most that much longer."""
-    deadline = time.monotonic() + settings.BULK_ACTION_SECONDS
+    deadline = bulk_deadline()
     outcomes = []
     for job in jobs:
-        late = not _time_left(deadline) and get_backend(job.backend).stop_asks_platform(job)
         try:
-            done = job_stop(job=job, actor=actor, send=not late)
+            outcomes.append(job_stop_by(job=job, actor=actor, deadline=deadline))
         except ActionError as exc:
             outcomes.append(Outcome(job=job, done=False, error=str(exc)))
-        else:
-            outcomes.append(Outcome(job=job, done=done, not_reached=late and done))
     return outcomes
 
 
@@ -266,10 +272,10 @@ def jobs_delete(*, jobs: Iterable[Job]) -> list[Outcome]:
     platform) is kept, and the others still go. Once BULK_ACTION_SECONDS have passed (see
     jobs_stop) a job whose delete would wait on its platform is left as it is, untouched:
     deleted by a Delete again."""
-    deadline = time.monotonic() + settings.BULK_ACTION_SECONDS
+    deadline = bulk_deadline()
     outcomes = []
     for job in jobs:
-        if not _time_left(deadline) and get_backend(job.backend).delete_asks_platform(job):
+        if time.monotonic() >= deadline and get_backend(job.backend).delete_asks_platform(job):
             outcomes.append(Outcome(job=job, done=False, not_reached=True))
             continue
         try:

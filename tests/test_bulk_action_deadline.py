@@ -19,6 +19,7 @@ from jobs.models import Job, JobStatus
 from jobs.worker import Worker
 from tests import test_log_download_hung_platform as hung_aihc
 from tests.runner_helpers import runner_settings  # noqa: F401
+from tests.test_admin import client_for, confirm
 from tests.test_delete_hung_platform import english, running_aihc_jobs  # noqa: F401
 from tests.test_job_pages import submit
 
@@ -131,3 +132,17 @@ def test_delete_selected_says_in_chinese_how_many_jobs_it_kept(
         "5 个任务未删除：在询问其平台之前已超时（0.2 秒）。它们保持原样；请重新选中并再次删除。"
         in said(page)
     )
+
+
+def test_the_admins_stop_selected_jobs_has_the_same_deadline(aihc, alice, reviewer, hung_jobs):
+    local, jobs = hung_jobs
+    aihc.delay_next("StopJob", 6.0)
+
+    started = time.monotonic()
+    page = confirm(client_for(reviewer), "stop_jobs", [local, *jobs])
+
+    assert time.monotonic() - started < 2
+    assert page.status_code == 302
+    assert len(aihc.calls("StopJob")) == 1
+    assert [Job.objects.get(pk=job.pk).status for job in jobs] == [JobStatus.STOPPING] * 6
+    assert Job.objects.get(pk=local.pk).status == JobStatus.STOPPED
