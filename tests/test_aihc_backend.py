@@ -597,6 +597,30 @@ def test_a_last_create_whose_look_goes_unanswered_keeps_the_job_queued_not_submi
     assert len(fake.calls("CreateJob")) == 4 and len(fake.jobs) == 1
 
 
+def test_submit_again_after_four_unanswered_creates_sends_a_create_again(
+    fake, aihc, alice, settings
+):
+    """Until left42 the creates were counted over the job's life: Submit again on a job
+    given up after its fourth failed it again at once, looking but sending no create."""
+    from jobs.actions import job_submit_again
+
+    settings.AIHC_RETRIES = 0
+    fake.drop_next("CreateJob", times=4)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    aihc.submit(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED and len(fake.calls("CreateJob")) == 4
+
+    job_submit_again(job=job, actor=alice)
+    job.refresh_from_db()
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert len(fake.calls("CreateJob")) == 5 and len(fake.jobs) == 1
+    assert job.external_id == next(iter(fake.jobs))
+
+
 def test_after_four_unanswered_creates_a_look_answered_late_fails_the_job_sending_none_again(
     fake, aihc, alice, settings
 ):

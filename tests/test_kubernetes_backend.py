@@ -909,6 +909,31 @@ def test_a_look_answered_after_the_last_create_fails_the_job_only_when_nothing_w
     assert fake.calls("create pytorchjobs") == []
 
 
+def test_submit_again_after_the_creates_were_given_up_sends_a_create_again(fake, k8s, alice):
+    """The unanswered creates are counted in one submission: until left42 they were counted
+    over the job's life, so Submit again on a job given up after its fourth was failed
+    again at once (with the look, without a create: the button did nothing)."""
+    from jobs.actions import job_submit_again
+
+    fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=4)
+    # Cards the pool has idle (a standalone job submitted again must find its cards).
+    job = submitted(alice, k8s, roles=[S.Role("master", 1, A800, 4), S.Role("worker", 1, A800, 4)])
+    for _ in range(3):
+        k8s.submit(job)
+        job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+
+    job_submit_again(job=job, actor=alice)
+    job.refresh_from_db()
+    k8s.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    [made] = fake.jobs()
+    assert job.external_id == made["metadata"]["name"]
+    assert len(fake.calls("create secrets")) == 5
+
+
 def test_the_manifest_passes_the_fakes_strict_checks_for_every_framework(
     fake, k8s, alice, settings
 ):

@@ -98,6 +98,7 @@ from .remote import (
     RemoteBackend,
     recorded_error,
     scrub,
+    unanswered_creates,
 )
 
 logger = logging.getLogger("jobs.aihc")
@@ -786,7 +787,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         body = self.request_body(spec, version, job_id=job.public_id)
         pool = job.resource_pool
         unanswered = list(
-            job.events.filter(reason__in=UNANSWERED_EVENTS).values_list("created_at", flat=True)
+            unanswered_creates(job, UNANSWERED_EVENTS).values_list("created_at", flat=True)
         )
         # A create that got no clear answer may still have happened: look before trying again.
         look_since = min(unanswered) if unanswered else None

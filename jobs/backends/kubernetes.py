@@ -111,6 +111,7 @@ from .remote import (
     RemoteBackend,
     recorded_error,
     scrub,
+    unanswered_creates,
 )
 
 logger = logging.getLogger("jobs.kubernetes")
@@ -1037,7 +1038,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             self._fail(job, recorded(PRIVILEGED_REFUSED), secrets)
             return
         secret, manifest = self.manifests(spec, job_id=job.public_id, cluster=config.cluster)
-        unanswered = job.events.filter(reason=UNANSWERED_EVENT).count()
+        unanswered = unanswered_creates(job, (UNANSWERED_EVENT,)).count()
         if unanswered >= MAX_UNANSWERED_CREATES:
             # The last create's look went unanswered: looked for again, never a fifth create.
             self._look_after_last_create(
@@ -1176,7 +1177,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 job.public_id,
                 delay,
             )
-        unanswered = job.events.filter(reason=UNANSWERED_EVENT).count() + 1
+        unanswered = unanswered_creates(job, (UNANSWERED_EVENT,)).count() + 1
         job_event(
             job=job,
             reason=UNANSWERED_EVENT,

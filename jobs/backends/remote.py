@@ -42,6 +42,8 @@ from jobs.spec import SpecError
 from .base import Backend, BackendError, Pool
 
 if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
     from jobs.spec import JobSpec
 
 # A platform's errors and events quote a job's secrets the way its logs do: one masking rule.
@@ -60,6 +62,18 @@ STOP_NOT_SENT = gettext_noop(
     "Stop requested; Stop selected ran out of time before it was sent. The worker sends it, "
     "and again until the job has ended."
 )
+
+
+def unanswered_creates(job: Job, reasons: tuple[str, ...]) -> QuerySet[JobEvent]:
+    """The job's events of `reasons` (creates that got no clear answer) in its submission
+    now: a Submit failed ends one, and Submit again starts the count afresh. Counting them
+    all, a job Submit failed after its last unanswered create was given up again at once
+    on Submit again, with no create sent (the job page's button did nothing)."""
+    events = job.events.filter(reason__in=reasons)
+    ended = (
+        job.events.filter(reason="SubmitFailed").order_by("-pk").values_list("pk", flat=True)
+    ).first()
+    return events if ended is None else events.filter(pk__gt=ended)
 
 
 def recorded_error(exc: Exception) -> str:
