@@ -66,7 +66,13 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "", send: bo
     for _attempt in range(2):
         if not job_stoppable(job):
             return False
-        if job.status in NOT_STARTED and (job.backend == "local" or not job.external_id):
+        if (
+            job.status in NOT_STARTED
+            and (job.backend == "local" or not job.external_id)
+            # Until left42 a job queued again after a create with no clear answer was
+            # Stopped here, though the platform may have made it: left running unwatched.
+            and not get_backend(job.backend).create_unsettled(job)
+        ):
             stopped = message or (
                 recorded(
                     gettext_noop("Stopped by %(user)s with API key %(key)s."), user=by, key=key

@@ -1173,6 +1173,48 @@ def test_a_job_stopped_while_its_create_was_in_flight_is_found_and_deleted(fake,
     assert fake.jobs() == [] and fake.secret(f"{name}-env") is None
 
 
+def test_a_job_queued_again_after_a_create_with_no_clear_answer_is_stopped_where_it_was_made(
+    fake, k8s, alice
+):
+    """Until left42 Stop took such a job (Queued, no name of its own yet) for one nothing
+    ran for: Stopped at once, while the PyTorchJob its create made ran on, unwatched. It is
+    Stopping now, and the worker looks for it by its label and deletes it."""
+    from jobs.actions import job_stop
+
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+    job = submitted(alice, k8s)
+    assert (job.status, job.external_id, len(fake.jobs())) == (JobStatus.QUEUED, "", 1)
+
+    job_stop(job=job, actor=alice)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert "the worker looks for it and stops it" in job.status_reason_shown
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    job.refresh_from_db()
+    k8s.sync(job)  # found by its label, adopted and deleted
+    job.refresh_from_db()
+    k8s.sync(job)  # gone
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert fake.jobs() == []
+
+
+def test_deleting_a_job_queued_again_after_an_unsettled_create_stops_it_and_keeps_it(
+    fake, k8s, alice
+):
+    from jobs.actions import ActionError, job_delete
+
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+    job = submitted(alice, k8s)
+
+    with pytest.raises(ActionError, match="being sent to its platform right now"):
+        job_delete(job=job)
+
+    job.refresh_from_db()  # kept, until the worker has found what was made
+    assert job.status == JobStatus.STOPPING and len(fake.jobs()) == 1
+
+
 def test_a_job_stopped_while_a_create_that_made_nothing_was_in_flight_ends_stopped(
     fake, k8s, alice
 ):

@@ -93,6 +93,7 @@ from .base import (
     got_no_answer,
 )
 from .remote import (
+    STOP_LOOKING,
     STUCK_SUBMITTING,
     UNANSWERED_SYNCS_BEFORE_STATUS,
     RemoteBackend,
@@ -447,6 +448,7 @@ class Inventory:
 class AihcBackend(RemoteBackend[Config, AihcClient]):
     name = NAME
     platform = "AIHC"
+    unanswered_events = UNANSWERED_EVENTS
     logger = logger
 
     def __init__(self) -> None:
@@ -1509,7 +1511,12 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 warning=True,
             )
             return
-        if job.status == JobStatus.QUEUED or (
+        message = recorded(STOP_REQUESTED)
+        if not job.external_id and self.create_unsettled(job):
+            # A create got no clear answer: what it made is looked for, and stopped there
+            # (_finish_stop_in_flight). Until left42 such a Queued job was Stopped.
+            target, message = JobStatus.STOPPING, recorded(STOP_LOOKING)
+        elif job.status == JobStatus.QUEUED or (
             not job.external_id and job.status != JobStatus.SUBMITTING
         ):
             target = JobStatus.STOPPED  # nothing runs yet
@@ -1520,7 +1527,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             job,
             target,
             "Stopping" if target == JobStatus.STOPPING else "Stopped",
-            recorded(STOP_REQUESTED),
+            message,
         ):
             # Lost to the worker (Queued to Running while the stop was out): the job showed
             # Running, stop sent, until the next sync. Stopping; sync ends it.

@@ -425,6 +425,12 @@ class Backend(ABC):
     @abstractmethod
     def stop(self, job: Job) -> None: ...
 
+    def create_unsettled(self, job: Job) -> bool:
+        """Whether the platform may have made the job though the console has no id for it:
+        a create of it got no clear answer, and no look since has found it or shown none.
+        Such a job is stopped through stop(), never as one nothing runs for."""
+        return False
+
     def stop_asks_platform(self, job: Job) -> bool:
         """Whether stop(job) waits on the job's platform to answer (a page waits with it)."""
         return False

@@ -106,6 +106,7 @@ from .base import (
     got_no_answer,
 )
 from .remote import (
+    STOP_LOOKING,
     STUCK_SUBMITTING,
     UNANSWERED_SYNCS_BEFORE_STATUS,
     RemoteBackend,
@@ -611,6 +612,7 @@ class Inventory:
 class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     name = NAME
     platform = "Kubernetes"
+    unanswered_events = (UNANSWERED_EVENT,)
     logger = logger
 
     def __init__(self) -> None:
@@ -1710,6 +1712,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if job.status == JobStatus.SUBMITTING:
                 # The create is in flight: what it makes is deleted when it lands.
                 self._move(job, JobStatus.STOPPING, "Stopping", recorded(STOP_REQUESTED))
+            elif self.create_unsettled(job):
+                # What a create with no clear answer made is looked for by the job's label,
+                # and deleted (_finish_stop_in_flight).
+                self._move(job, JobStatus.STOPPING, "Stopping", recorded(STOP_LOOKING))
             else:
                 self._move(job, JobStatus.STOPPED, "Stopped", recorded(STOP_REQUESTED))
             return

@@ -57,6 +57,12 @@ STOP_RESEND = timedelta(minutes=1)
 # A job whose pods or events read (Kubernetes; AIHC: its events) got no answer in this many of
 # its syncs in a row has the status its job read gave saved without them (`_unanswered_again`).
 UNANSWERED_SYNCS_BEFORE_STATUS = 2
+# A job stopped while a create of it got no clear answer (create_unsettled): Stopping, and
+# the worker looks for what the create made and stops it (_finish_stop_in_flight).
+STOP_LOOKING = gettext_noop(
+    "Stop requested. A create of the job got no clear answer, so the platform may have made "
+    "it: the worker looks for it and stops it, or ends the job Stopped if there is none."
+)
 # A job's stop a Stop selected had no time left to send (BULK_ACTION_SECONDS): stop_unsent.
 STOP_NOT_SENT = gettext_noop(
     "Stop requested; Stop selected ran out of time before it was sent. The worker sends it, "
@@ -98,6 +104,8 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
 
     platform: str
     logger: logging.Logger
+    # The reasons of the events a create that got no clear answer leaves (unanswered_creates).
+    unanswered_events: tuple[str, ...]
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -324,6 +332,9 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         )
 
     # -- a person's stop or delete -------------------------------------------------------
+
+    def create_unsettled(self, job: Job) -> bool:
+        return not job.external_id and unanswered_creates(job, self.unanswered_events).exists()
 
     def stop_asks_platform(self, job: Job) -> bool:
         return bool(job.external_id)  # before the platform has it, its stop is the database's
