@@ -191,6 +191,11 @@ WEB_THREADS = envint("WEB_THREADS", 4, low=1)
 # A remote job's whole-log download (AIHC, Kubernetes) holds one of those threads until its
 # platform has given the whole log: all its reads and retries end within this many seconds.
 LOG_DOWNLOAD_TOTAL_SECONDS = envfloat("LOG_DOWNLOAD_TOTAL_SECONDS", 60, positive=True)
+# The longest a Stop selected or Delete selected (and the API's BatchStopJobs) goes on asking
+# AIHC or Kubernetes: each call is bounded, but 100 jobs of a platform that does not answer
+# held the page 100 times as long. Jobs not reached by then are stopped by the worker
+# (Stopping) or, for a delete, kept as they are, said on the page.
+BULK_ACTION_SECONDS = envfloat("BULK_ACTION_SECONDS", 20, positive=True)
 # Links in mails and alerts; by default where `make run` serves (PORT, default 8000).
 SITE_URL = env("SITE_URL", f"http://127.0.0.1:{PORT}").rstrip("/")
 if not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", SITE_URL):

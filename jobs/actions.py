@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -55,16 +56,23 @@ class ActionError(Exception):
     """The action cannot be done now; the message is safe to show."""
 
 
-def job_stop(*, job: Job, actor: User | None = None, message: str = "") -> bool:
+def job_stop(*, job: Job, actor: User | None = None, message: str = "", send: bool = True) -> bool:
     """Stops a job wherever it is: one that has not started directly, a running one through
     its backend. `actor` is who asked (the owner, or a reviewer in the admin). False when the
-    job is already finished or stopping."""
+    job is already finished or stopping. `send` False: no time is left to ask the job's
+    platform (jobs_stop), so the worker sends the stop (Backend.stop_unsent)."""
     by = actor.get_username() if actor is not None else ""
     key = signing_key()  # asked through the API: which of the owner's keys
     for _attempt in range(2):
         if not job_stoppable(job):
             return False
-        if job.status in NOT_STARTED and (job.backend == "local" or not job.external_id):
+        if (
+            job.status in NOT_STARTED
+            and (job.backend == "local" or not job.external_id)
+            # Until left42 a job queued again after a create with no clear answer was
+            # Stopped here, though the platform may have made it: left running unwatched.
+            and not get_backend(job.backend).create_unsettled(job)
+        ):
             stopped = message or (
                 recorded(
                     gettext_noop("Stopped by %(user)s with API key %(key)s."), user=by, key=key
@@ -96,8 +104,12 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "") -> bool:
                 else recorded(gettext_noop("Stop requested by %(user)s."), user=by),
                 actor=actor,
             )
+        backend = get_backend(job.backend)
         try:
-            get_backend(job.backend).stop(job)
+            if send:
+                backend.stop(job)
+            else:
+                backend.stop_unsent(job)
         except BackendError as exc:
             raise ActionError(exc.message) from exc
         return True
@@ -225,14 +237,37 @@ class Outcome:
     error: str = ""
     # Deleted, but its Kubernetes Secret was left for the worker (deletion_left_secret).
     secret_left: bool = False
+    # Its platform was not asked: the bulk action's time (BULK_ACTION_SECONDS) was up. A stop
+    # is then the worker's to send (the job Stopping); a delete was not done (the job kept).
+    not_reached: bool = False
+
+
+def bulk_deadline() -> float:
+    """When a Stop or Delete of several jobs stops asking platforms (monotonic time)."""
+    return time.monotonic() + settings.BULK_ACTION_SECONDS
+
+
+def job_stop_by(*, job: Job, actor: User, deadline: float) -> Outcome:
+    """job_stop as one of several jobs' stops (jobs_stop, the admin's Stop selected jobs):
+    past `deadline` a stop that would wait on the job's platform is the worker's to send."""
+    late = time.monotonic() >= deadline and get_backend(job.backend).stop_asks_platform(job)
+    done = job_stop(job=job, actor=actor, send=not late)
+    return Outcome(job=job, done=done, not_reached=late and done)
 
 
 def jobs_stop(*, jobs: Iterable[Job], actor: User) -> list[Outcome]:
-    """Stops each job as its own page's Stop does; one refused does not keep the others."""
+    """Stops each job as its own page's Stop does; one refused does not keep the others.
+
+    Each platform call is bounded, but in turn: 100 jobs of a platform that does not answer
+    held the page 100 such bounds (until left42). Once BULK_ACTION_SECONDS have passed no
+    platform is asked: a job whose stop would wait on one goes Stopping and the worker sends
+    it, as it sends again a stop the platform did not answer. A call begun before then ends
+    within its own bound, so the whole takes at most that much longer."""
+    deadline = bulk_deadline()
     outcomes = []
     for job in jobs:
         try:
-            outcomes.append(Outcome(job=job, done=job_stop(job=job, actor=actor)))
+            outcomes.append(job_stop_by(job=job, actor=actor, deadline=deadline))
         except ActionError as exc:
             outcomes.append(Outcome(job=job, done=False, error=str(exc)))
     return outcomes
@@ -240,9 +275,15 @@ def jobs_stop(*, jobs: Iterable[Job], actor: User) -> list[Outcome]:
 
 def jobs_delete(*, jobs: Iterable[Job]) -> list[Outcome]:
     """Deletes each job as its own page's Delete does; one refused (a job being sent to its
-    platform) is kept, and the others still go."""
+    platform) is kept, and the others still go. Once BULK_ACTION_SECONDS have passed (see
+    jobs_stop) a job whose delete would wait on its platform is left as it is, untouched:
+    deleted by a Delete again."""
+    deadline = bulk_deadline()
     outcomes = []
     for job in jobs:
+        if time.monotonic() >= deadline and get_backend(job.backend).delete_asks_platform(job):
+            outcomes.append(Outcome(job=job, done=False, not_reached=True))
+            continue
         try:
             gone = job_delete(job=job)
             left = gone and deletion_left_secret(public_id=job.public_id)

@@ -58,7 +58,7 @@ from . import (
 )
 from . import logs as job_logs
 from . import spec as spec_module
-from .actions import ActionError, job_stop
+from .actions import ActionError, bulk_deadline, job_stop_by
 from .admin_lists import (
     CheckedSelectionMixin,
     FilteredLookupsOnlyMixin,
@@ -1761,11 +1761,14 @@ class JobAdmin(
 
     @admin.action(permissions=["review"], description=gettext_lazy("Stop selected jobs"))
     def stop_jobs(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        # One deadline for them all, as the job list's Stop selected (BULK_ACTION_SECONDS):
+        # the stops not sent by then go Stopping, for the worker to send.
+        deadline = bulk_deadline()
         return self._run(
             request,
             queryset,
             "stop",
-            lambda job: job_stop(job=job, actor=request.user),
+            lambda job: job_stop_by(job=job, actor=request.user, deadline=deadline).done,
             ngettext_lazy(
                 "%(count)d job stopped or stopping.", "%(count)d jobs stopped or stopping.", "count"
             ),

@@ -5,6 +5,7 @@ AIHC's 通用环境变量列表 (see ../shared/reference/runtime-env.md):
 
 - every replica: AIHC_JOB_NAME, AIHC_JOB_ID, AIHC_ROLE, AIHC_ROLE_INDEX (the generic
   information custom frameworks get), AIHC_TENSORBOARD_LOG_PATH when Tensorboard is on,
+  and in a custom job's, each role's instance count as AIHC_<ROLE>_NUM (role_counts),
   NCCL_DEBUG=INFO and NCCL_IB_DISABLE=0 with RDMA (user envs may override these two),
   PYTHONUNBUFFERED=1 so logs stream;
 - PyTorch: MASTER_ADDR, MASTER_PORT, RANK (master 0, workers 1..), WORLD_SIZE = number of
@@ -26,13 +27,14 @@ local runner passes its own (127.0.0.1 with free ports).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from django.utils.translation import gettext as _
 
-from .spec import MPI, PYTORCH, SUBMIT_QUEUE, TENSORFLOW, Env, JobSpec, mask
+from .spec import CUSTOM, MPI, PYTORCH, SUBMIT_QUEUE, TENSORFLOW, Env, JobSpec, mask
 
 if TYPE_CHECKING:
     from .models import Job
@@ -178,6 +180,32 @@ def with_group_envs(spec: JobSpec, task: tuple[object, int]) -> JobSpec:
     return replace(spec, envs=[*spec.envs, *added]) if added else spec
 
 
+def role_count_variable(role: str) -> str:
+    """The variable that holds a custom job's role's instance count: AIHC_<ROLE>_NUM, the
+    role's name in capitals with every character but a letter or digit as "_" (the name rule
+    allows only "-" besides, and no "_", so two roles never get one name), after Volcano
+    Engine's MLP_${ROLE}_NUM: head -> AIHC_HEAD_NUM, param-server -> AIHC_PARAM_SERVER_NUM."""
+    return f"AIHC_{re.sub(r'[^A-Z0-9]', '_', role.upper())}_NUM"
+
+
+def role_counts(spec: JobSpec) -> dict[str, str]:
+    """A custom job's role counts, by variable (role_count_variable), as every one of its
+    instances gets them on every platform: the roles are the user's own, so a Ray or
+    DeepSpeed command learns from these how many heads and workers there are (before
+    left42 it had to hard-code them). The other frameworks have theirs (WORLD_SIZE,
+    TF_CONFIG, the MPI hostfile). AIHC takes no custom job (its CreateJob has no such kind),
+    so nothing is sent there. A name two roles would share (only roles stored before the
+    name rule could) is left out rather than set to one of them."""
+    if spec.framework != CUSTOM:
+        return {}
+    names = [role_count_variable(role.name) for role in spec.roles]
+    return {
+        name: str(role.replicas)
+        for name, role in zip(names, spec.roles, strict=True)
+        if names.count(name) == 1
+    }
+
+
 def replica_environment(
     spec: JobSpec,
     ref: ReplicaRef,
@@ -205,6 +233,8 @@ def replica_environment(
     env["AIHC_JOB_ID"] = job_id
     env["AIHC_ROLE"] = ref.role
     env["AIHC_ROLE_INDEX"] = str(ref.index)
+    for name, count in role_counts(spec).items():
+        env.setdefault(name, count)  # the job's own env of the name wins, as on Kubernetes
     if group_task is not None:  # (index from 0, the group's total)
         # The job's own envs win: Run again of task 3/6 pins them in its spec (a group of one
         # would say 0), and a job may set them to repeat one task of a sweep.

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import F, Func, Q, QuerySet, Subquery
@@ -1797,6 +1798,17 @@ def _say_stopped(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
             )
             % {"count": left}
         )
+    if unsent := sum(1 for o in outcomes if o.not_reached):
+        parts.append(
+            ngettext(
+                "Time ran out (%(seconds)g s) before %(count)d job's platform was asked: it "
+                "shows Stopping, and the worker sends its stop.",
+                "Time ran out (%(seconds)g s) before %(count)d jobs' platforms were asked: they "
+                "show Stopping, and the worker sends their stops.",
+                unsent,
+            )
+            % {"count": unsent, "seconds": settings.BULK_ACTION_SECONDS}
+        )
     waiting = sum(
         1
         for o in outcomes
@@ -1826,7 +1838,7 @@ def _say_stopped(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
 
 def _say_deleted(request: AuthenticatedHttpRequest, outcomes: list[Outcome], missing: int) -> None:
     done = sum(1 for o in outcomes if o.done)
-    later = sum(1 for o in outcomes if not o.done and not o.error)
+    later = sum(1 for o in outcomes if not o.done and not o.error and not o.not_reached)
     parts = []
     if done:
         parts.append(
@@ -1855,6 +1867,20 @@ def _say_deleted(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
                 len(left),
             )
             % {"names": ", ".join(left)},
+        )
+    if kept := sum(1 for o in outcomes if o.not_reached):
+        # Untouched, not half-deleted: the time for the whole (BULK_ACTION_SECONDS) was up.
+        messages.warning(
+            request,
+            ngettext(
+                "%(count)d job was not deleted: time ran out (%(seconds)g s) before its "
+                "platform was asked. It is kept as it was; select it and delete it again.",
+                "%(count)d jobs were not deleted: time ran out (%(seconds)g s) before their "
+                "platforms were asked. They are kept as they were; select them and delete them "
+                "again.",
+                kept,
+            )
+            % {"count": kept, "seconds": settings.BULK_ACTION_SECONDS},
         )
     for outcome in outcomes:
         if outcome.error:

@@ -523,7 +523,15 @@ INJECTED_VARIABLES: dict[str, list[tuple[str, Any]]] = {
         ("K_MPI_JOB_ROLE", "launcher / worker"),
     ],
     S.TENSORFLOW: [("TF_CONFIG", gettext_lazy("cluster and task JSON, when distributed"))],
-    S.CUSTOM: [],
+    S.CUSTOM: [
+        (
+            "AIHC_<ROLE>_NUM",
+            gettext_lazy(
+                "each role's number of instances, the role's name in capitals with '-' as '_': "
+                "AIHC_HEAD_NUM, AIHC_WORKER_NUM (every instance gets every role's)"
+            ),
+        ),
+    ],
 }
 # The local runner's replicas meet on this machine (jobs/runtime_env.py), not by pod name.
 LOCAL_INJECTED_VALUES: dict[str, Any] = {

@@ -568,6 +568,40 @@ def test_a_create_and_its_look_both_unanswered_requeue_the_job_then_adopt_it_not
     assert "已关联该任务而未重复创建" in job.events.get(reason="Submitted").message
 
 
+def test_a_job_queued_again_after_an_unsettled_create_is_stopped_on_aihc_not_left_there(
+    fake, aihc, alice, settings
+):
+    """Until left42 Stop took such a job (Queued, no AIHC id yet) for one nothing ran for:
+    Stopped at once, while the AIHC job its create made ran on, unwatched."""
+    from jobs.actions import job_stop
+
+    settings.AIHC_RETRIES = 0
+    fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # created, then failed
+    fake.drop_next("DescribeJobs")  # the look for it: no answer
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+
+    job_stop(job=job, actor=alice)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    with translation.override("en"):
+        assert "the worker looks for it and stops it" in job.status_reason_shown
+    earlier = timezone.now() - timedelta(minutes=5)
+    job.events.update(created_at=earlier)
+    Job.objects.filter(pk=job.pk).update(updated_at=earlier)
+    job.refresh_from_db()
+    aihc.sync(job)  # found by its label, adopted, stopped there
+
+    job.refresh_from_db()
+    made = next(iter(fake.jobs))
+    assert job.external_id == made
+    assert [call.route["job"] for call in fake.calls("StopJob")] == [made]
+    assert len(fake.calls("CreateJob")) == 1
+
+
 def test_a_last_create_whose_look_goes_unanswered_keeps_the_job_queued_not_submit_failed(
     fake, aihc, alice, settings
 ):
@@ -595,6 +629,30 @@ def test_a_last_create_whose_look_goes_unanswered_keeps_the_job_queued_not_submi
     job.refresh_from_db()
     assert job.external_id == next(iter(fake.jobs))
     assert len(fake.calls("CreateJob")) == 4 and len(fake.jobs) == 1
+
+
+def test_submit_again_after_four_unanswered_creates_sends_a_create_again(
+    fake, aihc, alice, settings
+):
+    """Until left42 the creates were counted over the job's life: Submit again on a job
+    given up after its fourth failed it again at once, looking but sending no create."""
+    from jobs.actions import job_submit_again
+
+    settings.AIHC_RETRIES = 0
+    fake.drop_next("CreateJob", times=4)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    aihc.submit(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED and len(fake.calls("CreateJob")) == 4
+
+    job_submit_again(job=job, actor=alice)
+    job.refresh_from_db()
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert len(fake.calls("CreateJob")) == 5 and len(fake.jobs) == 1
+    assert job.external_id == next(iter(fake.jobs))
 
 
 def test_after_four_unanswered_creates_a_look_answered_late_fails_the_job_sending_none_again(

@@ -209,3 +209,29 @@ def test_a_tail_stops_asking_once_it_has_its_lines(
 
     assert answered["n"] == 3  # 2 + 2 + 2 lines: the 5 asked for, and no page more
     assert tail == [f"line {n}" for n in range(1, 6)]
+
+
+def test_an_item_of_several_lines_downloads_as_its_lines_and_no_page_size_is_sent(
+    fake,  # noqa: F811
+    aihc,  # noqa: F811
+    alice,
+    version,
+):
+    """What README's AIHC part says of a log: AIHC's page size is AIHC's (v1's `chunck`, as
+    Baidu's Go SDK spells it, and v2's `chunkSize` are never sent: jobs.aihc.client's
+    pod_log_pages says why), and an item of `logs` holding several lines is those lines in
+    the download, and shown as it came on the job page."""
+    job = submitted(fake, aihc, alice, roles=[S.Role("master", 1, A800, 8)])
+    fake.log_page_lines = 2
+    fake.add_logs(job.external_id, POD, ["step 0\nstep 1", "step 2", "step 3\nstep 4"])
+    fake.requests.clear()
+
+    downloaded = list(aihc.download_lines(job, "master-0"))
+    tail = aihc.logs(job, "master-0", tail=10)
+
+    assert downloaded == [f"step {n}\n" for n in range(5)]
+    assert tail == ["step 0\nstep 1", "step 2", "step 3\nstep 4"]
+    requests = log_requests(fake)
+    assert len(requests) == 2 + 2  # two pages each: the download's, the tail's
+    for request in requests:
+        assert [n for n in ("chunk", "chunck", "chunkSize") if sent(request, n, version)] == []

@@ -27,6 +27,8 @@ from tests.test_wizard import (
     image_data,
     new_draft,
     post_step,
+    resources_data,
+    role,
     step_url,
 )
 
@@ -103,6 +105,38 @@ def test_the_injected_variables_list_of_a_local_custom_job_says_where_the_instan
     assert "每个实例的地址：各实例都在本机运行" in table
 
 
+def test_the_injected_variables_list_of_a_custom_job_names_each_roles_count(alice_client):
+    draft = custom_draft(alice_client)
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    start = page.index('id="injected-vars"')
+    table = page[start : page.index("</table>", start)]
+    assert "AIHC_&lt;ROLE&gt;_NUM" in table
+    assert "每个角色的实例数" in table
+
+
+def test_the_review_shows_every_custom_instance_each_roles_count(alice_client):
+    draft = custom_draft(alice_client, upto=W.RESOURCES)
+    roles = [
+        role("head", 1, card=None, cpu=8, memory_gb=32),
+        role("worker", 2, card=None, cpu=8, memory_gb=32),
+        role("data-loader", 3, card=None, cpu=4, memory_gb=8),
+    ]
+    complete_steps(
+        alice_client,
+        draft,
+        **{W.BASIC: basic_data(framework=S.CUSTOM), W.RESOURCES: resources_data(roles)},
+    )
+
+    page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    start = page.index(">data-loader-2</p>")
+    last = page[start : page.index("</pre>", start)]  # the last instance's environment
+    for told in ("AIHC_HEAD_NUM=1", "AIHC_WORKER_NUM=2", "AIHC_DATA_LOADER_NUM=3"):
+        assert told in last
+
+
 # -- the example on the local runner ---------------------------------------------------------
 
 # The user's driver on the head: joins the cluster and waits for every node, as a Ray driver
@@ -163,6 +197,25 @@ def test_the_ray_example_runs_a_head_and_two_workers_to_success(alice, settings,
 
     assert job.status == "succeeded", [log_text(job, r) for r in ("head-0", "worker-0")]
     assert "driver: nodes 3" in log_text(job, "head-0")
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_local_custom_job_tells_every_instance_each_roles_count(alice):
+    """A head and two workers, each checking what it is told: before left42 a custom job's
+    command had to hard-code how many workers there are."""
+    spec = make_spec(
+        'echo "told $AIHC_ROLE-$AIHC_ROLE_INDEX heads=$AIHC_HEAD_NUM workers=$AIHC_WORKER_NUM"; '
+        '[ "$AIHC_HEAD_NUM" = 1 ] && [ "$AIHC_WORKER_NUM" = 2 ]',
+        framework=S.CUSTOM,
+        roles=[S.Role("head", 1), S.Role("worker", 2)],
+    )
+
+    job = submit(alice, spec)
+    run_until(Worker(), lambda: status_of(job) in ("succeeded", "failed"))
+
+    assert job.status == "succeeded", [log_text(job, r) for r in ("head-0", "worker-1")]
+    for label in ("head-0", "worker-0", "worker-1"):
+        assert f"told {label} heads=1 workers=2" in log_text(job, label)
 
 
 @pytest.mark.usefixtures("runner_settings")

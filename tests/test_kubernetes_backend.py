@@ -831,6 +831,109 @@ def test_after_four_creates_without_an_answer_the_job_is_submit_failed(fake, k8s
     assert job.events.filter(reason="SubmitTimedOut").count() == 4
 
 
+def test_a_fourth_unanswered_create_that_the_server_carried_out_is_adopted_by_its_name(
+    fake, k8s, alice
+):
+    """Until left42 the fourth create with no clear answer failed the job (Submit failed)
+    while the API server had made its PyTorchJob, which then ran unwatched. It is looked for
+    by name first, and adopted, Secret and all: one of each, no fifth create."""
+    fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=3)
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+
+    job = submitted(alice, k8s)
+    for _ in range(3):
+        k8s.submit(job)
+        job.refresh_from_db()
+
+    assert job.events.filter(reason="SubmitTimedOut").count() == 4
+    assert job.status == JobStatus.QUEUED
+    [made] = fake.jobs()
+    assert job.external_id == made["metadata"]["name"]
+    assert len(fake.calls("create pytorchjobs")) == 1
+    assert "adopted" in job.events.get(reason="Submitted").message
+    [owner] = fake.secret(f"{job.external_id}-env")["metadata"]["ownerReferences"]
+    assert owner["uid"] == made["metadata"]["uid"]
+
+
+def test_a_last_create_whose_look_goes_unanswered_keeps_the_job_queued_then_adopts_it(
+    fake, k8s, alice
+):
+    fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=3)
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+    fake.drop_next("get pytorchjobs", times=3)  # the look and its two retries: no answer
+    job = submitted(alice, k8s)
+    for _ in range(3):
+        k8s.submit(job)
+        job.refresh_from_db()
+
+    assert job.status == JobStatus.QUEUED and job.external_id == ""
+    retry = job.events.filter(reason="SubmitRetry").last()
+    assert retry.type == "Warning"
+    shown = job.status_reason_shown
+    assert shown.startswith(
+        "Kubernetes gave no clear answer to the job's create requests (4 so far) and did not "
+        "answer the look for it: "
+    )
+    assert shown.endswith("The job stays queued and is looked for again; it is not created again.")
+    assert "hf_secret_value" not in shown
+
+    k8s.submit(job)  # the API server answers the look
+
+    job.refresh_from_db()
+    [made] = fake.jobs()
+    assert job.external_id == made["metadata"]["name"]
+    assert len(fake.calls("create pytorchjobs")) == 1 and len(fake.calls("create secrets")) == 4
+
+
+def test_a_look_answered_after_the_last_create_fails_the_job_only_when_nothing_was_made(
+    fake, k8s, alice
+):
+    fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=4)
+    fake.drop_next("get pytorchjobs", times=3)
+    job = submitted(alice, k8s)
+    for _ in range(3):
+        k8s.submit(job)
+        job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+
+    k8s.submit(job)  # the look answered: 404
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    name = M.object_name(job.job_spec(), job.public_id)
+    assert job.status_reason_shown == (
+        "Kubernetes gave no clear answer to the job's create requests (4 so far) and has no "
+        f"PyTorchJob named {name}."
+    )
+    assert len(fake.calls("create secrets")) == 4 and fake.jobs() == []
+    assert fake.calls("create pytorchjobs") == []
+
+
+def test_submit_again_after_the_creates_were_given_up_sends_a_create_again(fake, k8s, alice):
+    """The unanswered creates are counted in one submission: until left42 they were counted
+    over the job's life, so Submit again on a job given up after its fourth was failed
+    again at once (with the look, without a create: the button did nothing)."""
+    from jobs.actions import job_submit_again
+
+    fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=4)
+    # Cards the pool has idle (a standalone job submitted again must find its cards).
+    job = submitted(alice, k8s, roles=[S.Role("master", 1, A800, 4), S.Role("worker", 1, A800, 4)])
+    for _ in range(3):
+        k8s.submit(job)
+        job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+
+    job_submit_again(job=job, actor=alice)
+    job.refresh_from_db()
+    k8s.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    [made] = fake.jobs()
+    assert job.external_id == made["metadata"]["name"]
+    assert len(fake.calls("create secrets")) == 5
+
+
 def test_the_manifest_passes_the_fakes_strict_checks_for_every_framework(
     fake, k8s, alice, settings
 ):
@@ -1068,6 +1171,48 @@ def test_a_job_stopped_while_its_create_was_in_flight_is_found_and_deleted(fake,
 
     assert job.status == JobStatus.STOPPED
     assert fake.jobs() == [] and fake.secret(f"{name}-env") is None
+
+
+def test_a_job_queued_again_after_a_create_with_no_clear_answer_is_stopped_where_it_was_made(
+    fake, k8s, alice
+):
+    """Until left42 Stop took such a job (Queued, no name of its own yet) for one nothing
+    ran for: Stopped at once, while the PyTorchJob its create made ran on, unwatched. It is
+    Stopping now, and the worker looks for it by its label and deletes it."""
+    from jobs.actions import job_stop
+
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+    job = submitted(alice, k8s)
+    assert (job.status, job.external_id, len(fake.jobs())) == (JobStatus.QUEUED, "", 1)
+
+    job_stop(job=job, actor=alice)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert "the worker looks for it and stops it" in job.status_reason_shown
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    job.refresh_from_db()
+    k8s.sync(job)  # found by its label, adopted and deleted
+    job.refresh_from_db()
+    k8s.sync(job)  # gone
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert fake.jobs() == []
+
+
+def test_deleting_a_job_queued_again_after_an_unsettled_create_stops_it_and_keeps_it(
+    fake, k8s, alice
+):
+    from jobs.actions import ActionError, job_delete
+
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+    job = submitted(alice, k8s)
+
+    with pytest.raises(ActionError, match="being sent to its platform right now"):
+        job_delete(job=job)
+
+    job.refresh_from_db()  # kept, until the worker has found what was made
+    assert job.status == JobStatus.STOPPING and len(fake.jobs()) == 1
 
 
 def test_a_job_stopped_while_a_create_that_made_nothing_was_in_flight_ends_stopped(

@@ -396,6 +396,8 @@ def test_each_custom_instance_gets_the_local_runners_variables_its_index_from_th
         "AIHC_JOB_ID",
         "AIHC_ROLE",
         "AIHC_ROLE_INDEX",
+        "AIHC_TRAINER_NUM",
+        "AIHC_PARAM_SERVER_NUM",
         "AIHC_TENSORBOARD_LOG_PATH",
         "NCCL_DEBUG",
         "PYTHONUNBUFFERED",
@@ -411,6 +413,26 @@ def test_each_custom_instance_gets_the_local_runners_variables_its_index_from_th
             }
         },
     }
+
+
+def test_every_custom_instance_is_told_each_roles_count_and_a_users_env_of_the_name_wins():
+    """Before left42 a custom job's roles learnt their own name and index but not how many
+    instances each role has: a Ray or DeepSpeed command had to hard-code it."""
+    body = jobset(custom_spec())
+    own = jobset(custom_spec(envs=[S.Env("AIHC_TRAINER_NUM", "7")]))
+
+    for replicated in body["spec"]["replicatedJobs"]:
+        env = replicated["template"]["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert {"name": "AIHC_TRAINER_NUM", "value": "3"} in env
+        assert {"name": "AIHC_PARAM_SERVER_NUM", "value": "2"} in env
+    env = own["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
+    counts = [e for e in env["containers"][0]["env"] if e["name"].endswith("_NUM")]
+    assert counts == [
+        {"name": "AIHC_PARAM_SERVER_NUM", "value": "2"},
+        {"name": "AIHC_TRAINER_NUM", "value": "7"},  # the job's own, once
+    ]
+    plain = manifest(pytorch_spec())["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    assert not [e for e in plain["spec"]["containers"][0]["env"] if e["name"].endswith("_NUM")]
 
 
 def test_fault_tolerance_is_the_jobsets_restarts_and_a_timeout_fails_it_at_once():

@@ -472,7 +472,22 @@ class AihcClient(PlatformRetries):
         answer has none. How many lines a page holds is AIHC's to decide; a caller that
         writes each page away holds one page, not the log. A marker given before (the one
         just sent, or one of the earlier pages', as m1, m2, m1: until review 48 only the one
-        just sent was looked at) ends it rather than asking for ever."""
+        just sent was looked at) ends it rather than asking for ever.
+
+        Decided (left40, written down in left42): no page size is sent, in either version.
+        v2's is `chunkSize` beside `marker` (baidubce/baiducloud-go-sdk,
+        services/aihc/model_describe_job_logs_request.go; its answer's `nextMarker`,
+        model_describe_job_logs_response.go). v1's is spelt `chunck` by Baidu's own Go SDK
+        (baidubce/bce-sdk-go, services/aihc/resource/client.go, GetPodLogs:
+        WithQueryParamFilter("chunck", args.Chunk); api/v1/aiJob.go, GetPodLogsRequest), and
+        `chunk` nowhere we could read: the spelling AIHC's server takes is uncertain, and a
+        parameter it does not know would be ignored at best, refused (InvalidParameter) at
+        worst. Nothing needs it: following nextMarker reads the whole log whatever a page
+        holds, AIHC choosing. That Go SDK's v1 answer (PodLogResult) has no `nextMarker` and
+        its request no `marker`; v1's doc page (Umb0c0oik) documents both, and against a
+        server that gives none a log is one request, as before left40. An item of `logs` is
+        taken as AIHC gives it: one may hold several lines (the download writes them as its
+        lines; the job page shows them in the panel, counted as one in a tail)."""
         marker = ""
         given = {marker}
         while True:

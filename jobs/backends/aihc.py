@@ -93,11 +93,13 @@ from .base import (
     got_no_answer,
 )
 from .remote import (
+    STOP_LOOKING,
     STUCK_SUBMITTING,
     UNANSWERED_SYNCS_BEFORE_STATUS,
     RemoteBackend,
     recorded_error,
     scrub,
+    unanswered_creates,
 )
 
 logger = logging.getLogger("jobs.aihc")
@@ -446,6 +448,7 @@ class Inventory:
 class AihcBackend(RemoteBackend[Config, AihcClient]):
     name = NAME
     platform = "AIHC"
+    unanswered_events = UNANSWERED_EVENTS
     logger = logger
 
     def __init__(self) -> None:
@@ -786,7 +789,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         body = self.request_body(spec, version, job_id=job.public_id)
         pool = job.resource_pool
         unanswered = list(
-            job.events.filter(reason__in=UNANSWERED_EVENTS).values_list("created_at", flat=True)
+            unanswered_creates(job, UNANSWERED_EVENTS).values_list("created_at", flat=True)
         )
         # A create that got no clear answer may still have happened: look before trying again.
         look_since = min(unanswered) if unanswered else None
@@ -1519,7 +1522,12 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 warning=True,
             )
             return
-        if job.status == JobStatus.QUEUED or (
+        message = recorded(STOP_REQUESTED)
+        if not job.external_id and self.create_unsettled(job):
+            # A create got no clear answer: what it made is looked for, and stopped there
+            # (_finish_stop_in_flight). Until left42 such a Queued job was Stopped.
+            target, message = JobStatus.STOPPING, recorded(STOP_LOOKING)
+        elif job.status == JobStatus.QUEUED or (
             not job.external_id and job.status != JobStatus.SUBMITTING
         ):
             target = JobStatus.STOPPED  # nothing runs yet
@@ -1530,11 +1538,14 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             job,
             target,
             "Stopping" if target == JobStatus.STOPPING else "Stopped",
-            recorded(STOP_REQUESTED),
+            message,
         ):
             # Lost to the worker (Queued to Running while the stop was out): the job showed
             # Running, stop sent, until the next sync. Stopping; sync ends it.
             self._stopping(job, recorded(STOP_REQUESTED))
+
+    def delete_asks_platform(self, job: Job) -> bool:
+        return bool(job.external_id)
 
     def delete(self, job: Job) -> None:
         """Deletes the job on AIHC, then the usage samples the console kept of it."""

@@ -425,6 +425,26 @@ class Backend(ABC):
     @abstractmethod
     def stop(self, job: Job) -> None: ...
 
+    def create_unsettled(self, job: Job) -> bool:
+        """Whether the platform may have made the job though the console has no id for it:
+        a create of it got no clear answer, and no look since has found it or shown none.
+        Such a job is stopped through stop(), never as one nothing runs for."""
+        return False
+
+    def stop_asks_platform(self, job: Job) -> bool:
+        """Whether stop(job) waits on the job's platform to answer (a page waits with it)."""
+        return False
+
+    def stop_unsent(self, job: Job) -> None:
+        """A person's stop there was no time left to send (a Stop selected past
+        BULK_ACTION_SECONDS): the job marked so, the worker sending it. A backend whose stop
+        waits on no platform stops it now."""
+        self.stop(job)
+
+    def delete_asks_platform(self, job: Job) -> bool:
+        """Whether delete(job) waits on the job's platform to answer."""
+        return False
+
     @abstractmethod
     def delete(self, job: Job) -> str | None:
         """Removes what the job holds; what it left for the worker to remove (a Kubernetes

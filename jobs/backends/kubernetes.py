@@ -93,6 +93,7 @@ from jobs.runtime_env import (
 )
 from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, read_usage
+from jobs.texts import joined
 
 from .base import (
     AcceleratorStock,
@@ -105,11 +106,13 @@ from .base import (
     got_no_answer,
 )
 from .remote import (
+    STOP_LOOKING,
     STUCK_SUBMITTING,
     UNANSWERED_SYNCS_BEFORE_STATUS,
     RemoteBackend,
     recorded_error,
     scrub,
+    unanswered_creates,
 )
 
 logger = logging.getLogger("jobs.kubernetes")
@@ -627,6 +630,7 @@ def _mpi_operator_environment(spec: spec_module.JobSpec, ref: ReplicaRef) -> dic
 class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     name = NAME
     platform = "Kubernetes"
+    unanswered_events = (UNANSWERED_EVENT,)
     logger = logger
 
     def __init__(self) -> None:
@@ -1059,6 +1063,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             self._fail(job, recorded(PRIVILEGED_REFUSED), secrets)
             return
         secret, manifest = self.manifests(spec, job_id=job.public_id, cluster=config.cluster)
+        unanswered = unanswered_creates(job, (UNANSWERED_EVENT,)).count()
+        if unanswered >= MAX_UNANSWERED_CREATES:
+            # The last create's look went unanswered: looked for again, never a fifth create.
+            self._look_after_last_create(
+                job, client, secret, manifest, unanswered=unanswered, secrets=secrets
+            )
+            return
         secret_made = False  # by this job: made now, or adopted (it carries the job's id)
         try:
             if secret is not None:
@@ -1070,7 +1081,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         except KubeError as exc:
             if secret_made and _refused(exc):  # no job will use it
                 self._delete_quietly(client, M.secret_path(namespace, secret["metadata"]["name"]))
-            self._create_failed(job, exc, secrets, config, manifest=manifest)
+            self._create_failed(
+                job, exc, secrets, config, client=client, secret=secret, manifest=manifest
+            )
             return
         except BackendError as exc:  # a name taken by an object that is not this job's
             self._fail(job, exc.message, secrets)
@@ -1141,6 +1154,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         secrets: list[str],
         config: Config,
         *,
+        client: KubeClient,
+        secret: dict[str, Any] | None,
         manifest: dict[str, Any],
     ) -> None:
         if isinstance(exc, KubeUnavailable) or exc.status == 429:
@@ -1187,7 +1202,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 job.public_id,
                 delay,
             )
-        unanswered = job.events.filter(reason=UNANSWERED_EVENT).count() + 1
+        unanswered = unanswered_creates(job, (UNANSWERED_EVENT,)).count() + 1
         job_event(
             job=job,
             reason=UNANSWERED_EVENT,
@@ -1204,11 +1219,93 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             warning=True,
         )
         if unanswered >= MAX_UNANSWERED_CREATES:
-            self._fail(job, recorded_error(exc), secrets)
+            # Until left42 the job was Submit failed here, though the API server may have
+            # made the object (a 504 after it did), which then ran unwatched: looked for first.
+            self._look_after_last_create(
+                job, client, secret, manifest, unanswered=unanswered, secrets=secrets
+            )
             return
         if job.status == JobStatus.STOPPING:
             return  # sync looks for what was made, and deletes it
         self._move(job, JobStatus.QUEUED, "SubmitRetry", "")
+
+    def _look_after_last_create(
+        self,
+        job: Job,
+        client: KubeClient,
+        secret: dict[str, Any] | None,
+        manifest: dict[str, Any],
+        *,
+        unanswered: int,
+        secrets: list[str],
+    ) -> None:
+        """After the last create that got no clear answer, the job's object is looked for by
+        its name (the job's own, as AIHC's _settled_by_looking looks by the job's label):
+        found and this job's, it is adopted; the look unanswered (or refused), the job stays
+        Queued saying so and the next round looks again; Submit failed only once an answered
+        look shows none. No create is sent after the last."""
+        meta = manifest["metadata"]
+        path = M.resource_path(job.framework, meta["namespace"], meta["name"])
+        try:
+            found = client.get(path)
+        except KubeError as exc:
+            if _not_found(exc):
+                self._fail(
+                    job,
+                    recorded(
+                        gettext_noop(
+                            "Kubernetes gave no clear answer to the job's create requests "
+                            "(%(n)d so far) and has no %(kind)s named %(name)s."
+                        ),
+                        n=unanswered,
+                        kind=manifest["kind"],
+                        name=meta["name"],
+                    ),
+                    secrets,
+                )
+                return
+            if job.status == JobStatus.STOPPING:
+                return  # sync looks for what was made (_finish_stop_in_flight), and deletes it
+            reason = recorded(
+                gettext_noop(
+                    "Kubernetes gave no clear answer to the job's create requests (%(n)d so "
+                    "far) and did not answer the look for it: %(error)s."
+                ),
+                n=unanswered,
+                error=recorded_error(exc),
+            )
+            then = recorded(
+                gettext_noop(
+                    "The job stays queued and is looked for again; it is not created again."
+                )
+            )
+            self._move(
+                job,
+                JobStatus.QUEUED,
+                "SubmitRetry",
+                scrub(joined(reason, then), secrets),
+                warning=True,
+            )
+            return
+        labels = (found.get("metadata") or {}).get("labels") or {}
+        if labels.get(M.CONSOLE_JOB_LABEL) != job.public_id:
+            self._fail(
+                job,
+                recorded(
+                    gettext_noop(
+                        "A %(kind)s named %(name)s already exists in namespace %(namespace)s "
+                        "and is not this job's; it was left alone."
+                    ),
+                    kind=manifest["kind"],
+                    name=meta["name"],
+                    namespace=meta["namespace"],
+                ),
+                secrets,
+            )
+            return
+        if secret is not None:
+            self._own_secret(client, meta["namespace"], secret, found)
+        self._accepted(job, meta["name"], adopted=True)
 
     def _accepted(self, job: Job, name: str, *, adopted: bool) -> None:
         message = recorded(
@@ -1638,6 +1735,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if job.status == JobStatus.SUBMITTING:
                 # The create is in flight: what it makes is deleted when it lands.
                 self._move(job, JobStatus.STOPPING, "Stopping", recorded(STOP_REQUESTED))
+            elif self.create_unsettled(job):
+                # What a create with no clear answer made is looked for by the job's label,
+                # and deleted (_finish_stop_in_flight).
+                self._move(job, JobStatus.STOPPING, "Stopping", recorded(STOP_LOOKING))
             else:
                 self._move(job, JobStatus.STOPPED, "Stopped", recorded(STOP_REQUESTED))
             return

@@ -42,6 +42,8 @@ from jobs.spec import SpecError
 from .base import Backend, BackendError, Pool
 
 if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
     from jobs.spec import JobSpec
 
 # A platform's errors and events quote a job's secrets the way its logs do: one masking rule.
@@ -55,6 +57,29 @@ STOP_RESEND = timedelta(minutes=1)
 # A job whose pods or events read (Kubernetes; AIHC: its events) got no answer in this many of
 # its syncs in a row has the status its job read gave saved without them (`_unanswered_again`).
 UNANSWERED_SYNCS_BEFORE_STATUS = 2
+# A job stopped while a create of it got no clear answer (create_unsettled): Stopping, and
+# the worker looks for what the create made and stops it (_finish_stop_in_flight).
+STOP_LOOKING = gettext_noop(
+    "Stop requested. A create of the job got no clear answer, so the platform may have made "
+    "it: the worker looks for it and stops it, or ends the job Stopped if there is none."
+)
+# A job's stop a Stop selected had no time left to send (BULK_ACTION_SECONDS): stop_unsent.
+STOP_NOT_SENT = gettext_noop(
+    "Stop requested; Stop selected ran out of time before it was sent. The worker sends it, "
+    "and again until the job has ended."
+)
+
+
+def unanswered_creates(job: Job, reasons: tuple[str, ...]) -> QuerySet[JobEvent]:
+    """The job's events of `reasons` (creates that got no clear answer) in its submission
+    now: a Submit failed ends one, and Submit again starts the count afresh. Counting them
+    all, a job Submit failed after its last unanswered create was given up again at once
+    on Submit again, with no create sent (the job page's button did nothing)."""
+    events = job.events.filter(reason__in=reasons)
+    ended = (
+        job.events.filter(reason="SubmitFailed").order_by("-pk").values_list("pk", flat=True)
+    ).first()
+    return events if ended is None else events.filter(pk__gt=ended)
 
 
 def recorded_error(exc: Exception) -> str:
@@ -79,6 +104,8 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
 
     platform: str
     logger: logging.Logger
+    # The reasons of the events a create that got no clear answer leaves (unanswered_creates).
+    unanswered_events: tuple[str, ...]
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -303,6 +330,28 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             "SubmitRetry",
             recorded(gettext_noop("The submission was interrupted; it will be retried.")),
         )
+
+    # -- a person's stop or delete -------------------------------------------------------
+
+    def create_unsettled(self, job: Job) -> bool:
+        return not job.external_id and unanswered_creates(job, self.unanswered_events).exists()
+
+    def stop_asks_platform(self, job: Job) -> bool:
+        return bool(job.external_id)  # before the platform has it, its stop is the database's
+
+    def stop_unsent(self, job: Job) -> None:
+        """Stopping, the stop not sent: the worker's sync sends it (a STOP_RESEND after), as
+        it sends again a stop the platform gave no clear answer to, until the platform
+        reports the job ended."""
+        if not self.stop_asks_platform(job):
+            self.stop(job)
+            return
+        if job.status in FINAL_STATUSES or job.status == JobStatus.STOPPING:
+            return
+        self._stopping(job, recorded(STOP_NOT_SENT), warning=True)
+
+    def delete_asks_platform(self, job: Job) -> bool:
+        return True  # (Kubernetes removes a job's Secret even before the job was made)
 
     # -- following a job ---------------------------------------------------------------
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobs import spec as S
+from jobs.runtime_env import role_counts
 
 CONSOLE_JOB_LABEL = "ai-job-console/job-id"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -247,6 +248,11 @@ def _env(spec: S.JobSpec, role: S.Role, *, name: str, job_id: str) -> list[dict[
         {"name": "AIHC_ROLE", "value": role.name},
         {"name": "AIHC_ROLE_INDEX", "valueFrom": {"fieldRef": {"fieldPath": index_field}}},
     ]
+    platform.extend(
+        {"name": variable, "value": count}
+        for variable, count in role_counts(spec).items()
+        if variable not in own  # the job's own env of the name wins, as on the other pools
+    )
     if spec.tensorboard.enable:
         platform.append({"name": "AIHC_TENSORBOARD_LOG_PATH", "value": spec.tensorboard.log_path})
     if spec.framework == S.PYTORCH:
