@@ -16,7 +16,7 @@ from jobs import spec as S
 from jobs.models import JobStatus
 from jobs.sandbox import SandboxError, check_within_reach, open_in_root
 
-from .runner_helpers import log_text, make_spec, runner_settings, volume  # noqa: F401
+from .runner_helpers import log_text, make_spec, runner_settings, submit, volume  # noqa: F401
 from .test_runner_job_users import BASE, GID, job_users_on, run_job  # noqa: F401
 
 
@@ -128,3 +128,32 @@ def test_the_reach_is_checked_from_the_top_of_the_host_and_on_the_folder_opened(
     finally:
         os.close(fd)
         shutil.rmtree(top)
+
+
+def test_a_jobs_curves_are_not_read_from_a_folder_its_user_may_not_enter(
+    job_users_on,  # noqa: F811
+    alice,
+    bob,
+):
+    """The console reads a job's event files as the worker's user: Bob's job page drew the
+    curves of Alice's, his Tensorboard log path under a mount of a folder inside her 0700
+    one, whether or not his job ever ran (until review 48)."""
+    from .test_tensorboard import read, write_scalars
+
+    root = volume(job_users_on)
+    alices_folder(root, "alice/private", 0o700, alice)
+    alices_folder(root, "alice/private/open", 0o777, alice)
+    write_scalars(root / "alice/private/open/tb", "loss", [2.5, 1.25])
+    changes = {
+        "datasources": [
+            S.Datasource("hostpath", "work", mount_path="/data", source_path="alice/private/open")
+        ],
+        "tensorboard": S.TensorboardConfig(enable=True, log_path="/data/tb"),
+    }
+
+    bobs = read(submit(bob, make_spec("true", **changes)))
+    alices = read(submit(alice, make_spec("true", **changes)))
+
+    assert bobs.charts == []
+    assert f"uid {BASE + bob.pk}" in bobs.note and "alice/private" in bobs.note, bobs.note
+    assert [chart.tag for chart in alices.charts] == ["loss"], alices.note
