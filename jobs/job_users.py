@@ -28,6 +28,8 @@ from pathlib import Path
 from django.conf import settings
 from django.utils.translation import gettext, gettext_noop
 
+from .sandbox import may_access
+
 # The highest uid Linux gives a process is 2^32-2, but many programs (and the kernel's own
 # checks in places) treat uids as signed 32-bit numbers: the jobs' uids stay below 2^31-1.
 HIGHEST_UID = 2**31 - 2
@@ -204,13 +206,7 @@ def unreachable_folder(path: Path, *, uid: int, gid: int) -> Path | None:
             info = folder.stat()
         except OSError:
             return None  # not made yet: the worker makes it, as root, 0755
-        if info.st_uid == uid:
-            ok = info.st_mode & stat.S_IXUSR
-        elif info.st_gid == gid:
-            ok = info.st_mode & stat.S_IXGRP
-        else:
-            ok = info.st_mode & stat.S_IXOTH
-        if not ok:
+        if not may_access(info, uid, gid, os.X_OK):
             return folder
     return None
 

@@ -89,6 +89,7 @@ from .sandbox import (
     Mount,
     SandboxError,
     bwrap_options,
+    check_within_reach,
     is_within,
     make_in_root,
     no_setuid_filter_fd,
@@ -1074,7 +1075,10 @@ def volume_mounts(
     """The spec's volumes, each opened once and checked (see sandbox.open_in_root).
 
     A read-write mount's source folder that does not exist is made (sandbox.make_in_root),
-    owned by `as_user` (the user the job runs as; None: the worker's own).
+    owned by `as_user` (the user the job runs as; None: the worker's own). With `as_user`,
+    each must be one that user could reach by itself (sandbox.check_within_reach): the worker
+    opens it as root and bwrap binds the descriptor, so the folders' modes on the way would
+    otherwise keep nobody out.
 
     With an `owner`, each must be one they may mount now, as LOCAL_VOLUMES says at this start
     (jobs.volume_access): a job queued before its owner left a volume's group, or before the
@@ -1102,12 +1106,16 @@ def volume_mounts(
             roots[ds.name].mkdir(parents=True, exist_ok=True)
             try:
                 fd, source = _opened_or_made(roots[ds.name], ds, as_user=as_user)
+                mounts.append(Mount(fd, source, ds.mount_path, ds.read_only))
+                if as_user is not None:
+                    check_within_reach(
+                        fd, source, root=roots[ds.name], read_only=ds.read_only, as_user=as_user
+                    )
             except SandboxError as error:
                 raise SandboxError(
                     gettext("The mount %(mount)s (volume %(volume)s): %(reason)s")
                     % {"mount": ds.mount_path, "volume": ds.name, "reason": error}
                 ) from None
-            mounts.append(Mount(fd, source, ds.mount_path, ds.read_only))
             # A folder that holds the console's state, or lies inside it, would show that
             # state again at the mount path, under the cover the sandbox puts over it (a
             # volume root set too wide).

@@ -258,6 +258,12 @@ def make_in_root(
         root_mode = stat.S_IMODE(os.fstat(current).st_mode)
         for index, part in enumerate(parts):
             made = False
+            if as_user is not None and not _may_enter(os.fstat(current), *as_user):
+                # Not made, nor looked into, where the job's user could not go by itself: the
+                # mount would be refused all the same (check_within_reach), a folder left made.
+                raise SandboxError(
+                    _not_enterable_reason(sub_path, "/".join(parts[:index]), as_user)
+                )
             try:
                 following = os.open(part, flags, dir_fd=current)
             except FileNotFoundError:
@@ -289,18 +295,27 @@ def make_in_root(
 
 
 def _may_make_in(folder: os.stat_result, uid: int, gid: int) -> bool:
-    """Whether the user uid:gid, in no other group (as a job runs: jobs.shim), may make an
-    entry in `folder`, by its permission bits as the kernel reads them (the owner's, else the
-    group's, else the others'; an ACL is not read, and may only be stricter or allow more)."""
-    if uid == 0:
-        return True
-    if folder.st_uid == uid:
-        needed = stat.S_IWUSR | stat.S_IXUSR
-    elif folder.st_gid == gid:
-        needed = stat.S_IWGRP | stat.S_IXGRP
+    """Whether the user uid:gid may make an entry in `folder` (may_access: write and enter)."""
+    return uid == 0 or may_access(folder, uid, gid, os.W_OK | os.X_OK)
+
+
+def _may_enter(folder: os.stat_result, uid: int, gid: int) -> bool:
+    return uid == 0 or may_access(folder, uid, gid, os.X_OK)
+
+
+def may_access(info: os.stat_result, uid: int, gid: int, wanted: int) -> bool:
+    """Whether the user uid:gid, in no other group (as a job runs: jobs.shim), may do `wanted`
+    (os.R_OK, os.W_OK, os.X_OK, or'ed) with the file `info` is of, by its permission bits as
+    the kernel reads them (the owner's, else the group's, else the others'; an ACL is not
+    read, and may only be stricter or allow more)."""
+    if info.st_uid == uid:
+        shift = 6
+    elif info.st_gid == gid:
+        shift = 3
     else:
-        needed = stat.S_IWOTH | stat.S_IXOTH
-    return folder.st_mode & needed == needed
+        shift = 0
+    needed = wanted << shift
+    return info.st_mode & needed == needed
 
 
 def _not_writable_reason(sub_path: str | None, part: str, as_user: tuple[int, int]) -> str:
@@ -309,6 +324,88 @@ def _not_writable_reason(sub_path: str | None, part: str, as_user: tuple[int, in
         "%(gid)d, which may not write in “%(part)s”, and a missing folder is made only where "
         "the job could make it itself."
     ) % {"path": sub_path, "part": part or "/", "uid": as_user[0], "gid": as_user[1]}
+
+
+def _not_enterable_reason(sub_path: str | None, part: str, as_user: tuple[int, int]) -> str:
+    return gettext(
+        "the job runs as uid %(uid)d, gid %(gid)d, which may not enter “%(part)s” on the way "
+        "to “%(path)s”: a job mounts only a folder its user could reach by itself."
+    ) % {"path": sub_path or "/", "part": part or "/", "uid": as_user[0], "gid": as_user[1]}
+
+
+def check_within_reach(
+    mounted: int, source: str, *, root: Path, read_only: bool, as_user: tuple[int, int]
+) -> None:
+    """Raises SandboxError unless the user `as_user` (a job's, LOCAL_JOB_UID_BASE) could
+    reach the folder `source` by itself: enter every folder from / down to it and read it
+    (write it too, for a read-write mount), by may_access. `mounted` is the descriptor
+    open_in_root or make_in_root gave for `source`, what bwrap binds.
+
+    The worker (root) opens the folder and bwrap binds it from that descriptor, so the job
+    never walks the path itself: Bob's job mounted alice/private/data, read-write or not,
+    though alice/private is Alice's 0700 folder he may not enter (until review 48). Walked
+    from / one folder at a time without following a link, as opened; the folder reached
+    must be the one mounted (else it moved meanwhile, and is refused as gone)."""
+    uid, gid = as_user
+    if uid == 0:
+        return
+    real_root = os.path.realpath(root)
+    relative = os.path.relpath(source, real_root)
+    path = "/" if relative == "." else relative
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    current = os.open("/", flags)
+    try:
+        walked = "/"
+        for name in [name for name in source.split("/") if name]:
+            if not may_access(os.fstat(current), uid, gid, os.X_OK):
+                # Above the volume's own folder the host's paths are not the job's to read.
+                part = os.path.relpath(walked, real_root) if is_within(walked, real_root) else None
+                if part is None:
+                    raise SandboxError(
+                        gettext(
+                            "the job runs as uid %(uid)d, gid %(gid)d, which may not enter a "
+                            "folder above the volume's own folder on this machine: staff can "
+                            "let it in (chmod o+x)."
+                        )
+                        % {"uid": uid, "gid": gid}
+                    )
+                raise SandboxError(
+                    _not_enterable_reason(path, "" if part == "." else part, as_user)
+                )
+            try:
+                following = os.open(name, flags, dir_fd=current)
+            except OSError:  # swapped for a link, or gone, since it was opened
+                raise SandboxError(_moved_reason(path)) from None
+            os.close(current)
+            current = following
+            walked = os.path.join(walked, name)
+        reached, bound = os.fstat(current), os.fstat(mounted)
+        if (reached.st_dev, reached.st_ino) != (bound.st_dev, bound.st_ino):
+            raise SandboxError(_moved_reason(path))
+        if not may_access(reached, uid, gid, os.R_OK | os.X_OK):
+            raise SandboxError(
+                gettext(
+                    "the job runs as uid %(uid)d, gid %(gid)d, which may not read “%(path)s”: "
+                    "a job mounts only a folder its user could reach by itself."
+                )
+                % {"path": path, "uid": uid, "gid": gid}
+            )
+        if not read_only and not may_access(reached, uid, gid, os.W_OK):
+            raise SandboxError(
+                gettext(
+                    "the job runs as uid %(uid)d, gid %(gid)d, which may not write in "
+                    "“%(path)s”: mount it read-only if the job only reads it."
+                )
+                % {"path": path, "uid": uid, "gid": gid}
+            )
+    finally:
+        os.close(current)
+
+
+def _moved_reason(path: str) -> str:
+    return gettext(
+        "“%(path)s” was moved or replaced while the job started: start the job again."
+    ) % {"path": path}
 
 
 def _opened(parent: int, name: str, *, sub_path: str | None, walked: list[str]) -> int:

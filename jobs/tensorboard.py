@@ -71,11 +71,12 @@ import google_crc32c
 from django.utils.translation import get_language, pgettext
 from django.utils.translation import gettext as _
 
+from . import job_users
 from . import logs as job_logs
 from .backends.local import host_volumes
 from .models import Job
 from .runtime_env import GROUP_INDEX, with_group_task
-from .sandbox import SandboxError, is_within, resolve_in_root
+from .sandbox import SandboxError, check_within_reach, is_within, resolve_in_root
 from .shim import write_atomic
 from .spec import JobSpec, SpecError, mask, normalised_mount_path
 from .volume_access import may_mount
@@ -624,7 +625,37 @@ def log_folder(
     )
     if not is_within(target, mounted):
         return outside
+    if owner is not None and (
+        refused := _out_of_owners_reach(target, root=roots[mount.name], owner=owner)
+    ):
+        return refused
     return LogFolder(mounted=mounted, path=target)
+
+
+def _out_of_owners_reach(target: str, *, root: Path, owner: Any) -> str | None:
+    """Why the console does not read the log folder `target` for a job of `owner`'s, with
+    LOCAL_JOB_UID_BASE: as the runner mounts a folder (sandbox.check_within_reach), only one
+    the owner's jobs' user could read itself. The console reads as the worker's user, so
+    until review 48 Bob's job page drew the curves of Alice's event files in her 0700 folder,
+    his job's Tensorboard log path under a mount of it. None: read it (none there yet
+    included: looked at again at each read)."""
+    try:
+        as_user = job_users.user_for(owner_id=owner.pk)
+    except job_users.JobUserError as error:
+        return _("The event files are not read: %(reason)s") % {"reason": error}
+    if as_user is None:
+        return None
+    try:
+        fd = os.open(target, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        check_within_reach(fd, target, root=root, read_only=True, as_user=as_user)
+    except SandboxError as error:
+        return _("The event files are not read: %(reason)s") % {"reason": error}
+    finally:
+        os.close(fd)
+    return None
 
 
 def _open_folder(folder: LogFolder) -> int | None:

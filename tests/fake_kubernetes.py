@@ -432,6 +432,8 @@ class FakeKubernetes:
         """`tls`: (certificate file, key file) to serve HTTPS, as a real API server does;
         `jobset`: JobSet's CRD is installed; `metrics_server`: the Metrics API is served."""
         self.token = token
+        # Tokens rotated away (rotate_token): still accepted, as until they expire.
+        self.previous_tokens: set[str] = set()
         self.jobset = jobset
         self.metrics_server = metrics_server
         # (namespace, pod) -> (timestamp, {container: {"cpu": ..., "memory": ...}})
@@ -601,6 +603,13 @@ class FakeKubernetes:
         with self._lock:
             self.objects[("resourcequotas", namespace, name)] = quota
         return quota
+
+    def rotate_token(self, token: str) -> None:
+        """The identity's token becomes `token`, as the kubelet rotates a pod's projected
+        service account token (at 80% of its lifetime): the one before is still accepted,
+        as it is until it expires."""
+        self.previous_tokens.add(self.token)
+        self.token = token
 
     def forbid(self, verb: str, plural: str, *, namespace: str = "") -> None:
         """The identity's Roles do not grant `verb` on `plural` in `namespace` (cluster-wide
@@ -996,7 +1005,9 @@ class FakeKubernetes:
         content_type = "application/json"
         trickle = Fault()
         try:
-            if r.headers.get("authorization") != f"Bearer {self.token}":
+            if r.headers.get("authorization") not in {
+                f"Bearer {token}" for token in (self.token, *self.previous_tokens)
+            }:
                 raise Refusal(401, "Unauthorized", "Unauthorized")
             route = self._route(r)
             r.op = f"{route[0]} {route[1]}"

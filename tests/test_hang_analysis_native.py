@@ -34,7 +34,7 @@ from jobs.worker import Worker
 
 from .runner_helpers import make_spec, run_until, runner_settings, submit, volume  # noqa: F401
 from .test_hang_analysis import blocked_in, capture_taken, groups_on_page, section, started
-from .test_runner_job_users import job_users_on  # noqa: F401, F811
+from .test_runner_job_users import BASE, GID, job_users_on  # noqa: F401, F811
 
 pytestmark = pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
 
@@ -198,6 +198,10 @@ def test_a_native_read_runs_the_workers_py_spy_even_where_the_job_mounted_its_ow
     planted.mkdir()
     (planted / "py-spy").write_text(PLANTED)
     (planted / "py-spy").chmod(0o755)
+    # The job's own folder, as one it made and filled: a read-write mount is of a folder its
+    # user may write (since review 48; root's, it would fail the start instead).
+    for path in (planted, planted / "py-spy"):
+        os.chown(path, BASE + alice.pk, GID)
     folder = os.path.dirname(os.path.realpath(py_spy()))
     spec = make_spec("/usr/bin/python3 /workspace/train.py")
     spec.datasources.append(

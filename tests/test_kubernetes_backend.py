@@ -383,6 +383,55 @@ def test_a_token_file_is_read_again_when_it_changes(fake, k8s, settings, tmp_pat
     assert accepted == ""
 
 
+def test_a_call_in_flight_when_the_token_file_rotates_is_answered_and_later_calls_send_the_new(
+    fake, k8s, alice, settings, tmp_path, transactional_db
+):
+    """The worker's sync of one job waits on the API server while another call reads the
+    rotated token file: `_setup` closed the client under the sync, whose answer was then lost
+    and the rest of the sync refused ("Cannot send a request, as the client has been
+    closed"), though the server answered it (until review 48)."""
+    token = tmp_path / "token"
+    token.write_text(fake.token)
+    settings.KUBERNETES_TOKEN = ""
+    settings.KUBERNETES_TOKEN_FILE = str(token)
+    first, second = submitted(alice, k8s), submitted(alice, k8s)
+    fake.set_conditions(first.external_id, ("Running", "running"))
+    fake.run_pods(first.external_id)
+    answer = fake.block_next("get pytorchjobs")  # the old token accepted, its answer held
+    before = len(fake.calls("get pytorchjobs"))
+    raised: list[BaseException] = []
+
+    def worker_syncs() -> None:
+        try:
+            k8s.sync(Job.objects.get(pk=first.pk))
+        except BaseException as exc:
+            raised.append(exc)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=worker_syncs)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(fake.calls("get pytorchjobs")) == before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(fake.calls("get pytorchjobs")) == before + 1
+        fake.rotate_token("rotated-token")  # the kubelet writes the new one
+        token.write_text(fake.token)
+        k8s.sync(second)  # sets up the new client while the first sync waits on the old
+    finally:
+        answer.set()
+        worker.join(30)
+
+    assert not worker.is_alive()
+    assert raised == []
+    first.refresh_from_db()
+    assert first.status == JobStatus.RUNNING, first.status_reason
+    # The worker's later calls send the new token; the call in flight had the old one.
+    sent = [c.headers["authorization"] for c in fake.calls("list pods")[-2:]]
+    assert sent == ["Bearer rotated-token"] * 2
+
+
 def test_an_https_api_server_is_trusted_through_the_configured_ca_file(
     fake, k8s, settings, tmp_path
 ):

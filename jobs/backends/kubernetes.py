@@ -687,8 +687,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         with self._lock:
             client = self._clients.get(key)
             if client is not None and client.token != token:
-                client.close()  # the token file was rotated
-                client = None
+                # The token file was rotated: the same client sends the new token from its
+                # next call on. Not closed and made again: a call of another thread (the
+                # worker's sync, the inventory's refresh) may be waiting on it, and its
+                # answer, its tries and the rest of that sync were lost to the closed
+                # client ("Cannot send a request, as the client has been closed"; review 48).
+                client.token = token
             if client is None:
                 client = KubeClient(
                     server=config.server,

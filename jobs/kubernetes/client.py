@@ -128,6 +128,13 @@ class KubeClient(PlatformRetries):
     def token(self) -> str:
         return self._token
 
+    @token.setter
+    def token(self, rotated: str) -> None:
+        """The token the next calls send (a rotated token file's: jobs.backends.kubernetes
+        `_setup`). A call already sent keeps the one it was sent with, its tries included,
+        as the token before stays valid until it expires."""
+        self._token = rotated
+
     def close(self) -> None:
         self._http.close()
 
