@@ -13,6 +13,7 @@ from django.test import Client
 
 from jobs import spec as S
 
+from .runner_helpers import runner_settings  # noqa: F401
 from .test_wizard import _local_pool  # noqa: F401 (autouse fixture)
 from .test_wizard_features import _review_of_a_copy
 
@@ -43,6 +44,27 @@ def test_the_roles_note_of_the_review_names_the_import_in_english_for_an_english
     note = re.search(r'id="request-roles-note">(.*?)</p>', page, re.S)
     assert note and "“Import from a request”" in note[1]
     assert not CJK.search(note[1])
+
+
+def test_a_remote_jobs_metrics_note_says_in_english_what_aihcs_chinese_page_name_means(
+    alice,
+    runner_settings,  # noqa: F811
+):
+    # The English note named AIHC's page 训练效果监控 alone: the name is kept, as AIHC's
+    # console (in Chinese) shows it, and said in English beside it.
+    from django.utils import translation
+
+    from jobs.models import Job
+
+    from .test_tensorboard import read, tb_job
+
+    job = tb_job(alice)
+    Job.objects.filter(pk=job.pk).update(backend="aihc")
+
+    with translation.override("en"):
+        note = read(job).note
+
+    assert "训练效果监控, training monitoring, page" in note
 
 
 class TextLanguages(HTMLParser):
