@@ -8,8 +8,8 @@ placeholders, tooltips and values of its elements), except:
   language in its own words and is read aloud so; and the Chinese half of the few pages that
   are in both languages by decision (an admin list's refused filter: drawn without the
   request's language), whose English half is checked and must be marked `lang="en"`;
-- the local pool's proper name, jobs.backends.local.POOL_NAME (本机 Local), as the seeds name
-  pools;
+- pools' proper names: the local pool's, jobs.backends.local.POOL_NAME (本机 Local), as the
+  seeds name pools, and an AIHC pool's, which is AIHC's (a lab's pools are named in Chinese);
 - `pre.spec-json` boxes: the request that will be sent, the spec document and the job's log,
   which are the user's own data and AIHC's request as it is (the console's own lines in a
   log are checked);
@@ -43,9 +43,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("runner_settings")]
 CJK = r"[\u2e80-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]"
 
 CHINESE_SHOWN = """
-([cjk, allowedName]) => {
+([cjk, names]) => {
   const chinese = new RegExp(cjk);
-  const shown = (text) => chinese.test(text.split(allowedName).join(''));
+  const shown = (text) => chinese.test(names.reduce((t, name) => t.split(name).join(''), text));
   const markedChinese = (el) => (el.closest('[lang]')?.lang || '').toLowerCase().startsWith('zh');
   const notDrawn = (el) => {
     for (let e = el; e; e = e.parentElement) {
@@ -97,6 +97,7 @@ class Walk:
 
     def __init__(self, page) -> None:
         self.page, self.found, self.seen = page, {}, []
+        self.names = [POOL_NAME]  # proper names shown as they are
 
     def look(self, label: str) -> None:
         page = self.page
@@ -104,7 +105,7 @@ class Walk:
             "() => !document.querySelector('.htmx-request, .htmx-added, .htmx-settling')"
         )
         self.seen.append(label)
-        problems = page.evaluate(CHINESE_SHOWN, [CJK, POOL_NAME])
+        problems = page.evaluate(CHINESE_SHOWN, [CJK, self.names])
         language = page.evaluate("document.documentElement.lang")
         if label not in BOTH_LANGUAGES and language != "en":
             problems.insert(0, f'the page is in "{language}", not English')
@@ -319,4 +320,105 @@ def test_an_english_reader_of_a_chinese_console_is_shown_no_chinese_but_the_pool
     walk.look("page expired (CSRF)")
 
     assert len(walk.seen) > 60
+    walk.assert_english()
+
+
+@pytest.fixture
+def cluster(settings):
+    from tests.fake_kubernetes import FakeKubernetes, configure
+
+    fake = FakeKubernetes().start()
+    fake.add_namespace("ml")
+    fake.add_node("gpu-1", {"nvidia.com/gpu": "8"})
+    configure(
+        settings,
+        fake,
+        KUBERNETES_NAMESPACES="ml",
+        KUBERNETES_ACCELERATORS="baidu.com/a800_80g_cgpu=nvidia.com/gpu",
+    )
+    yield fake
+    fake.stop()
+
+
+def test_an_english_reader_of_a_kubernetes_pool_is_shown_no_chinese_in_its_wizard_and_pages(
+    walk, alice, cluster
+):
+    # A remote pool's own parts: its idle counts, review (manifests and the curl to send
+    # them), the job's page once the cluster runs it, and the pools page.
+    from jobs.backends import get_backend
+
+    page = walk.page
+    log_in(page, "alice", "alice-password")
+    page.goto("/create/")
+    page.click("#new-draft")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    page.select_option("select[name=resource_pool]", "k8s-ml")
+    walk.look("Kubernetes pool, basic step")
+    page.fill("#id_name", "k8s-english")
+    page.check("input[name=framework][value=PyTorchJob]")
+    walk.next_step("image")
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    walk.next_step("resources")
+    page.check("#id_roles-0-use_accelerator")
+    page.select_option("select[name=roles-0-accelerator_type]", "baidu.com/a800_80g_cgpu")
+    page.fill("#id_roles-0-accelerators", "99")
+    walk.step_refused("Kubernetes pool, resources refused")
+    page.fill("#id_roles-0-accelerators", "1")
+    for slug in ("data", "fault", "advanced", "submission", "review"):
+        walk.next_step(slug)
+        walk.look(f"Kubernetes pool, {slug} step")
+    page.click("#wizard-submit")
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+    walk.look("Kubernetes job page, submitted")
+    job = Job.objects.get(owner=alice)
+    k8s = get_backend("kubernetes")
+    k8s.submit(job)
+    job.refresh_from_db()
+    for pod in cluster.run_pods(job.external_id, namespace="ml"):
+        cluster.add_logs(pod, ["2026-11-30T09:00:00.000000Z step 1"], namespace="ml")
+    k8s.sync(job)
+    page.reload()
+    walk.look("Kubernetes job page, running")
+    page.goto("/pools/")
+    walk.look("resource pools with a Kubernetes pool")
+
+    walk.assert_english()
+
+
+@pytest.fixture
+def aihc(settings):
+    from tests.fake_aihc import FakeAihc, configure
+
+    fake = FakeAihc().start()
+    fake.add_pool("cce-pool1", "百舸训练池", queues=("default",), gpus={CARD: (16, 4)})
+    configure(settings, fake)
+    yield fake
+    fake.stop()
+
+
+def test_an_english_reader_of_an_aihc_pool_is_shown_no_chinese_but_the_pools_own_name(
+    walk, alice, aihc
+):
+    page = walk.page
+    walk.names.append("百舸训练池")  # AIHC's name for the pool, shown as AIHC gives it
+    log_in(page, "alice", "alice-password")
+    page.goto("/pools/")
+    walk.look("resource pools with an AIHC pool")
+    page.locator('section[data-pool="cce-pool1"] .create-in-pool').click()
+    page.wait_for_url(re.compile(r"/basic/$"))
+    walk.look("AIHC pool, basic step")
+    page.fill("#id_name", "aihc-english")
+    page.check("input[name=framework][value=PyTorchJob]")
+    walk.next_step("image")
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    walk.next_step("resources")
+    walk.look("AIHC pool, resources step and its idle counts")
+    for slug in ("data", "fault", "advanced", "submission", "review"):
+        walk.next_step(slug)
+        walk.look(f"AIHC pool, {slug} step")
+    page.click("#wizard-submit")
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+    walk.look("AIHC job page, submitted")
     walk.assert_english()
