@@ -113,8 +113,14 @@ class Walk:
             self.found[f"{label} ({page.url})"] = problems
 
     def next_step(self, slug: str) -> None:
+        from playwright.sync_api import TimeoutError as NotThere
+
         self.page.click("#wizard-next")
-        self.page.wait_for_url(re.compile(rf"/{slug}/$"))
+        try:
+            self.page.wait_for_url(re.compile(rf"/{slug}/$"))
+        except NotThere:
+            problems = self.page.locator("#step-errors, .invalid-feedback").all_inner_texts()
+            pytest.fail(f"{slug} not reached: {problems}")
 
     def step_refused(self, label: str) -> None:
         self.page.click("#wizard-next")
@@ -203,10 +209,23 @@ def test_an_english_reader_of_a_chinese_console_is_shown_no_chinese_but_the_pool
     page.click("#fill-example")
     expect(page.locator("#id_command")).not_to_be_empty()
     page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.click("#add-env")
+    expect(page.locator("#env-table tbody tr")).not_to_have_count(0)
+    walk.look("image step, a variable row added")
     walk.next_step("resources")
     walk.look("resources step, idle counts and card totals")
+    page.check("#id_roles-0-use_accelerator")
+    page.select_option("select[name=roles-0-accelerator_type]", CARD)
+    page.fill("#id_roles-0-accelerators", "1")
+    expect(page.locator("#card-totals")).to_contain_text(CARD)
+    walk.look("resources step, the card totals redrawn")
     walk.next_step("data")
     walk.look("data step, its mount row")
+    page.click("#add-mount")
+    expect(page.locator("tr.mount-row")).to_have_count(2)
+    walk.look("data step, a mount row added")
+    page.locator("tr.mount-row").nth(1).locator("button[value^=remove-row]").click()
+    expect(page.locator("tr.mount-row")).to_have_count(1)
     page.fill("#id_mounts-0-mount_path", "/workspace")
     for slug in ("fault", "advanced", "submission", "review"):
         walk.next_step(slug)
