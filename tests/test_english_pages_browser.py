@@ -328,6 +328,31 @@ def test_an_english_reader_of_a_chinese_console_is_shown_no_chinese_but_the_pool
         page.goto(address)
         walk.look(label)
 
+    # The owner stops a job and deletes another, each asked first (the browser's dialog,
+    # read here), then opens the deleted job's old link.
+    page.context.clear_cookies()
+    log_in(page, "alice", "alice-password")
+    dialogs: list[str] = []
+
+    def answered(dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.accept()
+
+    page.on("dialog", answered)
+    page.goto(f"/jobs/{waiting.public_id}/")
+    page.click("#job-stop")
+    expect(page.locator("#job-status")).not_to_have_text(re.compile("Queued"))
+    walk.look("job page, stopped, its message")
+    page.goto(f"/jobs/{ran.public_id}/")
+    page.click("#job-delete")
+    page.wait_for_url(lambda url: ran.public_id not in url)
+    walk.look("job list, a job deleted, its message")
+    page.goto(f"/jobs/{ran.public_id}/")
+    walk.look("a deleted job's old link")
+    assert len(dialogs) == 2
+    assert not [m for m in dialogs if re.search(CJK, m)], dialogs
+    page.remove_listener("dialog", answered)
+
     # A form sent with a security token gone (logged out elsewhere): the CSRF failure page.
     page.context.clear_cookies()
     page.goto("/login/")
