@@ -13,8 +13,9 @@ placeholders, tooltips and values of its elements), except:
 - `pre.spec-json` boxes: the request that will be sent, the spec document and the job's log,
   which are the user's own data and AIHC's request as it is (the console's own lines in a
   log are checked);
-- what is not drawn (display: none): the admin's inline object caption, hidden by
-  admin_jobs.css, is neither shown nor read.
+- text not drawn (display: none): the admin's inline object caption, hidden by
+  admin_jobs.css, is neither shown nor read. Attributes are checked drawn or not: a hidden
+  banner's data-* messages are what console.js shows in it later.
 Every other page must itself be in English (`<html lang="en">`), so a page that came out in
 Chinese cannot pass for being marked so. The data typed here is English; events, status
 reasons and review mails are recorded in the console's language (Chinese), so the job pages
@@ -74,12 +75,13 @@ CHINESE_SHOWN = """
     }
   }
   // Every attribute a person may be shown or read (a tooltip, a name, a placeholder, a
-  // button's value, the messages console.js shows from data-*), not addresses nor a field's
-  // pattern (a rule, which accepts a Chinese input method's full-width ／ and ＝).
+  // button's value, the messages console.js shows from data-*, drawn or not: a hidden banner
+  // shows them later), not addresses nor a field's pattern (a rule, which accepts a Chinese
+  // input method's full-width ／ and ＝).
   const addresses = /^(href|action|src|hx-[a-z-]+|formaction|pattern)$/;
   for (const el of document.body.querySelectorAll('*')) {
     for (const {name, value} of el.attributes) {
-      if (!addresses.test(name) && shown(value) && !allowed(el)) {
+      if (!addresses.test(name) && shown(value) && !markedChinese(el) && !data(el)) {
         found.push(where(el) + '@' + name + ': ' + value.slice(0, 160));
       }
     }
