@@ -292,6 +292,7 @@ def test_an_english_reader_of_a_chinese_console_is_shown_no_chinese_but_the_pool
         ("my usage, a bad period", "/account/usage/?date_from=2026-04-10&date_to=2026-04-01"),
         ("page not found", "/nowhere/"),
         ("a job not found", "/jobs/pytorchjob-nowhere/"),
+        ("log out, asked first", "/logout/"),
     ]:
         page.goto(address)
         walk.look(label)
@@ -351,6 +352,10 @@ def test_an_english_reader_of_a_chinese_console_is_shown_no_chinese_but_the_pool
     walk.look("job list, a job deleted, its message")
     page.goto(f"/jobs/{ran.public_id}/")
     walk.look("a deleted job's old link")
+    page.locator('form[action="/logout/"] button').click()
+    page.wait_for_url(re.compile(r"/login/"))
+    walk.look("logged out")
+    log_in(page, "alice", "alice-password")
     assert len(dialogs) == 2
     assert not [m for m in dialogs if re.search(CJK, m)], dialogs
     page.remove_listener("dialog", answered)
