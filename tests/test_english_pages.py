@@ -1,6 +1,6 @@
 """What an English reader of a console installed in Chinese reads outside the browser walk
 (tests/test_english_pages_browser.py): the review step's note on roles AIHC's v1 body cannot
-carry, and the pages drawn in both languages, whose English half must be marked English so a
+carry, a remote job's training metrics note, and the pages drawn in both languages, whose English half must be marked English so a
 screen reader reads it in an English voice (they were wholly `lang="zh-hans"`)."""
 
 from __future__ import annotations
@@ -116,9 +116,7 @@ def english_marked_english(html: str) -> list[str]:
         ("/admin/jobs/job/?spec__regex=x", {}),  # 400_admin_lookup.html
     ],
 )
-def test_a_page_in_both_languages_marks_its_english_half_english(
-    address, headers, reviewer, settings
-):
+def test_a_page_in_both_languages_marks_its_english_half_english(address, headers, reviewer):
     client = Client()
     client.force_login(reviewer)
 

@@ -165,7 +165,7 @@ def junk_typed(page) -> None:
 
 
 def test_an_english_reader_of_a_chinese_console_is_shown_no_chinese_but_the_pool_name_and_switch(
-    walk, alice, reviewer, settings
+    walk, alice, reviewer
 ):
     page = walk.page
     page.goto("/login/")
