@@ -1,7 +1,8 @@
 """What an English reader of a console installed in Chinese reads outside the browser walk
 (tests/test_english_pages_browser.py): the review step's note on roles AIHC's v1 body cannot
-carry, a remote job's training metrics note, and the pages drawn in both languages, whose English half must be marked English so a
-screen reader reads it in an English voice (they were wholly `lang="zh-hans"`)."""
+carry, a remote job's training metrics note, and the pages drawn in both languages, whose
+English half must be marked English so a screen reader reads it in an English voice (they
+were wholly `lang="zh-hans"`)."""
 
 from __future__ import annotations
 
