@@ -473,3 +473,42 @@ def test_an_english_reader_of_an_aihc_pool_is_shown_no_chinese_but_the_pools_own
     page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
     walk.look("AIHC job page, submitted")
     walk.assert_english()
+
+
+def test_an_english_reader_is_shown_training_metrics_and_their_notes_without_chinese(
+    walk, alice, settings
+):
+    from tensorboardX import SummaryWriter
+
+    from jobs import spec as S
+
+    from .runner_helpers import make_spec, volume
+
+    for run, losses in [("train", [2.0, 1.0, float("nan"), 0.5]), ("eval", [1.5, 0.75])]:
+        writer = SummaryWriter(str(volume(settings) / "tb" / run))
+        for step, loss in enumerate(losses):
+            writer.add_scalar("loss", loss, step)
+        writer.close()
+    charted = submit_spec(
+        alice,
+        make_spec("true", tensorboard=S.TensorboardConfig(enable=True, log_path="/workspace/tb")),
+    )
+    noted = submit_spec(
+        alice, make_spec("true", tensorboard=S.TensorboardConfig(enable=True, log_path="/tmp/tb"))
+    )
+    Job.objects.filter(pk__in=[charted.pk, noted.pk]).update(status=JobStatus.SUCCEEDED)
+    page = walk.page
+    log_in(page, "alice", "alice-password")
+    page.goto(f"/jobs/{charted.public_id}/")
+    expect(page.locator("#metric-charts figure.metric")).not_to_have_count(0)
+    walk.look("job page with training metrics")
+    page.click("#metrics-scale a")
+    expect(page.locator("#metric-charts svg.metric-axis text").first).to_be_visible()
+    walk.look("job page with training metrics on a log scale")
+    page.goto(f"/jobs/{noted.public_id}/")
+    expect(page.locator("#metrics-note")).to_be_visible()
+    walk.look("job page with a training metrics note")
+    page.goto(f"/compare/?job={charted.public_id}&job={noted.public_id}")
+    walk.look("compare jobs with metrics")
+
+    walk.assert_english()
