@@ -583,7 +583,7 @@ def _turn_for_delivery(*, job: Job, item: str, channel: AlertChannel, tries: Tri
 
 
 def _when(moment: datetime) -> str:
-    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
+    return chat_bots.moment_with_zone(moment, "%Y-%m-%d %H:%M")
 
 
 def deliver(

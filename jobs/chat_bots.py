@@ -272,7 +272,24 @@ def time_shown(time: str) -> str:
         return time
     if timezone.is_naive(moment):
         return time
-    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S %Z")
+    return moment_with_zone(moment, "%Y-%m-%d %H:%M:%S")
+
+
+def moment_with_zone(moment: datetime, written: str) -> str:
+    """`moment` in the console's time zone, as `written` (strftime), then its zone with its
+    UTC offset: "2026-12-01 18:00:00 CST (UTC+08:00)". The abbreviation alone is read where
+    the reader is: Asia/Shanghai's CST is US Central time (UTC-6) to a reader from America,
+    14 hours off (qa70). UTC itself is said as UTC; a zone with no abbreviation (its %Z an
+    offset, "+04") by its offset alone."""
+    local = timezone.localtime(moment)
+    name, offset = local.strftime("%Z"), "UTC" + local.strftime("%:z")
+    if name == "UTC":
+        zone = name
+    elif not name or name[0] in "+-":
+        zone = offset
+    else:
+        zone = f"{name} ({offset})"
+    return f"{local.strftime(written)} {zone}"
 
 
 @dataclass

@@ -1050,8 +1050,10 @@ def _read_job(
     metrics = TrainingMetrics(log_path=spec.tensorboard.log_path)
     if job.backend != "local":
         metrics.note = _(
+            # AIHC's console is in Chinese: its page's name as it shows it, then what it means.
             "The console reads event files on this machine only; this job's are on the storage "
-            "of %(backend)s. Open its Tensorboard there (on AIHC: 训练效果监控)."
+            "of %(backend)s. Open its Tensorboard there (on AIHC: the job's 训练效果监控, "
+            "training monitoring, page)."
         ) % {"backend": REMOTE_NAMES.get(job.backend, job.backend)}
         return metrics, None, ""
     folder = log_folder(spec, owner=job.owner, owner_groups=owner_groups)

@@ -3419,7 +3419,8 @@ def roles_request_note(spec: S.JobSpec, pool: Pool | None) -> str:
         return ""
     return _(
         "AIHC's v1 body has no roles, only an instance count and one set of resources: sent "
-        "as shown (to this console's API, or 从请求导入), it makes %(roles)s, not this job's "
+        "as shown (to this console's API, or “Import from a request”), it makes %(roles)s, not "
+        "this job's "
         "roles. The console's API takes them in console.roles, as the job's page shows under "
         "“Console settings beyond the API”."
     ) % {

@@ -338,7 +338,7 @@ def test_a_browser_still_gets_the_server_error_page_and_a_script_the_json(rf):
         rf.get("/", HTTP_AUTHORIZATION="bce-auth-v1/AK/2026-12-04T08:00:00Z/1800//x")
     )
     assert page.status_code == signed.status_code == 500
-    assert "服务器错误 · Server error" in page.content.decode()
+    assert '服务器错误 · <span lang="en">Server error</span>' in page.content.decode()
     assert signed["Content-Type"] == "application/json"
     assert json.loads(signed.content)["code"] == "InternalError"
     assert json.loads(signed.content)["requestId"] == signed["x-bce-request-id"]

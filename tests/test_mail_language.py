@@ -164,12 +164,35 @@ def test_an_alert_mail_names_the_job_the_event_and_when_it_happened_in_each_read
     link = f"/jobs/{job.public_id}/"
     english, chinese = mails[("alice@example.com",)], mails[("bob@example.com",)]
     assert english.startswith(
-        "exit code 1\n\nJob: demo\nEvent: Job fails\nTime: 2026-12-01 10:03:04 CST\n\nhttp"
+        "exit code 1\n\nJob: demo\nEvent: Job fails\nTime: 2026-12-01 10:03:04 CST (UTC+08:00)\n\nhttp"
     )
     assert chinese.startswith(
-        "exit code 1\n\n任务：demo\n事件：任务失败退出\n时间：2026-12-01 10:03:04 CST\n\nhttp"
+        "exit code 1\n\n任务：demo\n事件：任务失败退出\n时间：2026-12-01 10:03:04 CST (UTC+08:00)\n\nhttp"
     )
     assert english.rstrip().endswith(link) and chinese.rstrip().endswith(link)
+
+
+def test_an_alert_mails_time_gives_its_zones_utc_offset_so_cst_is_not_read_as_us_central(
+    alice, alice_client, mailoutbox, settings
+):
+    # qa70: "10:03:04 CST" alone is US Central time (UTC-6) to a reader from America.
+    from jobs.alerts import deliver
+
+    switched(alice_client, "en")
+    job = alerting(alice, ["alice@example.com"])
+    said = {}
+    for zone in ("Asia/Shanghai", "UTC", "Asia/Dubai"):  # Dubai's %Z is "+04": no name
+        settings.TIME_ZONE = zone
+        mailoutbox.clear()
+        deliver(job=job, item="jobFailed", message="exit code 1", time="2026-12-01T02:03:04+00:00")
+        [mail] = mailoutbox
+        said[zone] = next(line for line in mail.body.splitlines() if line.startswith("Time: "))
+
+    assert said == {
+        "Asia/Shanghai": "Time: 2026-12-01 10:03:04 CST (UTC+08:00)",
+        "UTC": "Time: 2026-12-01 02:03:04 UTC",
+        "Asia/Dubai": "Time: 2026-12-01 06:03:04 UTC+04:00",
+    }
 
 
 def test_an_alert_to_an_address_no_user_has_is_in_the_owners_language(
@@ -333,7 +356,7 @@ def test_a_new_browser_shows_pages_in_the_language_its_user_chose_from_the_first
     assert r.status_code == 302
     assert client.cookies["django_language"].value == "en"
     page = client.get(r["Location"])
-    assert page.status_code == 200 and 'lang="en"' in page.content.decode()
+    assert page.status_code == 200 and '<html lang="en"' in page.content.decode()
     assert language_of(alice) == "en"
 
     # A browser that chose a language keeps it (chosen there), and nothing changes.
@@ -362,7 +385,7 @@ def test_a_new_browser_shows_the_admin_in_the_language_its_reviewer_chose_after_
     assert r.status_code == 302 and r["Location"] == reverse("admin:index")
     assert client.cookies["django_language"].value == "en"
     page = client.get(r["Location"])
-    assert page.status_code == 200 and 'lang="en"' in page.content.decode()
+    assert page.status_code == 200 and '<html lang="en"' in page.content.decode()
     assert language_of(reviewer) == "en"
 
     # A browser that chose a language keeps it (chosen there), and nothing changes.
