@@ -1285,7 +1285,7 @@ def requeue_stale_tasks() -> int:
     from django_tasks_db.models import DBTaskResult
 
     started_before = timezone.now() - stale_task_after()
-    requeued = given_up = 0
+    requeued = 0
     for result in DBTaskResult.objects.running().filter(started_at__lt=started_before):
         worker = result.worker_ids[-1] if result.worker_ids else "?"
         if worker in task_threads_alive:
@@ -1298,10 +1298,9 @@ def requeue_stale_tasks() -> int:
             if unchanged.update(
                 status="FAILED",
                 finished_at=timezone.now(),
-                exception_class_path="TimeoutError",
+                exception_class_path="builtins.TimeoutError",  # as set_failed records one
                 traceback=f"{result.traceback}\ngiven up: Running too long again by {worker}",
             ):
-                given_up += 1
                 logger.error(
                     "gave up task %s (%s): Running for longer than %d minutes a second time "
                     "(by %s); it is not queued again",

@@ -483,6 +483,8 @@ def test_a_task_running_past_the_bound_a_second_time_is_given_up_rather_than_sen
     assert task.status == "FAILED"
     assert "a second time (by db-worker-2); it is not queued again" in caplog.text
     assert "db-worker-1" in task.traceback and "db-worker-2" in task.traceback
+    # Read back as any failed task is (the admin's task page).
+    assert task.task_result.errors[-1].exception_class is TimeoutError
 
 
 def test_a_task_a_task_thread_of_this_process_runs_past_the_bound_is_left_to_it(
