@@ -347,6 +347,8 @@ class Worker:
         self.next_forget = 0.0
         # When remove_secrets_left next looks (monotonic; 0: on the first tick).
         self.next_secrets_left = 0.0
+        # When requeue_stale_tasks next looks (monotonic; 0: on the first tick).
+        self.next_stale_tasks = 0.0
         # Jobs whose deletion for their retention failed, by pk: tried again a minute later,
         # so they do not take the pass's places from the others every tick, and logged as
         # deletion_failed says. And those deleted while they ran (delete_requested).
@@ -408,6 +410,7 @@ class Worker:
         self.delete_expired_sessions()
         self.delete_requested()
         self.forget_deleted()
+        self.requeue_stale_tasks()
         self.reap()
         try:
             remove_discarded()  # what ended jobs left in their /tmp, a part a tick
@@ -767,6 +770,19 @@ class Worker:
                 logger.info("forgot %d deleted jobs kept past DELETED_JOB_KEEP_DAYS", forgotten)
         except Exception:
             logger.exception("forgetting deleted jobs kept past DELETED_JOB_KEEP_DAYS failed")
+
+    def requeue_stale_tasks(self) -> None:
+        """Once a minute (JOB_MINUTE_SECONDS), queues again the tasks a killed `db_worker`
+        left Running (requeue_stale_tasks), also when this worker runs none (--no-tasks); a
+        failure is tried again the next minute, never failing the tick."""
+        clock = time.monotonic()
+        if clock < self.next_stale_tasks:
+            return
+        self.next_stale_tasks = clock + settings.JOB_MINUTE_SECONDS
+        try:
+            requeue_stale_tasks()
+        except Exception:
+            logger.exception("queueing again the tasks left Running failed")
 
     def remove_secrets_left(self) -> None:
         """Once a minute (JOB_MINUTE_SECONDS), removes the Kubernetes Secrets that deleting
@@ -1223,6 +1239,89 @@ def requeue_interrupted_tasks(*, worker_id: str = "") -> int:
             "an error" if worker_id else "a stopped worker",
         )
     return len(stuck)
+
+
+# A task (an alert's delivery, a review mail) Running longer than this was left by a worker
+# that died: its delivery is bounded by its own timeouts (longest_delivery), and this is at
+# least twice that. Nothing else tells a killed `manage.py db_worker` from a live one:
+# django-tasks-db records who claimed a task and when, and no heartbeat.
+STALE_TASK_MINUTES = 30
+# The mail server's timeout for each exchange (console.settings' MAILERS "timeout"), and at
+# most how many exchanges one mail takes: connect, EHLO, STARTTLS, EHLO, AUTH, MAIL FROM, a
+# RCPT TO per address (MAX_ALERT_EMAILS), DATA, the message, QUIT.
+MAIL_TIMEOUT_SECONDS = 10
+MAIL_EXCHANGES = 30
+# What a task left Running too long is marked with when queued again (its `traceback`, which
+# django-tasks-db clears when the task ends well): found there a second time, it is given up.
+STALE_TASK_NOTE = "queued again by the console worker: Running since {started} by {worker}"
+
+
+def longest_delivery() -> timedelta:
+    """At most how long one alert's delivery takes by its own timeouts: each webhook (at most
+    MAX_ALERT_WEBHOOKS) resolved, connected, written and read, each within
+    ALERT_WEBHOOK_TIMEOUT_SECONDS, and its mails (one per reader's language: two) each within
+    MAIL_EXCHANGES of the mail server's timeout. A review mail is one such mail."""
+    from .spec import MAX_ALERT_WEBHOOKS
+
+    webhooks = MAX_ALERT_WEBHOOKS * 4 * settings.ALERT_WEBHOOK_TIMEOUT_SECONDS
+    return timedelta(seconds=webhooks + 2 * MAIL_EXCHANGES * MAIL_TIMEOUT_SECONDS)
+
+
+def stale_task_after() -> timedelta:
+    return max(timedelta(minutes=STALE_TASK_MINUTES), 2 * longest_delivery())
+
+
+def requeue_stale_tasks() -> int:
+    """Tasks Running for longer than stale_task_after are queued again, once; a second time,
+    given up (Failed). Returns how many were queued again.
+
+    A separate `manage.py db_worker` killed mid-delivery leaves its task Running for ever
+    (requeue_interrupted_tasks leaves such tasks to it: it may be alive). Past a bound no
+    live delivery reaches, it is not: queued again, its alert goes out, perhaps twice (at
+    least once: a repeated alert is better than a lost one). Once only: a delivery that
+    outlasts the bound again (a receiver trickling its answer a byte at a time passes every
+    timeout) would otherwise be sent again every half hour for ever. The tasks this
+    process's task threads still run are left alone: those are known to be alive."""
+    from django_tasks_db.models import DBTaskResult
+
+    started_before = timezone.now() - stale_task_after()
+    requeued = 0
+    for result in DBTaskResult.objects.running().filter(started_at__lt=started_before):
+        worker = result.worker_ids[-1] if result.worker_ids else "?"
+        if worker in task_threads_alive:
+            continue
+        # Only if its row is as read: a task its worker ended meanwhile stays ended.
+        unchanged = DBTaskResult.objects.filter(
+            pk=result.pk, status="RUNNING", started_at=result.started_at
+        )
+        if result.traceback.startswith(STALE_TASK_NOTE.partition(":")[0]):
+            if unchanged.update(
+                status="FAILED",
+                finished_at=timezone.now(),
+                exception_class_path="builtins.TimeoutError",  # as set_failed records one
+                traceback=f"{result.traceback}\ngiven up: Running too long again by {worker}",
+            ):
+                logger.error(
+                    "gave up task %s (%s): Running for longer than %d minutes a second time "
+                    "(by %s); it is not queued again",
+                    result.pk,
+                    result.task_path,
+                    stale_task_after().total_seconds() // 60,
+                    worker,
+                )
+            continue
+        note = STALE_TASK_NOTE.format(started=result.started_at.isoformat(), worker=worker)
+        if unchanged.update(status="READY", started_at=None, traceback=note):
+            requeued += 1
+            logger.warning(
+                "queued task %s (%s) again: Running for longer than %d minutes by %s, "
+                "a worker that must have been killed (at least once: it may be sent twice)",
+                result.pk,
+                result.task_path,
+                stale_task_after().total_seconds() // 60,
+                worker,
+            )
+    return requeued
 
 
 # How often a worker waiting for another's worker.lock tries it again.

@@ -1,17 +1,22 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from django.core import mail
 from django.db import connection
-from django.utils import translation
+from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.alerts import webhook_url_error
@@ -30,6 +35,8 @@ from .runner_helpers import (  # noqa: F401
 )
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class QuietHandler(BaseHTTPRequestHandler):
@@ -296,7 +303,9 @@ def test_an_alert_a_killed_worker_left_running_is_delivered_by_the_next_worker(
     job_alert(job=job, item="jobFailed", message="it broke")
     job_alert(job=job, item="jobFailed", message="another db_worker has this one")
     mine, theirs = DBTaskResult.objects.order_by("enqueued_at")
-    # What a worker killed mid-delivery leaves, and a task a separate db_worker is running.
+    # What a worker killed mid-delivery leaves, and a task a separate db_worker is running
+    # (left to it: it may be alive; one Running past a bound is queued again, see
+    # test_an_alert_a_killed_db_worker_was_sending_is_sent_again_once_running_past_the_bound).
     mine.claim("console-worker-4242")
     theirs.claim("db-worker-elsewhere")
 
@@ -342,6 +351,170 @@ def test_a_task_a_task_thread_of_this_process_still_runs_is_not_queued_again(
     left.refresh_from_db()
     assert being_sent.status == "RUNNING"
     assert left.status in ("READY", "SUCCESSFUL")  # queued again (the thread may have run it)
+
+
+def database_url() -> str:
+    """The test database's address, for a manage.py command run as a process of its own."""
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    user = f"{quote(db['USER'] or '')}:{quote(db['PASSWORD'] or '')}@" if db["USER"] else ""
+    return f"postgresql://{user}{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.fixture
+def stalling_hook():
+    """A webhook receiver on 127.0.0.1 that records each POST and answers none until the test
+    lets it (`answer`): a delivery caught in the middle."""
+    received: list[str] = []
+    answer = threading.Event()
+
+    class Handler(QuietHandler):
+        def do_POST(self):  # noqa: N802
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append(json.loads(body)["message"])
+            answer.wait(60)
+            self.send_response(200)
+            self.end_headers()
+
+    with receiver(Handler) as server:
+        server.received = received
+        server.url = f"http://127.0.0.1:{server.server_port}/hook"
+        server.answer = answer
+        try:
+            yield server
+        finally:
+            answer.set()
+
+
+def test_an_alert_a_killed_db_worker_was_sending_is_sent_again_once_running_past_the_bound(
+    transactional_db, alice, settings, stalling_hook, tmp_path, caplog
+):
+    # Until left44 a task a separate `manage.py db_worker` was running when it was killed
+    # stayed Running for ever: the console worker leaves a db_worker's tasks alone (it may be
+    # alive), and django-tasks-db runs only Ready ones. The alert was never sent.
+    from django_tasks_db.models import DBTaskResult
+
+    from jobs.alerts import job_alert
+    from jobs.worker import stale_task_after
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    # It alerts only on failing: the worker's ticks below run it, and it succeeds.
+    alert = S.AlertConfig(items=["jobFailed"], webhooks=[stalling_hook.url])
+    job = submit(alice, make_spec("true", alert=alert))
+    job_alert(job=job, item="jobFailed", message="it broke")
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        "CONSOLE_VAR_DIR": str(tmp_path / "var"),
+        "DATABASE_URL": database_url(),
+        "ALERT_WEBHOOK_ALLOW_PRIVATE": "1",
+        "ALERT_WEBHOOK_TIMEOUT_SECONDS": "60",
+    }
+    db_worker = subprocess.Popen(
+        [sys.executable, "manage.py", "db_worker", "--no-startup-delay", "--no-reload"]
+        + ["--interval", "0.1", "--worker-id", "db-worker-elsewhere"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while stalling_hook.received != ["it broke"]:
+            assert db_worker.poll() is None, "the db_worker ended"
+            assert time.monotonic() < deadline, "the db_worker never posted the alert"
+            time.sleep(0.05)
+    finally:
+        db_worker.kill()  # mid-delivery: the hook has not answered
+        db_worker.wait(30)
+    stalling_hook.received.clear()
+    task = DBTaskResult.objects.get()
+    assert (task.status, task.worker_ids) == ("RUNNING", ["db-worker-elsewhere"])
+
+    worker = Worker()
+    worker.tick()  # Running for a few seconds: it may be a live delivery, left alone
+    assert DBTaskResult.objects.get(pk=task.pk).status == "RUNNING"
+    # As long after as the bound, the hook answering again.
+    DBTaskResult.objects.filter(pk=task.pk).update(
+        started_at=task.started_at - stale_task_after() - timedelta(seconds=1)
+    )
+    stalling_hook.answer.set()
+    worker.next_stale_tasks = 0.0  # its next minute
+    with caplog.at_level("WARNING", logger="jobs.worker"):
+        worker.tick()
+    assert "Running for longer than 30 minutes by db-worker-elsewhere" in caplog.text
+
+    with task_thread_running() as thread:
+        thread.join(timeout=30)
+    task.refresh_from_db()
+    assert task.status == "SUCCESSFUL"
+    assert stalling_hook.received == ["it broke"]  # sent again
+
+
+def test_a_task_running_past_the_bound_a_second_time_is_given_up_rather_than_sent_again(
+    transactional_db, settings, caplog
+):
+    # A delivery that outlasts every timeout (a receiver trickling its answer) would otherwise
+    # be queued again, and sent again, every half hour for ever.
+    from django_tasks_db.models import DBTaskResult
+
+    from jobs.tasks import mail_owner
+    from jobs.worker import requeue_stale_tasks, stale_task_after
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    mail_owner.enqueue(job_id=999999, subject="s", body="b")
+    task = DBTaskResult.objects.get()
+    long_ago = timezone.now() - stale_task_after() - timedelta(seconds=1)
+
+    task.claim("db-worker-1")
+    DBTaskResult.objects.filter(pk=task.pk).update(started_at=long_ago)
+    assert requeue_stale_tasks() == 1
+    task.refresh_from_db()
+    assert task.status == "READY"
+    task.claim("db-worker-2")
+    assert requeue_stale_tasks() == 0  # just started again
+    DBTaskResult.objects.filter(pk=task.pk).update(started_at=long_ago)
+    with caplog.at_level("ERROR", logger="jobs.worker"):
+        assert requeue_stale_tasks() == 0
+
+    task.refresh_from_db()
+    assert task.status == "FAILED"
+    assert "a second time (by db-worker-2); it is not queued again" in caplog.text
+    assert "db-worker-1" in task.traceback and "db-worker-2" in task.traceback
+    # Read back as any failed task is (the admin's task page).
+    assert task.task_result.errors[-1].exception_class is TimeoutError
+
+
+def test_a_task_a_task_thread_of_this_process_runs_past_the_bound_is_left_to_it(
+    transactional_db, settings
+):
+    # The thread is alive (a webhook trickling its answer): queued again, the alert would go
+    # out a second time while the first is still being sent.
+    from django_tasks_db.models import DBTaskResult
+
+    from jobs.tasks import mail_owner
+    from jobs.worker import requeue_stale_tasks, stale_task_after
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    mail_owner.enqueue(job_id=999999, subject="s", body="b")
+    task = DBTaskResult.objects.get()
+    thread = TaskThread(0.05)
+    task.claim(thread.db_worker.worker_id)
+    DBTaskResult.objects.filter(pk=task.pk).update(
+        started_at=timezone.now() - stale_task_after() - timedelta(seconds=1)
+    )
+    thread.start()
+    try:
+        requeued = requeue_stale_tasks()
+    finally:
+        thread.stop()
+        thread.join(timeout=30)
+
+    assert not thread.is_alive()
+    assert requeued == 0
+    assert DBTaskResult.objects.get().status == "RUNNING"
 
 
 @pytest.mark.skipif(

@@ -401,6 +401,12 @@ def numbers_said() -> list[str]:
         f"by their last known name (below; with the ID when two share a name) or else their ID, "
         f'marked "（已不再提供）" / "(no longer offered)" (the words the pools page uses for a '
         f"queue no longer offered, one wording for both; at most {pools.USED_POOLS_LISTED};",
+        # Alerts: a task a killed db_worker left Running.
+        f"Once it has been Running for {worker.STALE_TASK_MINUTES} minutes (`STALE_TASK_MINUTES`",
+        f"within the mail server's {worker.MAIL_TIMEOUT_SECONDS} s, about "
+        f"{worker.longest_delivery().total_seconds() // 60:.0f} minutes by default)",
+        f"and two mails of up to {worker.MAIL_EXCHANGES} exchanges",
+        f"{S.MAX_ALERT_WEBHOOKS} webhooks each resolved",
         # Stop or delete several jobs.
         f"at most {actions.MAX_SELECTED} a request",
         # API keys and signatures.

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -465,3 +466,75 @@ def test_a_job_ending_while_its_disk_is_full_keeps_its_exit_code_once_room_is_fr
 
     assert status_of(job) == JobStatus.SUCCEEDED, job.status_reason
     assert job.replicas.get().exit_code == 0
+
+
+def test_a_job_printing_while_its_logs_disk_is_full_is_not_taken_for_a_hang(
+    alice, small_disk, settings
+):
+    # Hang detection reads when a replica's log was last written. A full disk refuses every
+    # line (the shim drops them and says so later), yet the job is printing, not hanging: a
+    # refused line still marks the log as written (the kernel stamps the file before finding
+    # no room, and again as the shim truncates it back to its last whole line). A silent job
+    # beside it on the same full disk is warned about, as any silent job.
+    from django.db.models import F
+
+    from jobs.logs import replica_log_path
+    from jobs.models import LocalRun
+
+    hang_detection = S.FaultToleranceConfig(
+        enabled_hang_detection=True, hang_detection_timeout_minutes=1
+    )
+    padding = "x" * 300
+    printing = submit(
+        alice,
+        make_spec(
+            f"i=0; while :; do i=$((i+1)); echo line-$i-{padding}; sleep 0.005; done",
+            fault_tolerance_config=hang_detection,
+        ),
+    )
+    silent = submit(
+        alice, make_spec("echo started; sleep 300", fault_tolerance_config=hang_detection)
+    )
+    worker = Worker()
+    run_until(
+        worker,
+        lambda: (
+            "line-20-" in log_text(printing, "master-0")
+            and "started" in log_text(silent, "master-0")
+        ),
+        what="both jobs' first lines",
+    )
+    filler = small_disk / "filler"
+    with open(filler, "wb", buffering=0) as out, contextlib.suppress(OSError):
+        while True:  # to its last block, whatever the job writes meanwhile
+            out.write(b"\0" * 4096)
+    time.sleep(0.5)  # the lines in flight reach the full disk
+    log = replica_log_path(printing.public_id, "master-0")
+    size = log.stat().st_size
+    # Two minutes on, as far as hang detection can tell: each run started, and each log was
+    # last written, two minutes ago (the threshold is one).
+    LocalRun.objects.update(attempt_started_at=F("attempt_started_at") - timedelta(minutes=2))
+    for job in (printing, silent):
+        path = replica_log_path(job.public_id, "master-0")
+        past = path.stat().st_mtime - 120
+        os.utime(path, (past, past))
+    # The job's next line (refused, as every line now) before the next look: right after the
+    # clock was put back the silence is the test's, not the job's.
+    deadline = time.monotonic() + 10
+    while log.stat().st_mtime < time.time() - 60:
+        assert time.monotonic() < deadline, "the refused lines left the log's time as it was"
+        time.sleep(0.01)
+    run_until(
+        worker,
+        lambda: silent.events.filter(reason="HangSuspected").exists(),
+        what="the silent job's hang warning",
+    )
+    full_until = time.monotonic() + 2
+    while time.monotonic() < full_until:  # the printing job prints on, nothing written
+        worker.tick()
+        time.sleep(0.05)
+
+    assert log.stat().st_size == size  # nothing it printed was written
+    assert status_of(printing) == JobStatus.RUNNING
+    assert not printing.events.filter(reason="HangSuspected").exists()
+    filler.unlink()
