@@ -3478,13 +3478,23 @@ def mpi_hostfile_preview(spec: S.JobSpec, backend: str) -> MpiHostfilePreview | 
     mpirun of every slot needs (qa68: the review listed each replica's variables, the
     hostfile's path among them, but not what it holds, so how many ranks the job would run
     was for the engineer to work out from the role table). Its lines only on the local pool,
-    which names the hosts by label; AIHC and Kubernetes name them after their pods."""
+    which names the hosts by label; AIHC and Kubernetes name them after their pods. On
+    Kubernetes the MPI operator gives every host one slot count, slotsPerWorker (a worker's
+    cards), the launcher too when it runs ranks: until review 49 a master of 4 cards beside
+    workers of 8 was counted 4 there, and the total fell short of the ranks mpirun starts."""
     if spec.framework != S.MPI:
         return None
     local = backend == "local"
+    hosts = mpi_hosts(spec)
+    if backend == "kubernetes":
+        from .kubernetes.manifests import mpi_slots_per_worker
+
+        slots = len(hosts) * mpi_slots_per_worker(spec)
+    else:
+        slots = sum(slots for _role, _index, slots in hosts)
     return MpiHostfilePreview(
         path=MPI_HOSTFILE_PATH,
-        slots=sum(slots for _role, _index, slots in mpi_hosts(spec)),
+        slots=slots,
         content=mpi_hostfile(spec, lambda role, index: f"{role}-{index}") if local else "",
     )
 

@@ -560,6 +560,7 @@ def test_a_create_and_its_look_both_unanswered_requeue_the_job_then_adopt_it_not
     assert "shows no such job" not in shown  # it had not said, and had made it
     assert shown.endswith("The job will be submitted again after checking it was not created.")
 
+    submit_pause_over(aihc)  # the look that got no answer paused submits
     aihc.submit(job)  # AIHC answers again
 
     job.refresh_from_db()
@@ -624,6 +625,7 @@ def test_a_last_create_whose_look_goes_unanswered_keeps_the_job_queued_not_submi
     with translation.override("en"):
         assert "(4 so far) and did not answer the look for it: " in job.status_reason_shown
 
+    submit_pause_over(aihc)  # the look that got no answer paused submits
     aihc.submit(job)  # AIHC answers the look
 
     job.refresh_from_db()
@@ -668,6 +670,7 @@ def test_after_four_unanswered_creates_a_look_answered_late_fails_the_job_sendin
     job.refresh_from_db()
     assert job.status == JobStatus.QUEUED
 
+    submit_pause_over(aihc)  # the look that got no answer paused submits
     aihc.submit(job)  # the look answered: no such job
 
     job.refresh_from_db()
@@ -703,6 +706,43 @@ def test_a_fourth_unanswered_create_whose_look_goes_unanswered_says_it_is_not_se
     )
     with translation.override("zh-hans"):
         assert "将再次查询该任务，不会再次提交" in job.status_reason_shown
+
+
+def test_a_look_for_an_unanswered_create_that_gets_no_answer_pauses_submits_not_every_pass(
+    fake, aihc, alice, settings
+):
+    """The worker passes over its queued remote jobs a second apart. A job whose create got
+    no clear answer is looked for before anything else; with AIHC not answering, each pass
+    looked again and wrote two events, Submitting and SubmitRetry (until review 49). The
+    look pauses submits as a create that never reached AIHC does: one look per pause."""
+    settings.AIHC_RETRIES = 0
+    settings.AIHC_SUBMIT_PAUSE_SECONDS = 60  # the next passes fall within it, however slow
+    fake.drop_next("CreateJob", times=4)
+    fake.delay_next("DescribeJobs", 0, times=4)
+    fake.drop_next("DescribeJobs", times=30)  # AIHC stops answering the looks
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    aihc.submit(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED  # the fourth create's look went unanswered
+    looks, events = len(fake.calls("DescribeJobs")), job.events.count()
+
+    for _ in range(5):  # the worker's next passes, within the pause
+        aihc.submit(job)
+        job.refresh_from_db()
+
+    assert job.status == JobStatus.QUEUED
+    assert len(fake.calls("DescribeJobs")) == looks
+    assert job.events.count() == events
+    fake.faults.clear()  # AIHC answers again
+    submit_pause_over(aihc)
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED  # the look answered: nothing was made
+    assert len(fake.calls("DescribeJobs")) == looks + 1
+    assert len(fake.calls("CreateJob")) == 4 and fake.jobs == {}
 
 
 def test_a_create_refused_with_a_server_error_is_sent_again_only_after_looking(fake, aihc, alice):

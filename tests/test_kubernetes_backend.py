@@ -19,6 +19,7 @@ from jobs.logs import shown_lines
 from jobs.models import EventType, Job, JobStatus
 from jobs.services import jobs_submit
 from tests.fake_kubernetes import FakeKubernetes, configure
+from tests.test_aihc_backend import submit_pause_over
 
 A800 = "baidu.com/a800_80g_cgpu"
 POOL = "k8s-default"
@@ -926,6 +927,7 @@ def test_a_last_create_whose_look_goes_unanswered_keeps_the_job_queued_then_adop
     assert shown.endswith("The job stays queued and is looked for again; it is not created again.")
     assert "hf_secret_value" not in shown
 
+    submit_pause_over(k8s)  # the look that got no answer paused submits
     k8s.submit(job)  # the API server answers the look
 
     job.refresh_from_db()
@@ -945,6 +947,7 @@ def test_a_look_answered_after_the_last_create_fails_the_job_only_when_nothing_w
         job.refresh_from_db()
     assert job.status == JobStatus.QUEUED
 
+    submit_pause_over(k8s)  # the look that got no answer paused submits
     k8s.submit(job)  # the look answered: 404
 
     job.refresh_from_db()
@@ -955,6 +958,41 @@ def test_a_look_answered_after_the_last_create_fails_the_job_only_when_nothing_w
         f"PyTorchJob named {name}."
     )
     assert len(fake.calls("create secrets")) == 4 and fake.jobs() == []
+    assert fake.calls("create pytorchjobs") == []
+
+
+def test_a_look_after_the_last_create_that_gets_no_answer_pauses_submits_not_every_pass(
+    fake, k8s, alice
+):
+    """The worker passes over its queued remote jobs a second apart. After the last create
+    with no clear answer the job is only looked for; with the API server not answering, each
+    pass looked again (its tries held up the pass) and wrote two events, Submitting and
+    SubmitRetry, about 7,000 an hour (until review 49). The look pauses submits as a create
+    that did not reach the API server does: one look per pause."""
+    fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=4)
+    fake.drop_next("get pytorchjobs", times=30)  # the API server stops answering the looks
+    job = submitted(alice, k8s)
+    for _ in range(3):
+        k8s.submit(job)
+        job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED  # the fourth create's look went unanswered
+    looks, events = len(fake.calls("get pytorchjobs")), job.events.count()
+
+    for _ in range(5):  # the worker's next passes, within the pause
+        k8s.submit(job)
+        job.refresh_from_db()
+
+    assert job.status == JobStatus.QUEUED
+    assert len(fake.calls("get pytorchjobs")) == looks
+    assert job.events.count() == events
+    fake.faults.clear()  # the API server answers again
+    submit_pause_over(k8s)
+
+    k8s.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED  # the look answered: nothing was made
+    assert len(fake.calls("get pytorchjobs")) == looks + 1
     assert fake.calls("create pytorchjobs") == []
 
 

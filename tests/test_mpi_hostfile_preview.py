@@ -137,6 +137,31 @@ def test_a_master_with_cards_is_the_hostfiles_first_host_and_its_slots_count(
     assert "MPI hostfile (/etc/mpi/hostfile)" in english
 
 
+def test_on_kubernetes_every_host_counts_the_workers_slots_as_the_mpi_operator_writes_them():
+    """The MPI operator writes one slot count for every host of the hostfile, slotsPerWorker
+    (a worker's cards), the launcher's line too when it runs ranks (mpi-operator v2's
+    newConfigMap). Until review 49 a master of 4 cards beside two workers of 8 was counted 4
+    there: "20 slots in all", where mpirun without -np starts 24 ranks."""
+    from jobs.kubernetes import manifests as M
+
+    spec = S.JobSpec(
+        name="mpi-ranks",
+        resource_pool_id="k8s-default",
+        framework=S.MPI,
+        image="registry.example.com/train:1.0",
+        command="mpirun python train.py",
+        roles=[S.Role("master", 1, CARD, 4), S.Role("worker", 2, CARD, 8)],
+    )
+
+    kubernetes = W.mpi_hostfile_preview(spec, "kubernetes")
+    local = W.mpi_hostfile_preview(spec, "local")
+
+    assert M.mpi_launcher_runs_ranks(spec) and M.mpi_slots_per_worker(spec) == 8
+    assert kubernetes.slots == 24 and kubernetes.content == ""
+    assert local.slots == 20  # the local runner writes each host's own cards
+    assert local.content == "master-0 slots=4\nworker-0 slots=8\nworker-1 slots=8\n"
+
+
 def test_a_pytorch_review_shows_no_mpi_hostfile(alice_client):
     draft = new_draft(alice_client)
     complete_steps(

@@ -882,10 +882,22 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         """Looks for the AIHC job a create that got no clear answer may have made, before
         creating again: True when the look settled the job (that AIHC job adopted; or, AIHC not
         answering the look either, the job queued again to look again, _requeue_unanswered); False
-        when AIHC shows none."""
+        when AIHC shows none. A look that got no answer at all (or was throttled) pauses
+        submits, as a create that never reached AIHC does (_defer): until review 49 the job
+        was looked for at every pass of the worker, a second apart, two events each."""
         try:
             found = self._find_created(job, client, config, spec, since=since)
         except AihcError as exc:
+            if got_no_answer(exc) or _never_reached_aihc(exc):
+                delay = self._pause_submits(
+                    config,
+                    (settings.AIHC_SUBMIT_PAUSE_SECONDS, settings.AIHC_SUBMIT_PAUSE_MAX_SECONDS),
+                )
+                logger.warning(
+                    "AIHC did not answer the look for %s's create; submits pause for %ds",
+                    job.public_id,
+                    delay,
+                )
             self._requeue_unanswered(job, unanswered, secrets, exc)
             return True
         if found:

@@ -1071,7 +1071,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         if unanswered >= MAX_UNANSWERED_CREATES:
             # The last create's look went unanswered: looked for again, never a fifth create.
             self._look_after_last_create(
-                job, client, secret, manifest, unanswered=unanswered, secrets=secrets
+                job,
+                client,
+                secret,
+                manifest,
+                unanswered=unanswered,
+                secrets=secrets,
+                config=config,
             )
             return
         secret_made = False  # by this job: made now, or adopted (it carries the job's id)
@@ -1226,7 +1232,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             # Until left42 the job was Submit failed here, though the API server may have
             # made the object (a 504 after it did), which then ran unwatched: looked for first.
             self._look_after_last_create(
-                job, client, secret, manifest, unanswered=unanswered, secrets=secrets
+                job,
+                client,
+                secret,
+                manifest,
+                unanswered=unanswered,
+                secrets=secrets,
+                config=config,
             )
             return
         if job.status == JobStatus.STOPPING:
@@ -1242,12 +1254,16 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         *,
         unanswered: int,
         secrets: list[str],
+        config: Config,
     ) -> None:
         """After the last create that got no clear answer, the job's object is looked for by
         its name (the job's own, as AIHC's _settled_by_looking looks by the job's label):
         found and this job's, it is adopted; the look unanswered (or refused), the job stays
         Queued saying so and the next round looks again; Submit failed only once an answered
-        look shows none. No create is sent after the last."""
+        look shows none. No create is sent after the last. A look that got no answer at all
+        (or was throttled) pauses submits, as a create that did not reach the API server
+        does (_defer): until review 49 the job was looked for at every pass of the worker, a
+        second apart, two events each, and each look's tries held up the passes."""
         meta = manifest["metadata"]
         path = M.resource_path(job.framework, meta["namespace"], meta["name"])
         try:
@@ -1268,6 +1284,14 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     secrets,
                 )
                 return
+            if got_no_answer(exc) or exc.status == 429:
+                delay = self._pause_submits(config, SUBMIT_PAUSE)
+                logger.warning(
+                    "Kubernetes did not answer the look for %s after its last create; submits "
+                    "pause for %ds",
+                    job.public_id,
+                    delay,
+                )
             if job.status == JobStatus.STOPPING:
                 return  # sync looks for what was made (_finish_stop_in_flight), and deletes it
             reason = recorded(
