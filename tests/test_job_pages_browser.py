@@ -1083,25 +1083,31 @@ def test_a_pool_no_longer_offered_shows_its_last_name_marked_in_the_list_its_ref
 
 
 @pytest.mark.usefixtures("worker_thread")
-def test_a_job_page_left_open_says_when_the_finished_job_will_be_deleted(logged_in_page, alice):
+def test_a_job_page_left_open_says_when_the_finished_job_will_be_deleted(
+    logged_in_page, alice, tmp_path
+):
     from jobs import spec as S
     from jobs.services import jobs_submit
 
-    spec = S.parse_document(
-        {
-            "name": "kept-two-hours",
-            "queue": "default",
-            "jobFramework": "PyTorchJob",
-            "jobSpec": {"image": "python:3.12", "command": "sleep 1", "replicas": 1},
-            "retentionPeriod": "2h",
-        },
+    (tmp_path / "scratch").mkdir()
+    spec = S.JobSpec(
+        name="kept-two-hours",
         resource_pool_id="local",
+        image="python:3.12",
+        # Until the test has looked at it running (a job of `sleep 1` had ended before a
+        # loaded machine showed its page, and the page rightly said when it goes).
+        command="until [ -e /workspace/gate-open ]; do sleep 0.1; done",
+        roles=[S.Role("master", 1)],
+        datasources=[S.Datasource("hostpath", "scratch", mount_path="/workspace")],
+        retention_period="2h",
     )
     [job] = jobs_submit(owner=alice, spec=spec, submit_key="kept-two-hours")
     page = logged_in_page
     page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#job-status")).to_have_text("运行中", timeout=20_000)
     expect(page.locator("#deletes-at")).to_have_count(0)  # not while it runs
 
+    (tmp_path / "scratch" / "gate-open").touch()
     expect(page.locator("#job-status")).to_have_text("成功", timeout=30_000)
 
     # The refresh that brought the end brings when it goes too, without a reload.
