@@ -443,6 +443,10 @@ _email_port = envint("EMAIL_PORT", 25, low=1, high=65535)
 _email_use_tls = envbool("EMAIL_USE_TLS", "false")
 # Its file too: an unreadable EMAIL_HOST_PASSWORD_FILE is refused before mail is on (qa46).
 _email_password = envsecret("EMAIL_HOST_PASSWORD") or ""
+# The SMTP server's timeout for each exchange, in seconds. Not a variable: the worker's bound
+# on a delivery (jobs.worker.longest_delivery, after which a task left Running is queued
+# again) counts with this one value (until left45 it wrote its own 10 beside this one).
+MAIL_TIMEOUT_SECONDS = 10
 if env("EMAIL_HOST"):
     MAILERS = {
         "default": {
@@ -454,7 +458,7 @@ if env("EMAIL_HOST"):
                 "username": env("EMAIL_HOST_USER"),
                 "password": _email_password,
                 "use_tls": _email_use_tls,
-                "timeout": 10,
+                "timeout": MAIL_TIMEOUT_SECONDS,
             },
         }
     }

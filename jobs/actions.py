@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_lazy, gettext_noop
 
 from .backends import BackendError, get_backend
 from .models import FINAL_STATUSES, DeletedJob, Job, JobStatus, LocalRun, ReviewState
@@ -50,6 +50,15 @@ PRIORITY_TERMS = {
 # How many jobs one request may stop or delete at once (the job list's selection, the API's
 # BatchStopJobs): each goes through its backend in turn, and a request should end in seconds.
 MAX_SELECTED = 100
+
+
+# What a Delete of a job job_delete_only_stops says it did instead (the job page, Delete
+# selected). Until left45 it said the job was being sent right now, and to stop it.
+DELETE_ONLY_STOPPED = gettext_lazy(
+    "The job was stopped, not deleted: a create of it got no clear answer, so its platform "
+    "may have made it. The worker looks for it there and stops it; delete the job again once "
+    "it has stopped."
+)
 
 
 class ActionError(Exception):
@@ -127,6 +136,19 @@ def job_delete_waits(job: Job) -> bool:
     return job.backend == "local" and job.status in (S.RUNNING, S.STOPPING)
 
 
+def job_delete_only_stops(job: Job) -> bool:
+    """Whether job_delete stops the job and keeps it: queued again after a create of it got
+    no clear answer (no platform id yet), so its platform may have made it. Deleting the row
+    would leave what was made running unwatched: the job goes Stopping, the worker looks for
+    it there and stops it, and a Delete again removes the job once it has stopped."""
+    return (
+        job.backend != "local"
+        and not job.external_id
+        and job.status in NOT_STARTED
+        and get_backend(job.backend).create_unsettled(job)
+    )
+
+
 def job_delete(*, job: Job, for_retention: bool = False) -> bool:
     """Deletes the job; True when it is gone now, False when it goes once it has stopped.
     `for_retention`: the worker deletes it because its retention period passed (said on the
@@ -145,6 +167,11 @@ def job_delete(*, job: Job, for_retention: bool = False) -> bool:
             return False  # the worker deletes it once it has stopped
         # It ended while the request came in: nothing is left to stop, so it goes now.
     _refuse_while_sending(job)
+    if job_delete_only_stops(job):
+        job_stop(job=job)
+        job.refresh_from_db()
+        if job.status == S.STOPPING:
+            raise ActionError(str(DELETE_ONLY_STOPPED))
     if job.status not in FINAL_STATUSES and job.status in NOT_STARTED:
         job_stop(job=job, message=recorded(gettext_noop("Stopped to be deleted.")))
         # The worker may have started sending it since the page loaded: job_stop then found

@@ -49,6 +49,7 @@ from .actions import (
     Outcome,
     deletion_left_secret,
     job_delete,
+    job_delete_only_stops,
     job_delete_refusal,
     job_delete_waits,
     job_rerun,
@@ -642,7 +643,7 @@ class ListPage:
     number: int
     object_list: list[Any]
     has_next: bool
-    total: int | None = None  # every item of the list, when counted and the page has rows
+    total: int | None = None  # every item of the list, when counted
 
     @staticmethod
     def number_of(number: str | None) -> int:
@@ -656,15 +657,22 @@ class ListPage:
     def of(cls, items: QuerySet, number: str | None, *, counted: bool = False) -> ListPage:
         page = cls.number_of(number)
         start = (page - 1) * PAGE_SIZE
+        plain = items
         if counted:
             every = Subquery(items.order_by().values(n=Func(F("pk"), function="COUNT")))
             items = items.annotate(list_total=every)
         rows = list(items[start : start + PAGE_SIZE + 1])
+        total = rows[0].list_total if counted and rows else None
+        if counted and not rows and page > 1:
+            # Past the end (its jobs deleted meanwhile, or ?page=999 typed): no row carries the
+            # count, so it is asked for, on this path only. Until left45 such a page said no
+            # page count and linked only the first page.
+            total = plain.count()
         return cls(
             number=page,
             object_list=rows[:PAGE_SIZE],
             has_next=len(rows) > PAGE_SIZE,
-            total=rows[0].list_total if counted and rows else None,
+            total=total,
         )
 
     @property
@@ -679,8 +687,14 @@ class ListPage:
         return self.number > 1
 
     @property
+    def past_end(self) -> bool:
+        """A counted page after the list's last (shown as "Page 999 of 150")."""
+        return self.page_count is not None and self.number > self.page_count
+
+    @property
     def previous_page_number(self) -> int:
-        return self.number - 1
+        # Past the end the page before is the last one there is, not an empty one too.
+        return self.page_count if self.past_end and self.page_count else self.number - 1
 
     @property
     def next_page_number(self) -> int:
@@ -820,6 +834,8 @@ def _live_context(job: Job, *, log: bool = False, every_usage: bool = False) -> 
         # it runs, not only at the end of its events.
         "network_lost": outbound_lost_notice(job=job),
         "final": job.is_final,
+        # Its Delete stops it and keeps it (a create with no clear answer): asked so.
+        "delete_only_stops": job_delete_only_stops(job),
         # When the worker deletes it for its retention (任务退出后自动删除): said on the page,
         # so nobody is surprised when its logs are gone.
         "deletes_at": deletes_at(job=job),
@@ -1448,6 +1464,13 @@ STOP_UNSTARTED_QUESTION = gettext_lazy(
 DELETE_QUESTION = gettext_lazy(
     "Delete this job? Its logs and files are deleted too; a running job is stopped first."
 )
+# A job Delete stops and keeps (job_delete_only_stops). Until left45 it was asked as any
+# other, "Delete this job?", and the job was not deleted.
+DELETE_ONLY_STOPS_QUESTION = gettext_lazy(
+    "Stop this job and keep it? A create of it got no clear answer, so its platform may have "
+    "made it: Delete stops it there (the worker looks for it) and keeps the job. Delete it "
+    "again once it has stopped."
+)
 
 
 def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpResponse:
@@ -1461,12 +1484,16 @@ def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpRe
         "verb": _("Stop") if stop else _("Delete"),
         "heading": (_("Stop job %(name)s?") if stop else _("Delete job %(name)s?"))
         % {"name": job.name},
-        "question": _stop_question(job) if stop else DELETE_QUESTION,
+        "question": _stop_question(job) if stop else _delete_question(job),
         # The way back to the list as it was left (job_delete_view, job_stop_view), kept
         # through the question.
         "back": _list_query(request.POST.get("back", "")),
     }
     return render(request, "jobs/job_confirm.html", context)
+
+
+def _delete_question(job: Job) -> str:
+    return DELETE_ONLY_STOPS_QUESTION if job_delete_only_stops(job) else DELETE_QUESTION
 
 
 def _stop_question(job: Job) -> str:
@@ -1532,9 +1559,15 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
         return redirect(back)
     stop = action == "stop"
     if request.POST.get("confirmed") != "1":
+        # Jobs Delete stops and keeps: listed apart from those it deletes.
+        only_stopped = set() if stop else {job.pk for job in jobs if job_delete_only_stops(job)}
         context = {
             "action": action,
-            "rows": [(job, *(_stop_plan(job) if stop else _delete_plan(job))) for job in jobs],
+            "rows": [
+                (job, *(_stop_plan(job) if stop else _delete_plan(job, job.pk in only_stopped)))
+                for job in jobs
+            ],
+            "only_stopped": len(only_stopped),
             "missing": missing,
             "back": back_query,
             # Cancel keeps the jobs ticked, on whichever page of the list they are.
@@ -1766,11 +1799,18 @@ def _stop_plan(job: Job) -> tuple[str, bool]:
     return _("Already finished: will not be stopped."), False
 
 
-def _delete_plan(job: Job) -> tuple[str, bool]:
-    """What Delete does to the job, as its confirmation page says it; True: it changes."""
+def _delete_plan(job: Job, only_stopped: bool) -> tuple[str, bool]:
+    """What Delete does to the job, as its confirmation page says it; True: it changes.
+    `only_stopped`: job_delete_only_stops(job)."""
     refusal = job_delete_refusal(job)
     if refusal:
         return _("Will not be deleted: %(why)s") % {"why": refusal}, False
+    if only_stopped:
+        return _(
+            "Will be stopped and kept, not deleted: a create of it got no clear answer, so its "
+            "platform may have made it. The worker looks for it there and stops it; delete the "
+            "job again once it has stopped."
+        ), True
     if job_delete_waits(job):
         return _("Will be stopped first, then deleted."), True
     if not job.is_final:

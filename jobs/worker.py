@@ -1246,10 +1246,9 @@ def requeue_interrupted_tasks(*, worker_id: str = "") -> int:
 # least twice that. Nothing else tells a killed `manage.py db_worker` from a live one:
 # django-tasks-db records who claimed a task and when, and no heartbeat.
 STALE_TASK_MINUTES = 30
-# The mail server's timeout for each exchange (console.settings' MAILERS "timeout"), and at
-# most how many exchanges one mail takes: connect, EHLO, STARTTLS, EHLO, AUTH, MAIL FROM, a
-# RCPT TO per address (MAX_ALERT_EMAILS), DATA, the message, QUIT.
-MAIL_TIMEOUT_SECONDS = 10
+# At most how many exchanges one mail takes, each within the mail server's timeout
+# (settings.MAIL_TIMEOUT_SECONDS, MAILERS' "timeout"): connect, EHLO, STARTTLS, EHLO, AUTH,
+# MAIL FROM, a RCPT TO per address (MAX_ALERT_EMAILS), DATA, the message, QUIT.
 MAIL_EXCHANGES = 30
 # What a task left Running too long is marked with when queued again (its `traceback`, which
 # django-tasks-db clears when the task ends well): found there a second time, it is given up.
@@ -1264,7 +1263,8 @@ def longest_delivery() -> timedelta:
     from .spec import MAX_ALERT_WEBHOOKS
 
     webhooks = MAX_ALERT_WEBHOOKS * 4 * settings.ALERT_WEBHOOK_TIMEOUT_SECONDS
-    return timedelta(seconds=webhooks + 2 * MAIL_EXCHANGES * MAIL_TIMEOUT_SECONDS)
+    mails = 2 * MAIL_EXCHANGES * settings.MAIL_TIMEOUT_SECONDS
+    return timedelta(seconds=webhooks + mails)
 
 
 def stale_task_after() -> timedelta:

@@ -1562,3 +1562,24 @@ def test_a_webhook_whose_ca_file_was_removed_after_start_names_the_setting_and_i
         ) in first.message_shown
     assert [body["jobId"] for _type, body in company_gateway.received] == [job.public_id]
     assert job.events.filter(reason="AlertSent").count() == 1
+
+
+def test_a_task_is_taken_for_stale_by_the_smtp_timeout_the_mailer_is_given(settings, tmp_path):
+    """Until left45 the worker wrote its own 10 s beside the SMTP mailer's `"timeout": 10`:
+    a timeout raised in one left the other's count short, and a task still sending its mails
+    could be taken for one a killed db_worker left, and sent again."""
+    from jobs.worker import MAIL_EXCHANGES, longest_delivery
+
+    from .test_foundation import manage
+
+    read = (
+        "from django.conf import settings; "
+        "print(settings.MAILERS['default']['OPTIONS']['timeout'], settings.MAIL_TIMEOUT_SECONDS)"
+    )
+    mailer = manage(tmp_path, "shell", "--no-imports", "-c", read, EMAIL_HOST="smtp.example.com")
+    before = longest_delivery()
+    settings.MAIL_TIMEOUT_SECONDS += 5
+
+    assert mailer.stdout.split() == ["10", "10"], mailer.stderr
+    # Two mails, each up to MAIL_EXCHANGES exchanges of the timeout.
+    assert longest_delivery() - before == timedelta(seconds=2 * MAIL_EXCHANGES * 5)

@@ -327,3 +327,57 @@ def test_the_question_says_which_task_of_a_queue_group_each_row_is(alice, alice_
     )
     assert sorted(rows) == sorted((t.public_id, f"{t.group_index}/3") for t in tasks)
     assert sorted(index for _, index in rows) == ["1/3", "2/3", "3/3"]
+
+
+def create_unanswered(job: Job) -> Job:
+    """The job as a Kubernetes create that got no clear answer left it: Queued again, no name
+    of its own yet, while the API server may have made its PyTorchJob."""
+    from jobs.backends.kubernetes import UNANSWERED_EVENT
+    from jobs.services import job_event
+
+    Job.objects.filter(pk=job.pk).update(backend="kubernetes", external_id="")
+    job_event(job=job, reason=UNANSWERED_EVENT, message="no answer", warning=True)
+    job.refresh_from_db()
+    return job
+
+
+def test_delete_selected_lists_a_job_it_only_stops_apart_and_says_to_delete_it_again(
+    alice, alice_en
+):
+    """Until left45 the page said "Will be stopped and deleted." of a job queued again after
+    a create with no clear answer, which Delete stops and keeps (jobs.actions.
+    job_delete_only_stops), and afterwards that it was "being sent right now"."""
+    unsettled = create_unanswered(submit(alice, name="unsettled"))
+    queued = submit(alice, name="queued")
+    form = {"action": "delete", "jobs": [unsettled.public_id, queued.public_id]}
+
+    asked = alice_en.post(BULK, form)
+    confirmed = alice_en.post(BULK, {**form, "confirmed": "1"})
+
+    html = asked.content.decode()
+    shown = plans(html)
+    assert shown[unsettled.public_id] == (
+        "Will be stopped and kept, not deleted: a create of it got no clear answer, so its "
+        "platform may have made it. The worker looks for it there and stops it; delete the "
+        "job again once it has stopped."
+    )
+    assert shown[queued.public_id] == "Will be stopped and deleted."
+    assert 'id="bulk-only-stopped">1 job will be stopped and kept, not deleted' in html
+    assert said(confirmed) == [
+        "Deleted 1 job.",
+        "Job unsettled was not deleted: The job was stopped, not deleted: a create of it got "
+        "no clear answer, so its platform may have made it. The worker looks for it there and "
+        "stops it; delete the job again once it has stopped.",
+    ]
+    assert status_of(unsettled) == JobStatus.STOPPING
+
+
+def test_delete_selected_says_in_chinese_that_a_job_it_only_stops_is_kept(alice, alice_client):
+    unsettled = create_unanswered(submit(alice, name="unsettled"))
+
+    html = alice_client.post(
+        BULK, {"action": "delete", "jobs": [unsettled.public_id]}
+    ).content.decode()
+
+    assert "将停止并保留，不会删除" in plans(html)[unsettled.public_id]
+    assert "1 个任务将停止并保留，不会删除" in html

@@ -1215,7 +1215,8 @@ def test_a_page_past_the_end_is_empty_and_links_back(alice, alice_client):
     garbage = alice_client.get(reverse("job-list"), {"page": "x"})
 
     assert r.status_code == 200 and r.content.decode().count("data-job=") == 0
-    assert "page=4" in r.content.decode()
+    # Back to the last page there is (page 4, which it linked until left45, is empty too).
+    assert 'href="?page=1" id="page-previous"' in r.content.decode()
     assert garbage.status_code == 200 and garbage.content.decode().count("data-job=") == 1
 
 
@@ -1727,3 +1728,27 @@ def test_a_job_deleted_by_its_owner_says_when_at_its_link_and_its_refresh_stays_
     assert kept.reason == "" and kept.retention == ""
     # A page left open learns it as before (console.js: a 404 to a refresh).
     assert refresh.status_code == 404 and "scratch" not in refresh.content.decode()
+
+
+def test_a_job_delete_only_stops_is_asked_about_as_stopped_and_kept_with_and_without_javascript(
+    alice, alice_en
+):
+    """Until left45 the job page asked "Delete this job?" of a job queued again after a
+    create with no clear answer, which Delete stops and keeps (job_delete_only_stops)."""
+    from jobs.backends.kubernetes import UNANSWERED_EVENT
+    from jobs.services import job_event
+
+    job = submit(alice, name="unsettled")
+    other = submit(alice, name="settled")
+    Job.objects.filter(pk__in=[job.pk, other.pk]).update(backend="kubernetes", external_id="")
+    job_event(job=job, reason=UNANSWERED_EVENT, message="no answer", warning=True)
+    asked = "Stop this job and keep it? A create of it got no clear answer"
+
+    page = alice_en.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    other_page = alice_en.get(reverse("job-detail", args=[other.public_id])).content.decode()
+    no_javascript = alice_en.post(reverse("job-delete", args=[job.public_id])).content.decode()
+
+    assert f'id="job-delete-form" data-confirm="{asked}' in page
+    assert asked not in other_page and "Delete this job?" in other_page
+    assert f'id="delete-question">{asked}' in no_javascript
+    assert status_of(job) == JobStatus.QUEUED  # asked, nothing done

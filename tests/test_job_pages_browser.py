@@ -1599,3 +1599,27 @@ def test_a_failed_jobs_page_opens_on_the_log_of_the_replica_that_failed(
     page.click("#log-panel .nav-link >> text=master-0")
     expect(page.locator("#log-lines")).to_contain_text("rank 0 step 1")
     expect(page).to_have_url(re.compile(r"\?replica=master-0"))
+
+
+def test_deleting_a_job_whose_create_got_no_clear_answer_asks_to_stop_and_keep_it(
+    logged_in_page, alice
+):
+    """Until left45 the browser asked "Delete this job?" of it, and the page then said it
+    was being sent right now: Delete stops such a job and keeps it (job_delete_only_stops)."""
+    from jobs.backends.kubernetes import UNANSWERED_EVENT
+    from jobs.services import job_event
+
+    job = submitted(alice, "unsettled")
+    Job.objects.filter(pk=job.pk).update(backend="kubernetes", external_id="")
+    job_event(job=job, reason=UNANSWERED_EVENT, message="no answer", warning=True)
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    questions: list[str] = []
+    page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.accept()))
+
+    page.click("#job-delete")
+
+    expect(page.get_by_role("alert").filter(has_text="已停止但未删除")).to_be_visible()
+    assert questions and questions[0].startswith("停止并保留此任务？")
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING

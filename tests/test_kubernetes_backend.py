@@ -1295,7 +1295,7 @@ def test_deleting_a_job_queued_again_after_an_unsettled_create_stops_it_and_keep
     fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
     job = submitted(alice, k8s)
 
-    with pytest.raises(ActionError, match="being sent to its platform right now"):
+    with pytest.raises(ActionError, match="The job was stopped, not deleted: a create of it"):
         job_delete(job=job)
 
     job.refresh_from_db()  # kept, until the worker has found what was made

@@ -304,6 +304,8 @@ def test_the_job_states_block_is_the_state_machine():
 def numbers_said() -> list[str]:
     """Passages of README that state a number the code defines, written from the code's
     constant: a change to either (the constant, or README's wording of it) fails the test."""
+    from django.conf import settings
+
     from jobs import (
         actions,
         api_keys,
@@ -403,7 +405,8 @@ def numbers_said() -> list[str]:
         f"queue no longer offered, one wording for both; at most {pools.USED_POOLS_LISTED};",
         # Alerts: a task a killed db_worker left Running.
         f"Once it has been Running for {worker.STALE_TASK_MINUTES} minutes (`STALE_TASK_MINUTES`",
-        f"within the mail server's {worker.MAIL_TIMEOUT_SECONDS} s, about "
+        f"within the mail server's {settings.MAIL_TIMEOUT_SECONDS} s (`MAIL_TIMEOUT_SECONDS` in "
+        "`console/settings.py`, the SMTP timeout each exchange is given), about "
         f"{worker.longest_delivery().total_seconds() // 60:.0f} minutes by default)",
         f"and two mails of up to {worker.MAIL_EXCHANGES} exchanges",
         f"{S.MAX_ALERT_WEBHOOKS} webhooks each resolved",
