@@ -12,11 +12,9 @@ from html.parser import HTMLParser
 import pytest
 from django.test import Client
 
-from jobs import spec as S
-
 from .runner_helpers import runner_settings  # noqa: F401
 from .test_wizard import _local_pool  # noqa: F401 (autouse fixture)
-from .test_wizard_features import _review_of_a_copy
+from .test_wizard_features import _review_of_a_copy, tensorflow_four_roles
 
 CJK = re.compile(r"[\u2e80-\u9fff\uff00-\uffef]")
 
@@ -25,22 +23,7 @@ def test_the_roles_note_of_the_review_names_the_import_in_english_for_an_english
     alice_en, alice
 ):
     # It named the drafts page's button 从请求导入 in the English sentence.
-    card = "baidu.com/a800_80g_cgpu"
-    spec = S.JobSpec(
-        name="tf-roles",
-        resource_pool_id="local",
-        image="python:3.12",
-        command="python3 t.py",
-        framework=S.TENSORFLOW,
-        roles=[
-            S.Role("chief", 1, card, 1),
-            S.Role("worker", 1, card, 1),
-            S.Role("ps", 1),
-            S.Role("evaluator", 1),
-        ],
-    )
-
-    page = _review_of_a_copy(alice_en, alice, spec)
+    page = _review_of_a_copy(alice_en, alice, tensorflow_four_roles())
 
     note = re.search(r'id="request-roles-note">(.*?)</p>', page, re.S)
     assert note and "“Import from a request”" in note[1]

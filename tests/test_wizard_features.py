@@ -1210,13 +1210,11 @@ def _review_of_a_copy(client, owner, spec: S.JobSpec) -> str:
     return client.get(step_url(draft, W.REVIEW)).content.decode()
 
 
-def test_the_local_pools_request_says_when_its_v1_body_cannot_carry_the_jobs_roles(
-    alice_client, alice
-):
-    # qa60: a team from seed 004 copied a local TensorFlow job's request to script it; AIHC's
-    # v1 body has an instance count and one set of resources, so it made 4 workers of 1 card.
+def tensorflow_four_roles() -> S.JobSpec:
+    """A local TensorFlow job whose roles differ (chief and worker with a card, ps and
+    evaluator without): more than AIHC's v1 body can carry."""
     card = "baidu.com/a800_80g_cgpu"
-    spec = S.JobSpec(
+    return S.JobSpec(
         name="tf-roles",
         resource_pool_id="local",
         image="python:3.12",
@@ -1230,7 +1228,13 @@ def test_the_local_pools_request_says_when_its_v1_body_cannot_carry_the_jobs_rol
         ],
     )
 
-    page = _review_of_a_copy(alice_client, alice, spec)
+
+def test_the_local_pools_request_says_when_its_v1_body_cannot_carry_the_jobs_roles(
+    alice_client, alice
+):
+    # qa60: a team from seed 004 copied a local TensorFlow job's request to script it; AIHC's
+    # v1 body has an instance count and one set of resources, so it made 4 workers of 1 card.
+    page = _review_of_a_copy(alice_client, alice, tensorflow_four_roles())
 
     note = re.search(r'id="request-roles-note">(.*?)</p>', page, re.S)
     assert note and "worker × 4" in note[1] and "console.roles" in note[1]
