@@ -60,6 +60,13 @@ DELETE_ONLY_STOPPED = gettext_lazy(
     "it has stopped."
 )
 
+# Why a Delete again of that job, Stopping while the worker looks for it, does not delete it yet.
+DELETE_WHILE_LOOKED_FOR = gettext_lazy(
+    "The job is being looked for on its platform: a create of it got no clear answer, so the "
+    "platform may have made it. The worker stops it there if it finds it; delete the job "
+    "again once it has stopped."
+)
+
 
 class ActionError(Exception):
     """The action cannot be done now; the message is safe to show."""
@@ -373,8 +380,13 @@ def job_priority_change(*, job: Job, priority: str, actor: User) -> bool:
 def job_delete_refusal(job: Job) -> str:
     """Why job_delete refuses the job now ("" when it does not)."""
     if job.backend != "local" and not job.external_id and job.status in (S.SUBMITTING, S.STOPPING):
-        # A create is on its way to the platform: deleting the row now would leave whatever
-        # it creates running there with nothing tracking it.
+        # A create is on its way to the platform, or one got no clear answer and the worker
+        # looks for what it made: deleting the row now would leave whatever the platform has
+        # running there with nothing tracking it.
+        if job.status == S.STOPPING and get_backend(job.backend).create_unsettled(job):
+            # Stopped (a first Delete: job_delete_only_stops) after such a create: nothing is
+            # being sent. Until left47 this said it was, and to stop the job.
+            return str(DELETE_WHILE_LOOKED_FOR)
         return _(
             "The job is being sent to its platform right now. Stop it, or wait a moment; "
             "it can be deleted once the platform has answered."

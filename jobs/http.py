@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
+from django.contrib.sessions.middleware import SessionMiddleware as DjangoSessionMiddleware
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db import Error as DatabaseLibraryError
 from django.http import (
@@ -337,11 +338,40 @@ class DatabaseUnreachableMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, DatabaseLibraryError):
             return None
-        if sqlite_busy(exception):
-            return database_busy_response(request, exception)
-        if database_disk_full(exception):
-            return database_disk_full_response(request, exception)
-        return database_unreachable_response(request)
+        refused = database_write_refused_response(request, exception)
+        return refused if refused is not None else database_unreachable_response(request)
+
+
+class SessionMiddleware(DjangoSessionMiddleware):
+    """Django's, except that a session its answer could not save because SQLite was held by
+    another process past the wait, or the database's disk was full, answers the same 503 as a
+    view meeting it (DatabaseUnreachableMiddleware). The session is saved on the way out, after
+    the view returned, where no process_exception sees it: a step sent once the log-in had
+    ended (kept in a new session) was a 500 "Server error", and one kept in an existing
+    session a 400 "Bad request" (Django read the refused write as the session deleted
+    meanwhile; jobs.sessions raises it as itself). Found in left47. Any other error stays
+    Django's 500 (or its 400 for a session deleted meanwhile)."""
+
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        try:
+            return super().process_response(request, response)
+        except DatabaseLibraryError as exc:
+            refused = database_write_refused_response(request, exc)
+            if refused is None:
+                raise
+            return refused
+
+
+def database_write_refused_response(
+    request: HttpRequest, exception: BaseException
+) -> HttpResponse | None:
+    """The 503 answer when `exception` is a write the database refused for now (SQLite held
+    by another process, its disk full); None for any other error."""
+    if sqlite_busy(exception):
+        return database_busy_response(request, exception)
+    if database_disk_full(exception):
+        return database_disk_full_response(request, exception)
+    return None
 
 
 def database_busy_response(request: HttpRequest, exception: BaseException) -> HttpResponse:

@@ -24,11 +24,15 @@ import os
 import pwd
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.utils.translation import gettext, gettext_noop
 
-from .sandbox import may_access
+from .sandbox import may_access, reach_problem
+
+if TYPE_CHECKING:
+    from .spec import JobSpec
 
 # The highest uid Linux gives a process is 2^32-2, but many programs (and the kernel's own
 # checks in places) treat uids as signed 32-bit numbers: the jobs' uids stay below 2^31-1.
@@ -115,6 +119,39 @@ def user_for(*, owner_id: int) -> tuple[int, int] | None:
         )
         % {"gid": uid, "name": group}
     )
+
+
+def reach_refusals(*, spec: JobSpec, owner_id: int) -> dict[str, list[str]]:
+    """The mounts of a local job's spec its owner's user could not reach by itself (enter
+    each folder on the way, read it, write it for a read-write mount): what its start
+    refuses (jobs.runner.volume_mounts), said by spec field path at submit, the wizard's
+    data step and the APIs alike. Nothing when jobs run as the worker's user, nor when the
+    owner's user is no user a job may run as (user_for: its start says why). Rows naming no
+    volume of this machine are the submit's other checks' to refuse."""
+    try:
+        as_user = user_for(owner_id=owner_id)
+    except JobUserError:
+        return {}
+    if as_user is None:
+        return {}
+    from .backends.local import host_volumes
+
+    roots = {volume.name: volume.root for volume in host_volumes()}
+    errors: dict[str, list[str]] = {}
+    for i, ds in enumerate(spec.datasources):
+        if ds.type != "hostpath" or ds.name not in roots:
+            continue
+        problem = reach_problem(
+            roots[ds.name], ds.source_path, read_only=ds.read_only, as_user=as_user
+        )
+        if problem is not None:
+            errors[f"datasources[{i}].sourcePath"] = [
+                gettext(
+                    "The job would not be allowed to mount this folder when it starts: %(reason)s"
+                )
+                % {"reason": problem}
+            ]
+    return errors
 
 
 def recorded_user(*, uid: int, gid: int) -> tuple[int, int]:

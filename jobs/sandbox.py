@@ -98,6 +98,10 @@ class SandboxError(Exception):
     """A mount cannot be set up; the message is safe to show the user."""
 
 
+class FolderMoved(SandboxError):
+    """A folder of a mount was moved or replaced between its opening and its check."""
+
+
 @dataclass(frozen=True)
 class Mount:
     fd: int  # O_PATH descriptor of the host folder, opened and checked by open_in_root
@@ -375,13 +379,13 @@ def check_within_reach(
             try:
                 following = os.open(name, flags, dir_fd=current)
             except OSError:  # swapped for a link, or gone, since it was opened
-                raise SandboxError(_moved_reason(path)) from None
+                raise FolderMoved(_moved_reason(path)) from None
             os.close(current)
             current = following
             walked = os.path.join(walked, name)
         reached, bound = os.fstat(current), os.fstat(mounted)
         if (reached.st_dev, reached.st_ino) != (bound.st_dev, bound.st_ino):
-            raise SandboxError(_moved_reason(path))
+            raise FolderMoved(_moved_reason(path))
         if not may_access(reached, uid, gid, os.R_OK | os.X_OK):
             raise SandboxError(
                 gettext(
@@ -400,6 +404,65 @@ def check_within_reach(
             )
     finally:
         os.close(current)
+
+
+def reach_problem(
+    root: Path, sub_path: str | None, *, read_only: bool, as_user: tuple[int, int]
+) -> str | None:
+    """What a job's start would refuse of a mount of `sub_path` in the volume at `root` for
+    its user `as_user` (check_within_reach; for a missing read-write folder, make_in_root's
+    walk), said when the job is submitted, so that its owner learns it on the mount's row
+    and not once it has been queued (left47). None when the start would mount it, and when
+    this process cannot tell (the web server may not look where the worker, root, can; a
+    folder moved meanwhile): the start checks again all the same, as permissions change."""
+    if as_user[0] == 0:
+        return None
+    try:
+        fd, source = open_in_root(root, sub_path)
+    except FileNotFoundError:
+        return None if read_only else _missing_folder_reach_problem(root, sub_path, as_user)
+    except (OSError, ValueError, SandboxError):
+        return None  # the submit's own checks say what is wrong with the path
+    try:
+        check_within_reach(fd, source, root=root, read_only=read_only, as_user=as_user)
+    except FolderMoved:
+        return None
+    except SandboxError as error:
+        return str(error)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return None
+
+
+def _missing_folder_reach_problem(
+    root: Path, sub_path: str | None, as_user: tuple[int, int]
+) -> str | None:
+    """As make_in_root walks the volume to a missing folder for `as_user`: each folder that
+    exists on the way must be one the job's user may enter, and the last one it may write."""
+    parts = _components(sub_path)
+    if parts is None:
+        return None
+    current = os.path.realpath(root)
+    for index, part in enumerate(parts):
+        try:
+            folder = os.lstat(current)
+        except OSError:
+            return None
+        if not _may_enter(folder, *as_user):
+            return _not_enterable_reason(sub_path, "/".join(parts[:index]), as_user)
+        following = os.path.join(current, part)
+        try:
+            os.lstat(following)
+        except FileNotFoundError:
+            if not _may_make_in(folder, *as_user):
+                return _not_writable_reason(sub_path, "/".join(parts[:index]), as_user)
+            return None
+        except OSError:
+            return None
+        current = following
+    return None
 
 
 def _moved_reason(path: str) -> str:

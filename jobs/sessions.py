@@ -15,12 +15,13 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth import BACKEND_SESSION_KEY
-from django.contrib.sessions.backends.base import VALID_KEY_CHARS
+from django.contrib.sessions.backends.base import VALID_KEY_CHARS, UpdateError
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 from django.db import connections, router
 from django.utils import timezone
 
 from .auth_backends import CONSOLE_MODEL_BACKEND, DJANGO_MODEL_BACKEND
+from .health import database_write_refused_reason
 
 # The longest key the table holds (django_session.session_key is a varchar(40)).
 _KEY_MAX_LENGTH = 40
@@ -52,6 +53,19 @@ class SessionStore(DatabaseSessionStore):
             # this way; the row changes when the session is next saved.
             session[BACKEND_SESSION_KEY] = CONSOLE_MODEL_BACKEND
         return session
+
+    def save(self, must_create: bool = False) -> None:
+        try:
+            super().save(must_create=must_create)
+        except UpdateError as exc:
+            # Django's engine reads any database error of an update as the row deleted
+            # meanwhile (a log-out in another tab), which its middleware answers with a 400
+            # "Bad request". SQLite held by another process or a full disk is no such thing:
+            # raised as itself, it is answered 503 saying so (jobs.http.SessionMiddleware).
+            refused = exc.__context__
+            if database_write_refused_reason(refused) is not None:
+                raise refused  # noqa: B904 - the database's own error, not UpdateError's
+            raise
 
     async def aload(self) -> dict[str, Any]:
         # The console is served over WSGI; under ASGI the same read, in a thread.

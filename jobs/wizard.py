@@ -41,7 +41,7 @@ from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from . import chat_bots
+from . import chat_bots, job_users
 from . import forms as F
 from . import spec as S
 from .backends import (
@@ -2024,6 +2024,14 @@ def pool_refusals(
             )
             for message in refusals:
                 errors.setdefault("submission.mode", []).append(message)
+    if owner is not None and pool.backend == "local":
+        # A mount the job's own user (LOCAL_JOB_UID_BASE) could not reach, said on its row
+        # rather than when the job starts. Only rows nothing else refused are looked into: a
+        # volume not offered to the owner is not, nor a folder whose path is already wrong.
+        for path, messages in job_users.reach_refusals(spec=checked, owner_id=owner.pk).items():
+            row = path.rpartition(".")[0]
+            if not any(p == row or p.startswith((row + ".", row + "[")) for p in errors):
+                errors[path] = messages
     if owner is not None and local:
         for path, message in quota_refusals(spec, owner, standalone=standalone, plan=plan):
             errors.setdefault(path, []).append(message)

@@ -32,7 +32,7 @@ from jobs.models import Draft, Job
 from .runner_helpers import runner_settings  # noqa: F401
 from .signed_requests import signed_request
 from .test_api import alice_key, body, wsgi  # noqa: F401
-from .test_wizard import A800, complete_steps, new_draft
+from .test_wizard import A800, complete_steps, image_data, new_draft, step_url
 
 pytestmark = [
     pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's write lock"),
@@ -168,6 +168,79 @@ def test_a_page_waits_for_a_lock_held_shorter_than_its_wait_and_then_answers(ali
     assert waited >= 0.3
 
 
+# -- The session, saved after the view -----------------------------------------------------
+# A step sent once its log-in has ended is kept in the visitor's session (jobs.wizard_views),
+# which the session middleware writes after the view has answered: the view itself writes
+# nothing, so the lock (or the full disk) is met where no view's error handling sees it.
+# Found in left47: a 500 "Server error" for a new session, a 400 "Bad request" for one that
+# already held a step.
+
+
+def step_sent_logged_out(client, draft, command: str, **headers):
+    return client.post(
+        step_url(draft, W.IMAGE),
+        {**image_data(command=command), "action": "next"},
+        headers=headers,
+    )
+
+
+def test_a_session_saved_while_the_database_is_busy_answers_503_and_is_saved_when_sent_again(
+    alice_client, caplog
+):
+    draft = new_draft(alice_client)
+    visitor = Client(raise_request_exception=False)
+    caplog.set_level(logging.ERROR, logger="jobs.http")
+
+    with database_held():
+        held = step_sent_logged_out(visitor, draft, "torchrun held.py", **{"Accept-Language": "en"})
+    again = step_sent_logged_out(visitor, draft, "torchrun held.py")
+
+    assert held.status_code == 503
+    assert held["Retry-After"] == "30"
+    assert "<h1>The database is busy</h1>" in held.content.decode()
+    assert (
+        f"the database is busy (POST {step_url(draft, W.IMAGE)}): database is locked" in caplog.text
+    )
+    assert again.status_code == 302 and again["Location"].startswith("/login/")
+    kept = visitor.session["wizard_step_posted_logged_out"]["post"]
+    assert kept["command"] == ["torchrun held.py"]
+
+
+def test_a_session_already_saved_and_changed_while_the_database_is_busy_answers_503_not_400(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    visitor = Client(raise_request_exception=False)
+    step_sent_logged_out(visitor, draft, "torchrun first.py")
+
+    with database_held():
+        held = step_sent_logged_out(visitor, draft, "torchrun second.py")
+    again = step_sent_logged_out(visitor, draft, "torchrun second.py")
+
+    assert held.status_code == 503  # was Django's "session interrupted", a 400 "Bad request"
+    assert "<h1>数据库正忙</h1>" in held.content.decode()
+    assert again.status_code == 302
+    kept = visitor.session["wizard_step_posted_logged_out"]["post"]
+    assert kept["command"] == ["torchrun second.py"]
+
+
+def test_a_session_refused_by_the_database_for_any_other_reason_is_still_a_server_error(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    visitor = Client(raise_request_exception=False)
+    # The request's connection made read-only: its writes fail with SQLite's own error
+    # ("attempt to write a readonly database"), neither a lock nor a full disk.
+    connection.cursor().execute("PRAGMA query_only = ON")
+    try:
+        refused = step_sent_logged_out(visitor, draft, "torchrun refused.py")
+    finally:
+        connection.cursor().execute("PRAGMA query_only = OFF")
+
+    assert refused.status_code == 500
+    assert "Retry-After" not in refused
+
+
 # -- The database's disk full ------------------------------------------------------------
 
 
@@ -258,3 +331,25 @@ def test_an_api_create_while_the_databases_disk_is_full_answers_503_and_its_retr
     assert retried.status_code == 200
     assert retried_again.json()["result"]["jobId"] == retried.json()["result"]["jobId"]
     assert Job.objects.count() == 1
+
+
+@pytest.fixture
+def open_draft(alice_client):
+    """A draft of alice's, made before the disk is filled (fixtures are set up in order)."""
+    return new_draft(alice_client)
+
+
+def test_a_session_saved_while_the_databases_disk_is_full_answers_503_saying_so(
+    open_draft, database_on_a_full_disk
+):
+    draft = open_draft
+    visitor = Client(raise_request_exception=False)
+
+    full = step_sent_logged_out(visitor, draft, "torchrun full.py", **{"Accept-Language": "en"})
+    database_on_a_full_disk.unlink()
+    freed = step_sent_logged_out(visitor, draft, "torchrun full.py")
+
+    assert full.status_code == 503
+    assert full["Retry-After"] == "30"
+    assert "<h1>The console's disk is full</h1>" in full.content.decode()
+    assert freed.status_code == 302 and freed["Location"].startswith("/login/")

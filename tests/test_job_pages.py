@@ -1752,3 +1752,32 @@ def test_a_job_delete_only_stops_is_asked_about_as_stopped_and_kept_with_and_wit
     assert asked not in other_page and "Delete this job?" in other_page
     assert f'id="delete-question">{asked}' in no_javascript
     assert status_of(job) == JobStatus.QUEUED  # asked, nothing done
+
+
+def test_a_second_delete_of_a_job_looked_for_on_its_platform_says_it_is_looked_for(alice, alice_en):
+    """The first Delete of a job queued again after a create with no clear answer stops it
+    and keeps it (Stopping: the worker looks for what the create made). Pressed again, until
+    left47 Delete said the job was "being sent to its platform right now", which it is not."""
+    from jobs.backends.kubernetes import UNANSWERED_EVENT
+    from jobs.services import job_event
+
+    job = submit(alice, name="unsettled")
+    Job.objects.filter(pk=job.pk).update(backend="kubernetes", external_id="")
+    job_event(job=job, reason=UNANSWERED_EVENT, message="no answer", warning=True)
+    delete = reverse("job-delete", args=[job.public_id])
+
+    first = alice_en.post(delete, {"confirmed": "1"}, follow=True).content.decode()
+    assert status_of(job) == JobStatus.STOPPING
+    again = alice_en.post(delete, {"confirmed": "1"}, follow=True).content.decode()
+    alice_en.cookies["django_language"] = "zh-hans"
+    chinese = alice_en.post(delete, {"confirmed": "1"}, follow=True).content.decode()
+
+    assert "The job was stopped, not deleted" in first
+    assert (
+        "The job is being looked for on its platform: a create of it got no clear answer, so "
+        "the platform may have made it. The worker stops it there if it finds it; delete the "
+        "job again once it has stopped."
+    ) in again
+    assert "being sent to its platform" not in again
+    assert "正在平台上查找该任务" in chinese
+    assert status_of(job) == JobStatus.STOPPING  # kept, until the worker has settled it

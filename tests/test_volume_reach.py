@@ -5,19 +5,32 @@ way kept nobody out. Real folders, a real worker, real jobs run as their owners'
 
 from __future__ import annotations
 
+import html
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from jobs import spec as S
-from jobs.models import JobStatus
+from jobs import wizard as W
+from jobs.models import Draft, Job, JobStatus
 from jobs.sandbox import SandboxError, check_within_reach, open_in_root
 
 from .runner_helpers import log_text, make_spec, runner_settings, submit, volume  # noqa: F401
+from .test_api import alice_key, api, body, refused, wsgi  # noqa: F401
 from .test_runner_job_users import BASE, GID, job_users_on, run_job  # noqa: F401
+from .test_wizard import (
+    A800,
+    complete_steps,
+    data_data,
+    field_errors,
+    new_draft,
+    post_step,
+    step_url,
+)
 
 
 def with_mount(source: str, *, read_only: bool) -> dict:
@@ -157,3 +170,118 @@ def test_a_jobs_curves_are_not_read_from_a_folder_its_user_may_not_enter(
     assert bobs.charts == []
     assert f"uid {BASE + bob.pk}" in bobs.note and "alice/private" in bobs.note, bobs.note
     assert [chart.tag for chart in alices.charts] == ["loss"], alices.note
+
+
+# -- Said at submit (left47) ----------------------------------------------------------------
+# With LOCAL_JOB_UID_BASE the job's uid is known before it starts (the base + its owner's id):
+# a mount its user could not reach is refused on the data step's row and by the APIs, not
+# only when the queued job starts. The check at start stays: permissions change meanwhile.
+
+
+@pytest.fixture
+def wizard_pool(job_users_on):  # noqa: F811
+    """The local pool of the wizard's steps (tests/test_wizard.py's cards) on the jobs' users'
+    volume."""
+    job_users_on.LOCAL_ACCELERATORS = f"{A800}=8"
+    return job_users_on
+
+
+def data_step_mounting(source: str, access: str) -> dict:
+    """The data step: the team's volume at /workspace, and `source` in it at /data."""
+    return data_data(
+        mounts=(("hostpath", "work", "/workspace"), ("hostpath", "work", "/data")),
+        **{"mounts-1-source_path": source, "mounts-1-access": access},
+    )
+
+
+def test_the_data_step_says_on_the_mount_row_that_the_jobs_user_may_not_enter_its_folder(
+    wizard_pool, alice, bob, client
+):
+    root = volume(wizard_pool)
+    alices_folder(root, "alice/private", 0o700, alice)
+    alices_folder(root, "alice/private/data", 0o777, alice)
+    client.force_login(bob)
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=W.DATA)
+
+    refused_step = post_step(client, draft, W.DATA, data_step_mounting("alice/private/data", "ro"))
+    client.cookies["django_language"] = "en"
+    in_english = post_step(client, draft, W.DATA, data_step_mounting("alice/private/data", "ro"))
+    (root / "alice/private").chmod(0o711)  # Alice lets others through her folder
+    fixed = post_step(client, draft, W.DATA, data_step_mounting("alice/private/data", "ro"))
+
+    assert refused_step.status_code == 200
+    [message] = field_errors(refused_step, "id_mounts-1-source_path")
+    assert message.startswith("任务启动时将无权挂载此目录：")
+    assert f"uid {BASE + bob.pk}" in message and "无权进入“alice/private”" in message
+    assert field_errors(refused_step, "id_mounts-0-source_path") == []
+    # What was typed is kept on the row.
+    assert 'value="alice/private/data"' in refused_step.content.decode()
+    [english] = field_errors(in_english, "id_mounts-1-source_path")
+    assert english.startswith(
+        f"The job would not be allowed to mount this folder when it starts: the job runs as "
+        f"uid {BASE + bob.pk}, gid {GID}, which may not enter “alice/private”"
+    )
+    assert fixed.status_code == 302
+    assert Draft.objects.get(pk=draft.pk).data[W.DATA]["mounts-1-source_path"] == [
+        "alice/private/data"
+    ]
+
+
+def test_submit_refuses_a_mount_whose_folder_was_closed_to_the_jobs_user_since_its_step(
+    wizard_pool, alice, bob, client
+):
+    root = volume(wizard_pool)
+    alices_folder(root, "alice-ckpt", 0o777, alice)
+    client.force_login(bob)
+    client.cookies["django_language"] = "en"
+    draft = new_draft(client)
+    complete_steps(client, draft, **{W.DATA: data_step_mounting("alice-ckpt", "rw")})
+    (root / "alice-ckpt").chmod(0o755)  # the jobs' umask: others read it, not write it
+
+    submitted = client.post(reverse("wizard-submit", args=[draft.id]), follow=True)
+
+    assert not Job.objects.exists()
+    assert submitted.redirect_chain[-1][0] == step_url(draft, W.REVIEW)
+    review = html.unescape(submitted.content.decode())
+    assert "Fix these before submitting" in review
+    assert f"uid {BASE + bob.pk}, gid {GID}, which may not write in “alice-ckpt”" in review
+    # Opened from the review, its Next says it on the row.
+    data_step = post_step(client, draft, W.DATA, dict(Draft.objects.get(pk=draft.pk).data[W.DATA]))
+    [message] = field_errors(data_step, "id_mounts-1-source_path")
+    assert "which may not write in “alice-ckpt”: mount it read-only" in message
+    assert Draft.objects.get(pk=draft.pk).submitted_at is None
+
+
+def test_the_api_refuses_a_mount_the_jobs_user_may_not_write_naming_its_field(
+    job_users_on,  # noqa: F811
+    api,  # noqa: F811
+    alice,
+    bob,
+):
+    root = volume(job_users_on)
+    alices_folder(root, "bob-ckpt", 0o755, bob)
+    mounting = body()
+    mounting["datasources"].append(
+        {"type": "hostpath", "name": "work", "mountPath": "/data", "sourcePath": "bob-ckpt"}
+    )
+    made_below = body()
+    made_below["datasources"].append(
+        {"type": "hostpath", "name": "work", "mountPath": "/data", "sourcePath": "bob-ckpt/alice"}
+    )
+
+    error = refused(lambda: api.create_job(pool="local", body=mounting))
+    below = refused(lambda: api.create_job(pool="local", body=made_below))
+    mounting["datasources"][1]["options"] = {"readOnly": True}
+    read_only = api.create_job(pool="local", body=mounting)
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    assert error.message.startswith(
+        "datasources[1].sourcePath: The job would not be allowed to mount this folder when it "
+        f"starts: the job runs as uid {BASE + alice.pk}, gid {GID}, which may not write in "
+        "“bob-ckpt”"
+    ), error.message
+    assert "datasources[1].sourcePath:" in below.message
+    assert "“bob-ckpt/alice” does not exist and cannot be made" in below.message
+    assert not (root / "bob-ckpt/alice").exists()
+    assert Job.objects.get().public_id == read_only["jobId"]
