@@ -90,6 +90,14 @@ def refused_looks_earlier(job: Job, *, seconds: float) -> None:
     )
 
 
+def minutes_said(start, end, *, seconds: int) -> set[str]:
+    """The HH:MM a reason may give for `seconds` after a moment between `start` and `end`."""
+    return {
+        timezone.localtime(moment + timedelta(seconds=seconds)).strftime("%H:%M")
+        for moment in (start, end)
+    }
+
+
 def submit_pause_over(aihc) -> None:
     """Ends the submit pause now, as if its time had passed (instead of sleeping past it)."""
     with aihc._lock:
@@ -775,18 +783,19 @@ def test_a_look_aihc_refuses_is_made_again_only_at_its_time_one_event_each_not_h
     fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # created, then failed
     fake.fail_next("DescribeJobs", status=403, code="AccessDenied", message="no list", times=2)
     [job] = submit(alice, seed_spec())
+    start = timezone.now()
 
     aihc.submit(job)
 
     job.refresh_from_db()
     assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
-    first = job.events.get(reason="LookRefused")
-    assert first.type == "Warning"
-    at = timezone.localtime(first.created_at + timedelta(seconds=30)).strftime("%H:%M")
+    assert job.events.get(reason="LookRefused").type == "Warning"
     with translation.override("en"):
         shown = job.status_reason_shown
     assert shown.startswith("AIHC refused the look for the job its creates may have made: ")
     assert "AccessDenied" in shown
+    at = shown.removesuffix(".").rsplit(" at ", 1)[1]
+    assert at in minutes_said(start, timezone.now(), seconds=30)
     assert shown.endswith(f"The job stays queued and is looked for again at {at}.")
     with translation.override("zh-hans"):
         assert "查找被百舸 AIHC 拒绝" in job.status_reason_shown
@@ -796,6 +805,7 @@ def test_a_look_aihc_refuses_is_made_again_only_at_its_time_one_event_each_not_h
     for _ in range(5):  # the worker's next passes, before the job's time
         aihc.submit(job)
         job.refresh_from_db()
+    type(aihc)().submit(job)  # a worker started again: its wait is kept in its events
     [other] = submit(alice, seed_spec(name="other-job"))
     aihc.submit(other)  # another job on the account is created meanwhile
 
@@ -803,6 +813,7 @@ def test_a_look_aihc_refuses_is_made_again_only_at_its_time_one_event_each_not_h
     other.refresh_from_db()
     assert other.external_id in fake.jobs
     refused_looks_earlier(job, seconds=31)
+    start = timezone.now()
 
     aihc.submit(job)  # its time: looked for again, refused again
 
@@ -810,10 +821,9 @@ def test_a_look_aihc_refuses_is_made_again_only_at_its_time_one_event_each_not_h
     assert job.status == JobStatus.QUEUED
     assert len(fake.calls("DescribeJobs")) == looks + 1
     assert [e.reason for e in job.events.order_by("pk")[events:]] == ["LookRefused"]
-    second = job.events.filter(reason="LookRefused").latest("pk")
-    at = timezone.localtime(second.created_at + timedelta(seconds=60)).strftime("%H:%M")
     with translation.override("en"):
-        assert job.status_reason_shown.endswith(f"looked for again at {at}.")
+        at = job.status_reason_shown.removesuffix(".").rsplit(" at ", 1)[1]
+    assert at in minutes_said(start, timezone.now(), seconds=60)
     refused_looks_earlier(job, seconds=31)
     aihc.submit(job)  # 31 s is not its time any more: the wait doubled
     assert len(fake.calls("DescribeJobs")) == looks + 1

@@ -111,13 +111,10 @@ def refused_looks(job: Job, unanswered: tuple[str, ...]) -> list[datetime]:
     return times[::-1]
 
 
-def look_retry_after(refused: list[datetime]) -> datetime | None:
-    """When a job whose looks were refused at `refused` (refused_looks) is looked for again:
+def look_wait(refusals: int) -> timedelta:
+    """How long a job waits for its next look after `refusals` refused looks in a row:
     LOOK_RETRY_FIRST after the first, each wait twice the last, at most LOOK_RETRY_MAX."""
-    if not refused:
-        return None
-    wait = min(LOOK_RETRY_FIRST * 2 ** (len(refused) - 1), LOOK_RETRY_MAX)
-    return refused[-1] + wait
+    return min(LOOK_RETRY_FIRST * 2 ** (refusals - 1), LOOK_RETRY_MAX)
 
 
 def recorded_error(exc: Exception) -> str:
@@ -232,17 +229,13 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             return
         if self._submits_paused(config):
             return  # the platform could not be reached a moment ago: the job waits, Queued
-        look_again = look_retry_after(refused_looks(job, self.unanswered_events))
-        if look_again is not None and timezone.now() < look_again:
+        refused = refused_looks(job, self.unanswered_events)
+        if refused and timezone.now() < refused[-1] + look_wait(len(refused)):
             return  # its last look was refused: looked for again at its time, Queued till then
         # A job looked for again after a refusal moves without an event of its own: the
         # look's outcome says what came of it (one event a look, not two).
         if not self._move(
-            job,
-            JobStatus.SUBMITTING,
-            "Submitting",
-            self._submitting(job),
-            event=look_again is None,
+            job, JobStatus.SUBMITTING, "Submitting", self._submitting(job), event=not refused
         ):
             return
         if refusals:
@@ -381,7 +374,7 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
     ) -> None:
         """The platform refused the look for what the job's unanswered creates may have made:
         back to Queued, saying so and when the next look is (`message`, marked with
-        gettext_noop, with %(error)s and %(time)s), looked for again then (look_retry_after);
+        gettext_noop, with %(error)s and %(time)s), looked for again then (look_wait);
         once the refusals have lasted LOOK_REFUSED_GIVE_UP, Submit failed (`given_up`, with
         %(error)s and `params`). A job stopped meanwhile is left to its sync, which looks."""
         if job.status == JobStatus.STOPPING:
@@ -392,8 +385,7 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         if refused and now - refused[0] >= LOOK_REFUSED_GIVE_UP:
             self._fail(job, recorded(given_up, error=error, **params), secrets)
             return
-        look_again = look_retry_after([*refused, now])
-        assert look_again is not None
+        look_again = now + look_wait(len(refused) + 1)
         self.logger.warning(
             "%s refused the look for %s's create: %s; looked for again at %s",
             self.platform,
