@@ -340,6 +340,8 @@ EVENT_REASONS = {
     "SubmitServerError": pgettext_lazy("event reason", "Submit met a server error"),
     "SubmitRetry": pgettext_lazy("event reason", "Submit to be retried"),
     "SubmitDeferred": pgettext_lazy("event reason", "Submit deferred"),
+    # The platform refused the look for what an unanswered create made (left46).
+    "LookRefused": pgettext_lazy("event reason", "Look refused"),
     "SubmitFailed": pgettext_lazy("event reason", "Submit failed"),
     "Queued": pgettext_lazy("event reason", "Queued"),
     "Submitting": pgettext_lazy("event reason", "Submitting"),

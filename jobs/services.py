@@ -166,6 +166,7 @@ def job_transition(
     warning: bool = False,
     actor: Any = None,
     ended_at: datetime | None = None,
+    event: bool = True,
     **fields: Any,
 ) -> bool:
     """Moves `job` to status `to` if the state machine allows it from its current status.
@@ -173,8 +174,9 @@ def job_transition(
     The update is conditional on the status the caller saw, so two processes (web and
     worker) racing on one job cannot both win; the loser gets False and a refreshed job
     (or the job as it was, when it has been deleted meanwhile).
-    Records an event, and stamps started/finished times: a final status is stamped with
-    `ended_at`, when the job's processes ended, if the caller knows it (never later than now).
+    Records an event (unless `event` is False: a move whose outcome's event says it all),
+    and stamps started/finished times: a final status is stamped with `ended_at`, when the
+    job's processes ended, if the caller knows it (never later than now).
     """
     current = job.status
     if to not in TRANSITIONS[current]:
@@ -198,7 +200,7 @@ def job_transition(
         updates["finished_at"] = finished
     with transaction.atomic():
         changed = Job.objects.filter(pk=job.pk, status=current).update(**updates)
-        if changed:
+        if changed and event:
             job_event(job=job, reason=reason, message=message, warning=warning, actor=actor)
     if not changed:
         # Deleted meanwhile (its owner deleted it while a reviewer acted): nothing to move.

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.utils import timezone, translation
 
 from jobs import spec as S
@@ -79,6 +80,22 @@ def quiet_spell(aihc, *, seconds: float) -> None:
     inventory = aihc._inventory()
     inventory.attempted_at -= seconds
     inventory.as_of -= timedelta(seconds=seconds)
+
+
+def refused_looks_earlier(job: Job, *, seconds: float) -> None:
+    """Moves the job's refused looks back in time, as if `seconds` had passed since (its next
+    look is due by them: they are kept in its events), instead of sleeping past the wait."""
+    job.events.filter(reason="LookRefused").update(
+        created_at=F("created_at") - timedelta(seconds=seconds)
+    )
+
+
+def minutes_said(start, end, *, seconds: int) -> set[str]:
+    """The HH:MM a reason may give for `seconds` after a moment between `start` and `end`."""
+    return {
+        timezone.localtime(moment + timedelta(seconds=seconds)).strftime("%H:%M")
+        for moment in (start, end)
+    }
 
 
 def submit_pause_over(aihc) -> None:
@@ -569,8 +586,18 @@ def test_a_create_and_its_look_both_unanswered_requeue_the_job_then_adopt_it_not
     assert "已关联该任务而未重复创建" in job.events.get(reason="Submitted").message
 
 
+@pytest.mark.parametrize(
+    "look_fails",
+    [
+        pytest.param(lambda fake: fake.drop_next("DescribeJobs"), id="look-unanswered"),
+        pytest.param(
+            lambda fake: fake.fail_next("DescribeJobs", status=403, code="AccessDenied"),
+            id="look-refused",  # waiting for its own next look (left46)
+        ),
+    ],
+)
 def test_a_job_queued_again_after_an_unsettled_create_is_stopped_on_aihc_not_left_there(
-    fake, aihc, alice, settings
+    fake, aihc, alice, settings, look_fails
 ):
     """Until left42 Stop took such a job (Queued, no AIHC id yet) for one nothing ran for:
     Stopped at once, while the AIHC job its create made ran on, unwatched."""
@@ -578,7 +605,7 @@ def test_a_job_queued_again_after_an_unsettled_create_is_stopped_on_aihc_not_lef
 
     settings.AIHC_RETRIES = 0
     fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # created, then failed
-    fake.drop_next("DescribeJobs")  # the look for it: no answer
+    look_fails(fake)  # the look for it
     [job] = submit(alice, seed_spec())
     aihc.submit(job)
     job.refresh_from_db()
@@ -743,6 +770,97 @@ def test_a_look_for_an_unanswered_create_that_gets_no_answer_pauses_submits_not_
     assert job.status == JobStatus.SUBMIT_FAILED  # the look answered: nothing was made
     assert len(fake.calls("DescribeJobs")) == looks + 1
     assert len(fake.calls("CreateJob")) == 4 and fake.jobs == {}
+
+
+def test_a_look_aihc_refuses_is_made_again_only_at_its_time_one_event_each_not_holding_others(
+    fake, aihc, alice, settings
+):
+    """Until left46 a look AIHC answered with a refusal (403, a 5xx) was made again at every
+    pass of the worker, a second apart, two events each (Submitting, SubmitRetry). The job
+    now waits for its own next look, 30 s after the first refusal, then 60 s, doubling to 10
+    minutes; the account's other jobs are created meanwhile (no pause of its submits)."""
+    settings.AIHC_RETRIES = 0
+    fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # created, then failed
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", message="no list", times=2)
+    [job] = submit(alice, seed_spec())
+    start = timezone.now()
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+    assert job.events.get(reason="LookRefused").type == "Warning"
+    with translation.override("en"):
+        shown = job.status_reason_shown
+    assert shown.startswith("AIHC refused the look for the job its creates may have made: ")
+    assert "AccessDenied" in shown
+    at = shown.removesuffix(".").rsplit(" at ", 1)[1]
+    assert at in minutes_said(start, timezone.now(), seconds=30)
+    assert shown.endswith(f"The job stays queued and is looked for again at {at}.")
+    with translation.override("zh-hans"):
+        assert "查找被百舸 AIHC 拒绝" in job.status_reason_shown
+        assert f"将于 {at} 再次查找" in job.status_reason_shown
+    looks, events = len(fake.calls("DescribeJobs")), job.events.count()
+
+    for _ in range(5):  # the worker's next passes, before the job's time
+        aihc.submit(job)
+        job.refresh_from_db()
+    type(aihc)().submit(job)  # a worker started again: its wait is kept in its events
+    [other] = submit(alice, seed_spec(name="other-job"))
+    aihc.submit(other)  # another job on the account is created meanwhile
+
+    assert len(fake.calls("DescribeJobs")) == looks and job.events.count() == events
+    other.refresh_from_db()
+    assert other.external_id in fake.jobs
+    refused_looks_earlier(job, seconds=31)
+    start = timezone.now()
+
+    aihc.submit(job)  # its time: looked for again, refused again
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert len(fake.calls("DescribeJobs")) == looks + 1
+    assert [e.reason for e in job.events.order_by("pk")[events:]] == ["LookRefused"]
+    with translation.override("en"):
+        at = job.status_reason_shown.removesuffix(".").rsplit(" at ", 1)[1]
+    assert at in minutes_said(start, timezone.now(), seconds=60)
+    refused_looks_earlier(job, seconds=31)
+    aihc.submit(job)  # 31 s is not its time any more: the wait doubled
+    assert len(fake.calls("DescribeJobs")) == looks + 1
+    refused_looks_earlier(job, seconds=30)
+
+    aihc.submit(job)  # AIHC answers the look: the job its create made is adopted
+
+    job.refresh_from_db()
+    assert job.external_id in fake.jobs and job.external_id != other.external_id
+    assert len(fake.calls("CreateJob")) == 2 and len(fake.jobs) == 2
+
+
+def test_a_look_aihc_has_refused_for_an_hour_fails_the_job_saying_where_to_look_for_it(
+    fake, aihc, alice, settings
+):
+    settings.AIHC_RETRIES = 0
+    fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # created, then failed
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", times=2)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    refused_looks_earlier(job, seconds=3600)
+
+    aihc.submit(job)  # refused again, an hour after the first
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    with translation.override("en"):
+        shown = job.status_reason_shown
+    assert shown.startswith(
+        "AIHC refused the looks for the job its creates may have made for an hour (the last: "
+    )
+    assert (
+        f"look in pool {POOL} for a job named {job.name} labelled "
+        f"ai-job-console/job-id={job.public_id}, and stop it there if it runs, before Submit "
+        "again."
+    ) in shown
+    assert len(fake.calls("CreateJob")) == 1 and len(fake.calls("DescribeJobs")) == 2
 
 
 def test_a_create_refused_with_a_server_error_is_sent_again_only_after_looking(fake, aihc, alice):

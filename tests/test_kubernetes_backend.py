@@ -19,7 +19,7 @@ from jobs.logs import shown_lines
 from jobs.models import EventType, Job, JobStatus
 from jobs.services import jobs_submit
 from tests.fake_kubernetes import FakeKubernetes, configure
-from tests.test_aihc_backend import submit_pause_over
+from tests.test_aihc_backend import minutes_said, refused_looks_earlier, submit_pause_over
 
 A800 = "baidu.com/a800_80g_cgpu"
 POOL = "k8s-default"
@@ -994,6 +994,116 @@ def test_a_look_after_the_last_create_that_gets_no_answer_pauses_submits_not_eve
     assert job.status == JobStatus.SUBMIT_FAILED  # the look answered: nothing was made
     assert len(fake.calls("get pytorchjobs")) == looks + 1
     assert fake.calls("create pytorchjobs") == []
+
+
+def look_refused_after_four_creates(fake, k8s, alice, *, refusals: int) -> Job:
+    """A job whose fourth create got no clear answer (the API server made it all the same)
+    and whose look for it the API server refused (403), `refusals` times in all."""
+    fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=3)
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+    fake.fail_next(
+        "get pytorchjobs", status=403, reason="Forbidden", message="cannot get", times=refusals
+    )
+    job = submitted(alice, k8s)
+    for _ in range(3):
+        k8s.submit(job)
+        job.refresh_from_db()
+    return job
+
+
+def test_a_look_the_api_server_refuses_is_made_again_only_at_its_time_one_event_each(
+    fake, k8s, alice
+):
+    """Until left46 a look after the last create that the API server refused (403, a 5xx)
+    was made again at every pass of the worker, a second apart, two events each. The job
+    now waits for its own next look (30 s, then 60 s, doubling to 10 minutes), and the
+    cluster's other jobs are created meanwhile (no pause of its submits)."""
+    start = timezone.now()
+    # One refusal answers the other job's first read (made in between), not a look.
+    job = look_refused_after_four_creates(fake, k8s, alice, refusals=3)
+    name = M.object_name(job.job_spec(), job.public_id)
+
+    def looks() -> int:
+        return sum(call.path.endswith(f"/{name}") for call in fake.calls("get pytorchjobs"))
+
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+    assert job.events.get(reason="LookRefused").type == EventType.WARNING
+    shown = job.status_reason_shown
+    assert shown.startswith("Kubernetes refused the look for the job its creates may have made: ")
+    assert "cannot get" in shown and "hf_secret_value" not in shown
+    at = shown.removesuffix(".").rsplit(" at ", 1)[1]
+    assert at in minutes_said(start, timezone.now(), seconds=30)
+    assert shown.endswith(f"The job stays queued and is looked for again at {at}.")
+    looked, events = looks(), job.events.count()
+
+    for _ in range(5):  # the worker's next passes, before the job's time
+        k8s.submit(job)
+        job.refresh_from_db()
+    other = submitted(alice, k8s, name="other-job")  # created meanwhile
+
+    assert looks() == looked and job.events.count() == events
+    assert other.external_id and len(fake.jobs()) == 2
+    refused_looks_earlier(job, seconds=31)
+
+    k8s.submit(job)  # its time: looked for again, refused again
+
+    job.refresh_from_db()
+    assert looks() == looked + 1
+    assert reasons(job)[events:] == ["LookRefused"]
+    refused_looks_earlier(job, seconds=31)
+    k8s.submit(job)  # 31 s is not its time any more: the wait doubled
+    assert looks() == looked + 1
+    refused_looks_earlier(job, seconds=30)
+
+    k8s.submit(job)  # the API server answers the look: what the last create made is adopted
+
+    job.refresh_from_db()
+    assert job.external_id in {made["metadata"]["name"] for made in fake.jobs()}
+    assert job.external_id != other.external_id
+    assert len(fake.calls("create pytorchjobs")) == 2
+
+
+def test_a_job_waiting_for_a_look_the_api_server_refused_is_stopped_where_it_was_made(
+    fake, k8s, alice
+):
+    from jobs.actions import job_stop
+
+    job = look_refused_after_four_creates(fake, k8s, alice, refusals=1)
+    assert job.status == JobStatus.QUEUED
+
+    job_stop(job=job, actor=alice)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    job.refresh_from_db()
+    k8s.sync(job)  # found by its label, adopted and deleted
+    job.refresh_from_db()
+    k8s.sync(job)  # gone
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert fake.jobs() == []
+
+
+def test_a_look_the_api_server_has_refused_for_an_hour_fails_the_job_saying_where_to_look(
+    fake, k8s, alice
+):
+    job = look_refused_after_four_creates(fake, k8s, alice, refusals=2)
+    refused_looks_earlier(job, seconds=3600)
+
+    k8s.submit(job)  # refused again, an hour after the first
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    name = M.object_name(job.job_spec(), job.public_id)
+    shown = job.status_reason_shown
+    assert shown.startswith(
+        "Kubernetes refused the looks for the job its creates may have made for an hour (the last: "
+    )
+    assert shown.endswith(
+        f"look in namespace default for the PyTorchJob named {name}, and delete it there if it "
+        "runs, before Submit again."
+    )
 
 
 def test_submit_again_after_the_creates_were_given_up_sends_a_create_again(fake, k8s, alice):

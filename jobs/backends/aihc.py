@@ -884,20 +884,42 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         answering the look either, the job queued again to look again, _requeue_unanswered); False
         when AIHC shows none. A look that got no answer at all (or was throttled) pauses
         submits, as a create that never reached AIHC does (_defer): until review 49 the job
-        was looked for at every pass of the worker, a second apart, two events each."""
+        was looked for at every pass of the worker, a second apart, two events each. A look
+        AIHC refused (403, a 5xx) waits for the job's own next look (_look_refused): until
+        left46 it was made again at every pass too."""
         try:
             found = self._find_created(job, client, config, spec, since=since)
         except AihcError as exc:
-            if got_no_answer(exc) or _never_reached_aihc(exc):
-                delay = self._pause_submits(
-                    config,
-                    (settings.AIHC_SUBMIT_PAUSE_SECONDS, settings.AIHC_SUBMIT_PAUSE_MAX_SECONDS),
+            if not (got_no_answer(exc) or _never_reached_aihc(exc)):
+                self._look_refused(
+                    job,
+                    exc,
+                    secrets,
+                    message=gettext_noop(
+                        "AIHC refused the look for the job its creates may have made: "
+                        "%(error)s. The job stays queued and is looked for again at %(time)s."
+                    ),
+                    given_up=gettext_noop(
+                        "AIHC refused the looks for the job its creates may have made for an "
+                        "hour (the last: %(error)s), so the console stopped looking. AIHC may "
+                        "have made it: look in pool %(pool)s for a job named %(name)s labelled "
+                        "ai-job-console/job-id=%(id)s, and stop it there if it runs, before "
+                        "Submit again."
+                    ),
+                    pool=job.resource_pool,
+                    name=spec.name,
+                    id=job.public_id,
                 )
-                logger.warning(
-                    "AIHC did not answer the look for %s's create; submits pause for %ds",
-                    job.public_id,
-                    delay,
-                )
+                return True
+            delay = self._pause_submits(
+                config,
+                (settings.AIHC_SUBMIT_PAUSE_SECONDS, settings.AIHC_SUBMIT_PAUSE_MAX_SECONDS),
+            )
+            logger.warning(
+                "AIHC did not answer the look for %s's create; submits pause for %ds",
+                job.public_id,
+                delay,
+            )
             self._requeue_unanswered(job, unanswered, secrets, exc)
             return True
         if found:

@@ -1258,12 +1258,14 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     ) -> None:
         """After the last create that got no clear answer, the job's object is looked for by
         its name (the job's own, as AIHC's _settled_by_looking looks by the job's label):
-        found and this job's, it is adopted; the look unanswered (or refused), the job stays
-        Queued saying so and the next round looks again; Submit failed only once an answered
-        look shows none. No create is sent after the last. A look that got no answer at all
-        (or was throttled) pauses submits, as a create that did not reach the API server
-        does (_defer): until review 49 the job was looked for at every pass of the worker, a
-        second apart, two events each, and each look's tries held up the passes."""
+        found and this job's, it is adopted; the look unanswered, the job stays Queued saying
+        so and the next round looks again; Submit failed only once an answered look shows
+        none. No create is sent after the last. A look that got no answer at all (or was
+        throttled) pauses submits, as a create that did not reach the API server does
+        (_defer): until review 49 the job was looked for at every pass of the worker, a
+        second apart, two events each, and each look's tries held up the passes. A look the
+        API server refused (403, a 5xx) waits for the job's own next look (_look_refused):
+        until left46 it was made again at every pass too."""
         meta = manifest["metadata"]
         path = M.resource_path(job.framework, meta["namespace"], meta["name"])
         try:
@@ -1284,16 +1286,36 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     secrets,
                 )
                 return
-            if got_no_answer(exc) or exc.status == 429:
-                delay = self._pause_submits(config, SUBMIT_PAUSE)
-                logger.warning(
-                    "Kubernetes did not answer the look for %s after its last create; submits "
-                    "pause for %ds",
-                    job.public_id,
-                    delay,
-                )
             if job.status == JobStatus.STOPPING:
                 return  # sync looks for what was made (_finish_stop_in_flight), and deletes it
+            if not (got_no_answer(exc) or exc.status == 429):
+                self._look_refused(
+                    job,
+                    exc,
+                    secrets,
+                    message=gettext_noop(
+                        "Kubernetes refused the look for the job its creates may have made: "
+                        "%(error)s. The job stays queued and is looked for again at %(time)s."
+                    ),
+                    given_up=gettext_noop(
+                        "Kubernetes refused the looks for the job its creates may have made for "
+                        "an hour (the last: %(error)s), so the console stopped looking. The API "
+                        "server may have made it: look in namespace %(namespace)s for the "
+                        "%(kind)s named %(name)s, and delete it there if it runs, before Submit "
+                        "again."
+                    ),
+                    namespace=meta["namespace"],
+                    kind=manifest["kind"],
+                    name=meta["name"],
+                )
+                return
+            delay = self._pause_submits(config, SUBMIT_PAUSE)
+            logger.warning(
+                "Kubernetes did not answer the look for %s after its last create; submits "
+                "pause for %ds",
+                job.public_id,
+                delay,
+            )
             reason = recorded(
                 gettext_noop(
                     "Kubernetes gave no clear answer to the job's create requests (%(n)d so "

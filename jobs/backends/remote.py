@@ -64,6 +64,18 @@ STOP_LOOKING = gettext_noop(
     "it: the worker looks for it and stops it, or ends the job Stopped if there is none."
 )
 # A job's stop a Stop selected had no time left to send (BULK_ACTION_SECONDS): stop_unsent.
+# A look for what an unanswered create made that the platform answered with a refusal (403,
+# a 5xx, any error but "not found"): the job is looked for again at its own pace, not at every
+# worker pass (two events each until left46) and not by pausing the platform's submits (the
+# other jobs' creates on that account or cluster would wait on one job's refusal). The first
+# wait is 30 s (a gateway's moment or a permission being applied passes within it), doubling
+# to at most 10 minutes (a permission fixed is found within that); a refusal that has lasted
+# an hour (about ten looks) is not going away by itself: the job is Submit failed, saying where
+# to look for what its create may have made.
+LOOK_REFUSED = "LookRefused"
+LOOK_RETRY_FIRST = timedelta(seconds=30)
+LOOK_RETRY_MAX = timedelta(minutes=10)
+LOOK_REFUSED_GIVE_UP = timedelta(hours=1)
 STOP_NOT_SENT = gettext_noop(
     "Stop requested; Stop selected ran out of time before it was sent. The worker sends it, "
     "and again until the job has ended."
@@ -80,6 +92,29 @@ def unanswered_creates(job: Job, reasons: tuple[str, ...]) -> QuerySet[JobEvent]
         job.events.filter(reason="SubmitFailed").order_by("-pk").values_list("pk", flat=True)
     ).first()
     return events if ended is None else events.filter(pk__gt=ended)
+
+
+def refused_looks(job: Job, unanswered: tuple[str, ...]) -> list[datetime]:
+    """When the job's looks were refused (LOOK_REFUSED events), oldest first, in a row: since
+    its last create that got no clear answer (of reasons `unanswered`) and in its submission
+    now. Kept in the job's events, so a worker restarted, or another that takes over, keeps
+    the job's pace (one query)."""
+    times: list[datetime] = []
+    for reason, at in (
+        job.events.filter(reason__in=[LOOK_REFUSED, "SubmitFailed", *unanswered])
+        .order_by("-pk")
+        .values_list("reason", "created_at")
+    ):
+        if reason != LOOK_REFUSED:
+            break
+        times.append(at)
+    return times[::-1]
+
+
+def look_wait(refusals: int) -> timedelta:
+    """How long a job waits for its next look after `refusals` refused looks in a row:
+    LOOK_RETRY_FIRST after the first, each wait twice the last, at most LOOK_RETRY_MAX."""
+    return min(LOOK_RETRY_FIRST * 2 ** (refusals - 1), LOOK_RETRY_MAX)
 
 
 def recorded_error(exc: Exception) -> str:
@@ -194,7 +229,14 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             return
         if self._submits_paused(config):
             return  # the platform could not be reached a moment ago: the job waits, Queued
-        if not self._move(job, JobStatus.SUBMITTING, "Submitting", self._submitting(job)):
+        refused = refused_looks(job, self.unanswered_events)
+        if refused and timezone.now() < refused[-1] + look_wait(len(refused)):
+            return  # its last look was refused: looked for again at its time, Queued till then
+        # A job looked for again after a refusal moves without an event of its own: the
+        # look's outcome says what came of it (one event a look, not two).
+        if not self._move(
+            job, JobStatus.SUBMITTING, "Submitting", self._submitting(job), event=not refused
+        ):
             return
         if refusals:
             message = " ".join(f"{path}: {' '.join(msgs)}" for path, msgs in refusals.items())
@@ -320,6 +362,50 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             return
         self._move(job, JobStatus.SUBMIT_FAILED, "SubmitFailed", message, warning=True)
 
+    def _look_refused(
+        self,
+        job: Job,
+        exc: Exception,
+        secrets: list[str],
+        *,
+        message: str,
+        given_up: str,
+        **params: Any,
+    ) -> None:
+        """The platform refused the look for what the job's unanswered creates may have made:
+        back to Queued, saying so and when the next look is (`message`, marked with
+        gettext_noop, with %(error)s and %(time)s), looked for again then (look_wait);
+        once the refusals have lasted LOOK_REFUSED_GIVE_UP, Submit failed (`given_up`, with
+        %(error)s and `params`). A job stopped meanwhile is left to its sync, which looks."""
+        if job.status == JobStatus.STOPPING:
+            return
+        error = recorded_error(exc)
+        refused = refused_looks(job, self.unanswered_events)
+        now = timezone.now()
+        if refused and now - refused[0] >= LOOK_REFUSED_GIVE_UP:
+            self._fail(job, recorded(given_up, error=error, **params), secrets)
+            return
+        look_again = now + look_wait(len(refused) + 1)
+        self.logger.warning(
+            "%s refused the look for %s's create: %s; looked for again at %s",
+            self.platform,
+            job.public_id,
+            scrub(str(exc), secrets),
+            look_again.isoformat(timespec="seconds"),
+        )
+        self._move(
+            job,
+            JobStatus.QUEUED,
+            LOOK_REFUSED,
+            scrub(
+                recorded(
+                    message, error=error, time=timezone.localtime(look_again).strftime("%H:%M")
+                ),
+                secrets,
+            ),
+            warning=True,
+        )
+
     def _reconcile_stuck(self, job: Job) -> None:
         """Left Submitting (the worker died mid-create): back to Queued, sent again."""
         if timezone.now() - job.updated_at < STUCK_SUBMITTING:
@@ -398,12 +484,19 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
 
     @staticmethod
     def _move(
-        job: Job, to: str, reason: str, message: str, *, warning: bool = False, **fields: Any
+        job: Job,
+        to: str,
+        reason: str,
+        message: str,
+        *,
+        warning: bool = False,
+        event: bool = True,
+        **fields: Any,
     ) -> bool:
         if to == job.status or to not in TRANSITIONS[job.status]:
             return False
         return job_transition(
-            job=job, to=to, reason=reason, message=message, warning=warning, **fields
+            job=job, to=to, reason=reason, message=message, warning=warning, event=event, **fields
         )
 
     def _stopping(self, job: Job, message: str, *, warning: bool = False) -> None:
