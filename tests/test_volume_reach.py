@@ -157,3 +157,37 @@ def test_a_jobs_curves_are_not_read_from_a_folder_its_user_may_not_enter(
     assert bobs.charts == []
     assert f"uid {BASE + bob.pk}" in bobs.note and "alice/private" in bobs.note, bobs.note
     assert [chart.tag for chart in alices.charts] == ["loss"], alices.note
+
+
+def test_a_jobs_curves_leave_out_the_folders_and_files_inside_its_log_folder_its_user_may_not_read(
+    job_users_on,  # noqa: F811
+    alice,
+    bob,
+):
+    """The log folder itself Bob's user may read (Alice's 0755), but the console walks it as
+    the worker's user: her 0700 run folder and her 0600 event file inside were drawn on
+    Bob's job page all the same (until review 50)."""
+    from .test_tensorboard import read, write_scalars
+
+    root = volume(job_users_on)
+    alices_folder(root, "alice-runs", 0o755, alice)
+    alices_folder(root, "alice-runs/private", 0o700, alice)
+    write_scalars(root / "alice-runs/private", "loss", [2.5, 1.25])
+    write_scalars(root / "alice-runs", "accuracy", [0.5, 0.75])
+    for folder, mode in ((root / "alice-runs/private", 0o600), (root / "alice-runs", 0o600)):
+        for events in folder.glob("*tfevents*"):
+            os.chown(events, BASE + alice.pk, GID)
+            events.chmod(mode)
+    changes = {
+        "datasources": [S.Datasource("hostpath", "work", mount_path="/data")],
+        "tensorboard": S.TensorboardConfig(enable=True, log_path="/data/alice-runs"),
+    }
+
+    bobs = read(submit(bob, make_spec("true", **changes)))
+    alices = read(submit(alice, make_spec("true", **changes)))
+
+    assert bobs.charts == [], [(chart.run, chart.tag) for chart in bobs.charts]
+    assert sorted((chart.run, chart.tag) for chart in alices.charts) == [
+        (".", "accuracy"),
+        ("private", "loss"),
+    ], alices.note
