@@ -1302,6 +1302,22 @@ def test_deleting_a_job_queued_again_after_an_unsettled_create_stops_it_and_keep
     assert job.status == JobStatus.STOPPING and len(fake.jobs()) == 1
 
 
+def test_stopping_such_a_job_the_worker_is_sending_again_stops_it_all_the_same(fake, k8s, alice):
+    """The Stop's page read the job Queued; the worker has since taken it to send its next
+    create (Submitting). Kubernetes' stop tried Queued -> Stopping once, lost, and until
+    review 50 said nothing: Stop requested, while the job went on to run."""
+    from jobs.actions import job_stop
+
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+    job = submitted(alice, k8s)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.SUBMITTING)  # the worker's send
+
+    assert job_stop(job=job, actor=alice)  # as the page read it: Queued
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING, job.status
+
+
 def test_deleting_such_a_job_the_worker_is_sending_again_is_refused_and_the_job_kept(
     fake, k8s, alice
 ):
