@@ -1051,6 +1051,12 @@ def _task_folder(folder: LogFolder, spec: JobSpec, job: Job) -> tuple[LogFolder,
     path = os.path.realpath(os.path.join(folder.path, index))
     if not os.path.isdir(path) or not is_within(path, folder.mounted):
         return None
+    # The index is the job's to set (its envs): a folder its user could not read is not read
+    # for it (review 50: Bob's AIHC_GROUP_TASK_INDEX=private read Alice's 0700 run folder).
+    if folder.as_user is not None and not may_access(
+        os.stat(path), *folder.as_user, os.R_OK | os.X_OK
+    ):
+        return None
     shown = mask(index) if env is not None and env.secret else posixpath.basename(path)
     return LogFolder(mounted=folder.mounted, path=path, as_user=folder.as_user), shown
 

@@ -174,7 +174,7 @@ def test_a_jobs_curves_leave_out_the_folders_and_files_inside_its_log_folder_its
     alices_folder(root, "alice-runs/private", 0o700, alice)
     write_scalars(root / "alice-runs/private", "loss", [2.5, 1.25])
     write_scalars(root / "alice-runs", "accuracy", [0.5, 0.75])
-    for folder, mode in ((root / "alice-runs/private", 0o600), (root / "alice-runs", 0o600)):
+    for folder, mode in ((root / "alice-runs/private", 0o644), (root / "alice-runs", 0o600)):
         for events in folder.glob("*tfevents*"):
             os.chown(events, BASE + alice.pk, GID)
             events.chmod(mode)
@@ -185,8 +185,14 @@ def test_a_jobs_curves_leave_out_the_folders_and_files_inside_its_log_folder_its
 
     bobs = read(submit(bob, make_spec("true", **changes)))
     alices = read(submit(alice, make_spec("true", **changes)))
+    # Named as a queue group task's own sub-folder (the job's AIHC_GROUP_TASK_INDEX, which a
+    # job may set itself), her run folder is the folder read: looked at as it is too.
+    as_task = read(
+        submit(bob, make_spec("true", envs=[S.Env("AIHC_GROUP_TASK_INDEX", "private")], **changes))
+    )
 
     assert bobs.charts == [], [(chart.run, chart.tag) for chart in bobs.charts]
+    assert as_task.charts == [], [(chart.run, chart.tag) for chart in as_task.charts]
     assert sorted((chart.run, chart.tag) for chart in alices.charts) == [
         (".", "accuracy"),
         ("private", "loss"),
