@@ -172,9 +172,6 @@ def job_delete(*, job: Job, for_retention: bool = False) -> bool:
         job.refresh_from_db()
         if job.status == S.STOPPING:
             raise ActionError(str(DELETE_ONLY_STOPPED))
-        # The worker may have taken it to send its next create since the page loaded: the
-        # stop then found it Submitting and did nothing (until review 50 it was deleted so).
-        _refuse_while_sending(job)
     if job.status not in FINAL_STATUSES and job.status in NOT_STARTED:
         job_stop(job=job, message=recorded(gettext_noop("Stopped to be deleted.")))
         # The worker may have started sending it since the page loaded: job_stop then found

@@ -1318,13 +1318,11 @@ def test_stopping_such_a_job_the_worker_is_sending_again_stops_it_all_the_same(f
     assert job.status == JobStatus.STOPPING, job.status
 
 
-def test_deleting_such_a_job_the_worker_is_sending_again_is_refused_and_the_job_kept(
-    fake, k8s, alice
-):
+def test_deleting_such_a_job_the_worker_is_sending_again_stops_it_and_keeps_it(fake, k8s, alice):
     """The Delete's page read the job Queued; the worker has since taken it to send its next
     create (Submitting). Its stop found it so and did nothing, and until review 50 the Delete
     went on and deleted the job while the create was on its way: what it made ran on with
-    nothing watching it. Refused, as a Delete of any job being sent is."""
+    nothing watching it. It is stopped and kept, as when the worker had not taken it."""
     from jobs.actions import ActionError, job_delete
 
     fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
@@ -1332,10 +1330,10 @@ def test_deleting_such_a_job_the_worker_is_sending_again_is_refused_and_the_job_
     assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
     Job.objects.filter(pk=job.pk).update(status=JobStatus.SUBMITTING)  # the worker's send
 
-    with pytest.raises(ActionError, match="being sent to its platform right now"):
+    with pytest.raises(ActionError, match="The job was stopped, not deleted"):
         job_delete(job=job)  # as the page read it: Queued
 
-    assert Job.objects.filter(pk=job.pk, status=JobStatus.SUBMITTING).exists()
+    assert Job.objects.filter(pk=job.pk, status=JobStatus.STOPPING).exists()
     assert len(fake.jobs()) == 1
 
 
