@@ -76,7 +76,7 @@ from . import logs as job_logs
 from .backends.local import host_volumes
 from .models import Job
 from .runtime_env import GROUP_INDEX, with_group_task
-from .sandbox import SandboxError, check_within_reach, is_within, resolve_in_root
+from .sandbox import SandboxError, check_within_reach, is_within, may_access, resolve_in_root
 from .shim import write_atomic
 from .spec import JobSpec, SpecError, mask, normalised_mount_path
 from .volume_access import may_mount
@@ -402,9 +402,18 @@ class _Reading:
     """One refresh of a state: walks the log folder and reads what is new, until `deadline`."""
 
     def __init__(
-        self, state: dict, deadline: float, window: tuple[int, int | None] | None = None
+        self,
+        state: dict,
+        deadline: float,
+        window: tuple[int, int | None] | None = None,
+        *,
+        as_user: tuple[int, int] | None = None,
     ) -> None:
         self.state = state
+        # LogFolder.as_user: the console reads as the worker's user, so until review 50 Bob's
+        # log folder (his user may read it) gave his page the curves of Alice's 0700 run
+        # folder and 0600 event files inside it.
+        self.as_user = as_user
         self.deadline = deadline
         self.window = window
         self.tags = sum(len(run["tags"]) for run in state["runs"].values())
@@ -430,12 +439,14 @@ class _Reading:
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    folders.append(entry.name)
+                    if self._may_read(entry, os.R_OK | os.X_OK):
+                        folders.append(entry.name)
                 elif (
                     "tfevents" in entry.name
                     and self.files < MAX_FILES
                     and _written_in(entry.name, self.window)
                     and entry.is_file(follow_symlinks=False)
+                    and self._may_read(entry, os.R_OK)
                 ):
                     events[entry.name] = entry.stat(follow_symlinks=False)
                     self.files += 1
@@ -455,6 +466,12 @@ class _Reading:
                 self.walk(child, name if run == "." else f"{run}/{name}", depth + 1)
             finally:
                 os.close(child)
+
+    def _may_read(self, entry: os.DirEntry, wanted: int) -> bool:
+        """Whether the job's user (as_user) may do `wanted` with `entry`; always without one."""
+        if self.as_user is None:
+            return True
+        return may_access(entry.stat(follow_symlinks=False), *self.as_user, wanted)
 
     def read_run(self, fd: int, name: str, events: dict[str, os.stat_result]) -> None:
         runs = self.state["runs"]
@@ -573,6 +590,9 @@ class _Reading:
 class LogFolder:
     mounted: str  # the real host folder of the volume mount logPath lies in
     path: str  # logPath's real host folder, inside `mounted`
+    # The uid and gid the owner's jobs run as (LOCAL_JOB_UID_BASE), None without: the walk
+    # reads only the folders and files inside `path` that user could read itself.
+    as_user: tuple[int, int] | None = None
 
 
 def log_folder(
@@ -625,26 +645,27 @@ def log_folder(
     )
     if not is_within(target, mounted):
         return outside
-    if owner is not None and (
-        refused := _out_of_owners_reach(target, root=roots[mount.name], owner=owner)
-    ):
-        return refused
-    return LogFolder(mounted=mounted, path=target)
+    as_user = None
+    if owner is not None:
+        try:
+            as_user = job_users.user_for(owner_id=owner.pk)
+        except job_users.JobUserError as error:
+            return _("The event files are not read: %(reason)s") % {"reason": error}
+        if as_user is not None and (
+            refused := _out_of_owners_reach(target, root=roots[mount.name], as_user=as_user)
+        ):
+            return refused
+    return LogFolder(mounted=mounted, path=target, as_user=as_user)
 
 
-def _out_of_owners_reach(target: str, *, root: Path, owner: Any) -> str | None:
-    """Why the console does not read the log folder `target` for a job of `owner`'s, with
-    LOCAL_JOB_UID_BASE: as the runner mounts a folder (sandbox.check_within_reach), only one
-    the owner's jobs' user could read itself. The console reads as the worker's user, so
-    until review 48 Bob's job page drew the curves of Alice's event files in her 0700 folder,
-    his job's Tensorboard log path under a mount of it. None: read it (none there yet
-    included: looked at again at each read)."""
-    try:
-        as_user = job_users.user_for(owner_id=owner.pk)
-    except job_users.JobUserError as error:
-        return _("The event files are not read: %(reason)s") % {"reason": error}
-    if as_user is None:
-        return None
+def _out_of_owners_reach(target: str, *, root: Path, as_user: tuple[int, int]) -> str | None:
+    """Why the console does not read the log folder `target` for a job whose user is
+    `as_user` (LOCAL_JOB_UID_BASE): as the runner mounts a folder (sandbox.
+    check_within_reach), only one that user could read itself. The console reads as the
+    worker's user, so until review 48 Bob's job page drew the curves of Alice's event files in
+    her 0700 folder, his job's Tensorboard log path under a mount of it. None: read it (none
+    there yet included: looked at again at each read). What is inside it is read as that
+    user could too (_Reading.walk)."""
     try:
         fd = os.open(target, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
@@ -760,7 +781,7 @@ def _refreshed(
     window: tuple[int, int | None] | None = None,
 ) -> tuple[dict, int]:
     fd = _open_folder(folder)
-    reading = _Reading(state, deadline, window)
+    reading = _Reading(state, deadline, window, as_user=folder.as_user)
     if fd is not None:
         try:
             reading.walk(fd, ".", 0)
@@ -1030,8 +1051,14 @@ def _task_folder(folder: LogFolder, spec: JobSpec, job: Job) -> tuple[LogFolder,
     path = os.path.realpath(os.path.join(folder.path, index))
     if not os.path.isdir(path) or not is_within(path, folder.mounted):
         return None
+    # The index is the job's to set (its envs): a folder its user could not read is not read
+    # for it (review 50: Bob's AIHC_GROUP_TASK_INDEX=private read Alice's 0700 run folder).
+    if folder.as_user is not None and not may_access(
+        os.stat(path), *folder.as_user, os.R_OK | os.X_OK
+    ):
+        return None
     shown = mask(index) if env is not None and env.secret else posixpath.basename(path)
-    return LogFolder(mounted=folder.mounted, path=path), shown
+    return LogFolder(mounted=folder.mounted, path=path, as_user=folder.as_user), shown
 
 
 def _read_job(

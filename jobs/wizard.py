@@ -3479,6 +3479,9 @@ class MpiHostfilePreview:
     path: str
     slots: int  # over every host: the ranks mpirun starts without -np
     content: str  # as the local runner writes it; "" where the platform names the hosts
+    # Kubernetes: the one slot count the MPI operator gives every host (slotsPerWorker), which
+    # the page says instead of "each host's slots are its cards"; None elsewhere.
+    slots_per_host: int | None = None
 
 
 def mpi_hostfile_preview(spec: S.JobSpec, backend: str) -> MpiHostfilePreview | None:
@@ -3494,16 +3497,19 @@ def mpi_hostfile_preview(spec: S.JobSpec, backend: str) -> MpiHostfilePreview | 
         return None
     local = backend == "local"
     hosts = mpi_hosts(spec)
+    per_host = None
     if backend == "kubernetes":
         from .kubernetes.manifests import mpi_slots_per_worker
 
-        slots = len(hosts) * mpi_slots_per_worker(spec)
+        per_host = mpi_slots_per_worker(spec)
+        slots = len(hosts) * per_host
     else:
         slots = sum(slots for _role, _index, slots in hosts)
     return MpiHostfilePreview(
         path=MPI_HOSTFILE_PATH,
         slots=slots,
         content=mpi_hostfile(spec, lambda role, index: f"{role}-{index}") if local else "",
+        slots_per_host=per_host,
     )
 
 

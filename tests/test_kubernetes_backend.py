@@ -1412,6 +1412,41 @@ def test_deleting_a_job_queued_again_after_an_unsettled_create_stops_it_and_keep
     assert job.status == JobStatus.STOPPING and len(fake.jobs()) == 1
 
 
+def test_stopping_such_a_job_the_worker_is_sending_again_stops_it_all_the_same(fake, k8s, alice):
+    """The Stop's page read the job Queued; the worker has since taken it to send its next
+    create (Submitting). Kubernetes' stop tried Queued -> Stopping once, lost, and until
+    review 50 said nothing: Stop requested, while the job went on to run."""
+    from jobs.actions import job_stop
+
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+    job = submitted(alice, k8s)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.SUBMITTING)  # the worker's send
+
+    assert job_stop(job=job, actor=alice)  # as the page read it: Queued
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING, job.status
+
+
+def test_deleting_such_a_job_the_worker_is_sending_again_stops_it_and_keeps_it(fake, k8s, alice):
+    """The Delete's page read the job Queued; the worker has since taken it to send its next
+    create (Submitting). Its stop found it so and did nothing, and until review 50 the Delete
+    went on and deleted the job while the create was on its way: what it made ran on with
+    nothing watching it. It is stopped and kept, as when the worker had not taken it."""
+    from jobs.actions import ActionError, job_delete
+
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+    job = submitted(alice, k8s)
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.SUBMITTING)  # the worker's send
+
+    with pytest.raises(ActionError, match="The job was stopped, not deleted"):
+        job_delete(job=job)  # as the page read it: Queued
+
+    assert Job.objects.filter(pk=job.pk, status=JobStatus.STOPPING).exists()
+    assert len(fake.jobs()) == 1
+
+
 def test_a_job_stopped_while_a_create_that_made_nothing_was_in_flight_ends_stopped(
     fake, k8s, alice
 ):

@@ -162,6 +162,50 @@ def test_on_kubernetes_every_host_counts_the_workers_slots_as_the_mpi_operator_w
     assert local.content == "master-0 slots=4\nworker-0 slots=8\nworker-1 slots=8\n"
 
 
+def test_on_kubernetes_the_slots_line_says_every_host_has_the_workers_slots_not_its_own_cards():
+    """The line under the count said, on Kubernetes too, that each host's slots are its cards:
+    a master of 4 cards beside two workers of 8 read "24 slots in all (each host's slots are
+    its cards ...)", a sum of 20 by its own words (until review 50)."""
+    from django.template.loader import render_to_string
+    from django.utils import translation
+
+    spec = S.JobSpec(
+        name="mpi-ranks",
+        resource_pool_id="k8s-default",
+        framework=S.MPI,
+        image="registry.example.com/train:1.0",
+        command="mpirun python train.py",
+        roles=[S.Role("master", 1, CARD, 4), S.Role("worker", 2, CARD, 8)],
+    )
+
+    with translation.override("en"):
+        kubernetes = shown_slots(
+            render_to_string(
+                "jobs/_mpi_hostfile.html",
+                {"mpi_hostfile": W.mpi_hostfile_preview(spec, "kubernetes")},
+            )
+        )
+        local = shown_slots(
+            render_to_string(
+                "jobs/_mpi_hostfile.html", {"mpi_hostfile": W.mpi_hostfile_preview(spec, "local")}
+            )
+        )
+    with translation.override("zh-hans"):
+        chinese = shown_slots(
+            render_to_string(
+                "jobs/_mpi_hostfile.html",
+                {"mpi_hostfile": W.mpi_hostfile_preview(spec, "kubernetes")},
+            )
+        )
+
+    assert kubernetes.startswith("24 slots in all (every host has 8 slots, a worker's cards"), (
+        kubernetes
+    )
+    assert "its cards" not in kubernetes
+    assert local.startswith("20 slots in all (each host's slots are its cards"), local
+    assert chinese.startswith("共 24 个 slot（每台主机都是 8 个 slot"), chinese
+
+
 def test_a_pytorch_review_shows_no_mpi_hostfile(alice_client):
     draft = new_draft(alice_client)
     complete_steps(

@@ -1787,8 +1787,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 self._move(job, JobStatus.STOPPING, "Stopping", recorded(STOP_REQUESTED))
             elif self.create_unsettled(job):
                 # What a create with no clear answer made is looked for by the job's label,
-                # and deleted (_finish_stop_in_flight).
-                self._move(job, JobStatus.STOPPING, "Stopping", recorded(STOP_LOOKING))
+                # and deleted (_finish_stop_in_flight). From the status the database gives if
+                # the worker took it to send meanwhile (Submitting: what that create makes is
+                # deleted when it lands); until review 50 the stop was lost so.
+                self._stopping(job, recorded(STOP_LOOKING))
             else:
                 self._move(job, JobStatus.STOPPED, "Stopped", recorded(STOP_REQUESTED))
             return
