@@ -4,20 +4,15 @@ server; what such a cluster cannot run is refused on its field."""
 
 from __future__ import annotations
 
-import html
 import json
-import re
 
 import pytest
-from django.urls import reverse
 
 from jobs import spec as S
-from jobs import wizard as W
 from jobs.kubernetes import manifests as M
-from jobs.models import Job, JobStatus
+from jobs.models import JobStatus
 from jobs.runtime_env import ReplicaRef
 from tests import test_kubernetes_backend as backend_tests
-from tests.fake_kubernetes import FakeKubernetes
 from tests.test_kubernetes_backend import A800, reasons, spec, submitted
 
 # The backend tests' fixtures: its fake cluster, its backend, its English messages.
@@ -287,63 +282,3 @@ def test_the_fake_refuses_a_trainjob_as_trainer_and_the_api_server_would(trainer
     assert "unknown field" in refusal(lambda b: b["spec"].update(podSpecOverrides=[]))
     client.create(path, body)
     assert "AlreadyExists" in refusal(lambda b: None)
-
-
-def test_a_pytorch_job_built_in_the_wizard_runs_as_a_trainjob_and_its_page_follows_it(
-    settings, alice_client, alice
-):
-    from jobs.worker import Worker
-    from tests.fake_kubernetes import configure
-    from tests.test_kubernetes_views import k8s_steps
-    from tests.test_wizard import complete_steps, new_draft, step_url
-
-    fake_server = FakeKubernetes().start()
-    try:
-        fake_server.add_namespace("ml")
-        fake_server.add_node("gpu-1", {"nvidia.com/gpu": "8"})
-        configure(
-            settings,
-            fake_server,
-            KUBERNETES_NAMESPACES="ml",
-            KUBERNETES_QUEUES="gpu-queue,cpu-queue",
-            KUBERNETES_ACCELERATORS=f"{A800}=nvidia.com/gpu",
-            KUBERNETES_VOLUMES="pfs=datasets",
-            KUBERNETES_TRAINING_API="trainer",
-        )
-        draft = new_draft(alice_client)
-        complete_steps(alice_client, draft, **k8s_steps())
-        page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
-        line = re.search(r'id="request-line">([^<]*)<', page).group(1)
-        assert line == (
-            "POST /apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs?fieldValidation=Strict"
-        )
-        envs = html.unescape(page[page.index('id="env-preview"') :])
-        assert "PET_MASTER_PORT=29400" in envs and "MASTER_ADDR=" not in envs.replace(
-            "PET_MASTER_ADDR=", ""
-        )
-
-        alice_client.post(reverse("wizard-submit", args=[draft.id]))
-        job = Job.objects.get(owner=alice)
-        worker = Worker()
-        worker.dispatch_remote()
-        job.refresh_from_db()
-        assert job.external_id == fake_server.jobs()[0]["metadata"]["name"]
-        assert len(fake_server.calls("create trainjobs")) == 1
-        [_master, worker_pod] = fake_server.run_pods(job.external_id, namespace="ml")
-        fake_server.add_logs(worker_pod, ["epoch 2 loss 1.97"], namespace="ml")
-        worker.sync_remote()
-
-        job.refresh_from_db()
-        detail = alice_client.get(
-            reverse("job-detail", args=[job.public_id]), {"replica": "worker-0"}
-        )
-        assert job.status == JobStatus.RUNNING
-        assert "epoch 2 loss 1.97" in detail.content.decode()
-
-        alice_client.post(reverse("job-stop", args=[job.public_id]), {"confirmed": "1"})
-        worker.sync_remote()
-        job.refresh_from_db()
-        assert job.status == JobStatus.STOPPED
-        assert fake_server.jobs() == []
-    finally:
-        fake_server.stop()

@@ -1007,7 +1007,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         if spec.fault_tolerance:
             err(
                 "faultTolerance",
-                trainer_has_no % {"what": _("restarts are set by the cluster's training runtime.")},
+                trainer_has_no
+                % {
+                    "what": _(
+                        "turn fault tolerance off (the cluster's training runtime sets restarts)."
+                    )
+                },
             )
         if spec.retention_period:
             err(
