@@ -617,3 +617,17 @@ def test_tensorflow_is_refused_at_the_framework_field_on_a_kubeflow_trainer_clus
         "该 Kubernetes 集群以 Kubeflow Trainer v2 运行训练任务，它没有 TensorFlow 运行时：请选择 "
         "PyTorch、MPI 或自定义，或选择其他平台的资源池。"
     ]
+
+
+def test_the_image_step_of_a_pytorch_job_on_a_trainer_cluster_lists_the_torch_runtimes_variables(
+    fake, alice_client, settings
+):
+    settings.KUBERNETES_TRAINING_API = "trainer"
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE, **k8s_steps())
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    listed = re.findall(r'<th scope="row" class="font-monospace fw-normal">([A-Z_]+)</th>', page)
+    assert {"PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR", "AIHC_ROLE"} <= set(listed)
+    assert not {"MASTER_ADDR", "RANK", "WORLD_SIZE"} & set(listed)

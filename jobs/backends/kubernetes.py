@@ -832,6 +832,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             volumes=list(volumes),
             storage_types=list(types),
             privileged=namespace in config.cluster.privileged_namespaces,
+            training_api=config.cluster.training_api,
             as_of=as_of,
             stale=bool(errors) or age is None or age > config.cache_seconds,
             error=" ".join(errors),
@@ -1135,7 +1136,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         except BackendError:
             training_api = ""
         if M.is_trainjob(spec.framework, training_api):
-            return self._trainer_environment(spec, ref, name=name, job_id=job_id)
+            return self._trainer_environment(
+                spec, ref, name=name, job_id=job_id, group_task=group_task
+            )
         env = replica_environment(
             spec,
             ref,
@@ -1156,7 +1159,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
 
     @staticmethod
     def _trainer_environment(
-        spec: spec_module.JobSpec, ref: ReplicaRef, *, name: str, job_id: str
+        spec: spec_module.JobSpec,
+        ref: ReplicaRef,
+        *,
+        name: str,
+        job_id: str,
+        group_task: tuple[int, int] | None,
     ) -> dict[str, str]:
         """What a TrainJob's node finds: the manifest's env and role (trainer_command) and what
         the torch plugin sets for torchrun (torch.go): PET_NNODES, PET_NPROC_PER_NODE,
@@ -1164,7 +1172,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         PET_MASTER_ADDR (node 0's JobSet hostname) and PET_MASTER_PORT, and the Job
         controller's JOB_COMPLETION_INDEX. No MASTER_ADDR, MASTER_PORT, RANK or WORLD_SIZE:
         torchrun reads the PET_* ones and sets those for each process it starts."""
-        env = replica_environment(spec, ref, job_id=job_id, masked=True)
+        env = replica_environment(
+            spec, ref, job_id=job_id, group_task=shown_group_task(spec, group_task), masked=True
+        )
         for variable in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
             env.pop(variable, None)
         node = 0 if ref.role == "master" else ref.index + 1
