@@ -72,6 +72,42 @@ def test_a_pytorch_job_on_a_trainer_cluster_is_created_as_the_trainjob_previewed
     assert reasons(job) == ["Created", "Submitting", "Submitted"]
 
 
+def test_a_cpu_only_trainjob_with_every_cluster_setting_passes_the_fakes_strict_checks(
+    trainer, k8s, alice, settings
+):
+    settings.KUBERNETES_TOLERATIONS = "dedicated=training:NoSchedule,nvidia.com/gpu"
+    settings.KUBERNETES_IMAGE_PULL_SECRETS = "regcred"
+    settings.KUBERNETES_QUEUES = "default"
+    settings.KUBERNETES_PRIVILEGED_NAMESPACES = "default"
+    job = submitted(
+        alice,
+        k8s,
+        roles=[
+            S.Role("master", 1, "", 0, cpu=4, memory_gb=16),
+            S.Role("worker", 3, "", 0, cpu=4, memory_gb=16),
+        ],
+        datasources=[S.Datasource("hostpath", "scratch", "/mnt/scratch", "/run", read_only=True)],
+        privileged=True,
+    )
+
+    assert job.status == JobStatus.QUEUED
+    [call] = trainer.calls("create trainjobs")
+    body = call.body
+    assert body["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+    assert body["spec"]["trainer"]["numProcPerNode"] == 1
+    assert body["spec"]["trainer"]["resourcesPerNode"]["requests"] == {"cpu": "4", "memory": "16Gi"}
+    [patch] = body["spec"]["runtimePatches"]
+    pod = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"][
+        "template"
+    ]["spec"]
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    assert pod["containers"][0]["securityContext"] == {"privileged": True}
+    assert {"name": "data-0", "hostPath": {"path": "/data/scratch", "type": "Directory"}} in pod[
+        "volumes"
+    ]
+    assert "priorityClassName" not in pod
+
+
 def test_a_trainjobs_nodes_are_its_master_and_workers_and_its_conditions_its_status(
     trainer, k8s, alice
 ):
