@@ -696,6 +696,9 @@ KUBERNETES_IMAGE_PULL_SECRETS = env("KUBERNETES_IMAGE_PULL_SECRETS")
 # Namespaces whose jobs may run privileged containers (jobSpec.privileged: every device and
 # capability of the node); empty: none may, each such job is refused.
 KUBERNETES_PRIVILEGED_NAMESPACES = env("KUBERNETES_PRIVILEGED_NAMESPACES")
+# Which Kubeflow API PyTorch jobs become: v1 (the training operator's PyTorchJob) or trainer
+# (Kubeflow Trainer v2's TrainJob on the torch-distributed runtime); see README.
+KUBERNETES_TRAINING_API = env("KUBERNETES_TRAINING_API", "v1")
 # Nodes, pods and the namespaces' ResourceQuotas are read for idle cards at most once per this
 # many seconds, by one background refresh; pages are served the last figures meanwhile.
 KUBERNETES_CACHE_SECONDS = envfloat("KUBERNETES_CACHE_SECONDS", 10)

@@ -129,6 +129,10 @@ class Job(models.Model):
     status_reason_source = models.JSONField(null=True, blank=True, editable=False)
     backend = models.CharField(_("backend"), max_length=16, default="local")
     external_id = models.CharField(_("external ID"), max_length=128, blank=True)
+    # Kubernetes: the KUBERNETES_TRAINING_API the job was created under ("v1", "trainer"; ""
+    # before the first create, and for jobs from before the setting: v1), so a change of the
+    # setting never looks for a running job under the other API's kind.
+    training_api = models.CharField(max_length=16, blank=True, default="", editable=False)
     resource_pool = models.CharField(_("resource pool"), max_length=64)
     queue = models.CharField(_("queue"), max_length=64, default="default")
     priority = models.CharField(

@@ -627,9 +627,23 @@ KUBERNETES_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
 }
 
 
+# What Kubeflow Trainer's torch runtime sets in each node of a PyTorch job's TrainJob
+# (KUBERNETES_TRAINING_API=trainer) instead of the training operator's MASTER_ADDR and RANK.
+TRAINER_INJECTED: list[tuple[str, Any]] = [
+    ("PET_NNODES", gettext_lazy("number of instances (nodes); torchrun reads the PET_* ones")),
+    ("PET_NPROC_PER_NODE", gettext_lazy("cards per instance")),
+    ("PET_NODE_RANK", gettext_lazy("master 0, workers 1, 2, …")),
+    ("PET_MASTER_ADDR", "<job>-node-0-0.<job>"),
+    ("PET_MASTER_PORT", "29400"),
+    ("NPROC_PER_NODE", gettext_lazy("cards per instance")),
+]
+
+
 def injected_variables(framework: str, pool: Pool | None) -> list[tuple[str, Any]]:
     """What the pool's platform sets in every instance, as the image step lists it."""
     variables = INJECTED_VARIABLES[""] + INJECTED_VARIABLES.get(framework, [])
+    if pool is not None and pool.training_api == "trainer" and framework == S.PYTORCH:
+        variables = INJECTED_VARIABLES[""] + TRAINER_INJECTED
     if pool is not None and pool.backend == "kubernetes":
         # The manifest sets the local runner's extras too (job id, role...).
         return variables + GROUP_INJECTED + KUBERNETES_INJECTED_FRAMEWORK.get(framework, [])

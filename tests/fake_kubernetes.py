@@ -41,6 +41,16 @@ training operator's CRDs and validating webhook) checks before it stores an obje
   it would name (`<jobset>-<replicatedJob>-<i>`, `<...>-<i>-<index>-xxxxx`) DNS-1035 labels of
   at most 63; `jobset=False` is a cluster without JobSet installed (404, as for any path the
   API server serves nothing at);
+- TrainJobs (trainer.kubeflow.org/v1alpha1, Kubeflow Trainer v2.2) as the CRD's schema and
+  Trainer's webhooks check them: metadata.name a DNS-1035 label of at most 63 (the CRD's
+  rule), runtimeRef naming a ClusterTrainingRuntime the cluster has (`runtimes`: Trainer's
+  torch-distributed by default), numNodes and numProcPerNode 1 or more,
+  activeDeadlineSeconds 1 or more, no trainer env the torch plugin reserves (PET_*), each
+  runtimePatches manager once, patching the runtime's "node" replicatedJob and container
+  only; then the node pod Trainer would make from it (the runtime's "node" container with
+  the trainer's image, command, env and resourcesPerNode, and the patch's volumes, mounts,
+  securityContext, nodeSelector, tolerations and pull secrets) is checked as any pod
+  template is; `trainer=False` is a cluster without Trainer (404);
 - RBAC: a verb on a resource the identity may not use (`forbid`) is 403 Forbidden, worded as
   the API server words it, before the namespace is even looked up.
 
@@ -119,12 +129,24 @@ CRDS = {
 }
 PLURALS = {plural: kind for kind, (_v, plural, *_rest) in CRDS.items()}
 JOBSET_VERSION = "jobset.x-k8s.io/v1alpha2"
+TRAINJOB_VERSION = "trainer.kubeflow.org/v1alpha1"
 # Every job kind served: plural -> kind, and its apiVersion.
-JOB_PLURALS = {**PLURALS, "jobsets": "JobSet"}
+JOB_PLURALS = {**PLURALS, "jobsets": "JobSet", "trainjobs": "TrainJob"}
 VERSIONS = {
     **{plural: CRDS[kind][0] for plural, kind in PLURALS.items()},
     "jobsets": JOBSET_VERSION,
+    "trainjobs": TRAINJOB_VERSION,
 }
+# Kubeflow Trainer's torch plugin (pkg/runtime/framework/plugins/torch/torch.go): the
+# variables it sets in the trainer container (and refuses in trainer.env), and its port.
+TORCH_RESERVED_ENVS = (
+    "PET_NNODES",
+    "PET_NPROC_PER_NODE",
+    "PET_NODE_RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
+)
+TRAINER_PORT = 29400
 JOBSET_SPEC_KEYS = {
     "replicatedJobs",
     "network",
@@ -428,6 +450,7 @@ class FakeKubernetes:
         tls: tuple[str, str] | None = None,
         jobset: bool = True,
         metrics_server: bool = True,
+        trainer: bool = True,
     ):
         """`tls`: (certificate file, key file) to serve HTTPS, as a real API server does;
         `jobset`: JobSet's CRD is installed; `metrics_server`: the Metrics API is served."""
@@ -436,6 +459,10 @@ class FakeKubernetes:
         self.previous_tokens: set[str] = set()
         self.jobset = jobset
         self.metrics_server = metrics_server
+        self.trainer = trainer
+        # Kubeflow Trainer's ClusterTrainingRuntimes, by name: the image of its "node"
+        # container (manifests/base/runtimes/torch_distributed.yaml).
+        self.runtimes = {"torch-distributed": "pytorch/pytorch:2.7.1-cuda12.6-cudnn9-runtime"}
         # (namespace, pod) -> (timestamp, {container: {"cpu": ..., "memory": ...}})
         self.usage: dict[tuple[str, str], tuple[str, dict[str, dict[str, str]]]] = {}
         self.tls = tls
@@ -737,6 +764,10 @@ class FakeKubernetes:
             return self._run_jobset_pods(
                 job, phase=phase, node=node, restarts=restarts, exit_code=exit_code
             )
+        if kind == "TrainJob":
+            return self._run_trainjob_pods(
+                job, phase=phase, node=node, restarts=restarts, exit_code=exit_code
+            )
         key = CRDS[kind][2]
         made = []
         for replica_type, replica in job["spec"][key].items():
@@ -860,6 +891,164 @@ class FakeKubernetes:
             self.unscheduled(made, namespace=namespace)
         self._jobset_status_from_pods(jobset)
         return made
+
+    def _run_trainjob_pods(
+        self, trainjob: dict, *, phase: str, node: str, restarts: int, exit_code: int | None
+    ) -> list[str]:
+        """A TrainJob's pods as Trainer's JobSet (named after it) makes them: its "node"
+        replicatedJob's one Job <name>-node-0 of numNodes indexed pods, with hostnames
+        <name>-node-0-<index> in the JobSet's subdomain (its name), the patch's pod labels
+        and the JobSet's and Job controller's, and the torch plugin's PET_* variables."""
+        name, namespace = trainjob["metadata"]["name"], trainjob["metadata"]["namespace"]
+        nodes = (trainjob["spec"].get("trainer") or {}).get("numNodes", 1)
+        job_name = f"{name}-node-0"
+        made = []
+        for index in range(nodes):
+            labels, spec = self._trainjob_node_pod(trainjob, index)
+            pod_name = f"{job_name}-{index}-{uuid.uuid4().hex[:5]}"
+            self.pods[(namespace, pod_name)] = {
+                "metadata": {
+                    "name": pod_name,
+                    "namespace": namespace,
+                    "labels": {
+                        **labels,
+                        "jobset.sigs.k8s.io/jobset-name": name,
+                        "jobset.sigs.k8s.io/replicatedjob-name": "node",
+                        "jobset.sigs.k8s.io/job-index": "0",
+                        "jobset.sigs.k8s.io/restart-attempt": "0",
+                        "batch.kubernetes.io/job-name": job_name,
+                        "batch.kubernetes.io/job-completion-index": str(index),
+                    },
+                    "annotations": {"batch.kubernetes.io/job-completion-index": str(index)},
+                    "uid": str(uuid.uuid4()),
+                },
+                "spec": {
+                    **spec,
+                    "hostname": f"{job_name}-{index}",
+                    "subdomain": name,
+                    "nodeName": node,
+                },
+                "status": {
+                    "phase": phase,
+                    "startTime": now_stamp(),
+                    "containerStatuses": [
+                        {
+                            "name": "node",
+                            "restartCount": restarts,
+                            "state": _container_state(phase, exit_code),
+                        }
+                    ],
+                },
+            }
+            made.append(pod_name)
+        if not node:
+            self.unscheduled(made, namespace=namespace)
+        return made
+
+    def _trainjob_node_pod(self, trainjob: dict, index: int) -> tuple[dict, dict]:
+        """(pod labels, pod spec) of a TrainJob's node `index` as Trainer builds it: the
+        runtime's "node" container given the trainer's fields and the torch plugin's env,
+        then the "node" runtimePatches applied."""
+        name = trainjob["metadata"]["name"]
+        spec = trainjob.get("spec") or {}
+        trainer = spec.get("trainer") or {}
+        runtime_image = self.runtimes.get((spec.get("runtimeRef") or {}).get("name"), "")
+        container: dict[str, Any] = {
+            "name": "node",
+            "image": trainer.get("image") or runtime_image,
+            "env": [
+                *(trainer.get("env") or []),
+                {"name": "PET_NNODES", "value": str(trainer.get("numNodes", 1))},
+                {"name": "PET_NPROC_PER_NODE", "value": str(trainer.get("numProcPerNode", "auto"))},
+                {"name": "PET_NODE_RANK", "value": str(index)},
+                {"name": "PET_MASTER_ADDR", "value": f"{name}-node-0-0.{name}"},
+                {"name": "PET_MASTER_PORT", "value": str(TRAINER_PORT)},
+            ],
+            "ports": [{"containerPort": TRAINER_PORT}],
+        }
+        if trainer.get("command"):
+            container["command"] = trainer["command"]
+        if trainer.get("args"):
+            container["args"] = trainer["args"]
+        if trainer.get("resourcesPerNode"):
+            container["resources"] = trainer["resourcesPerNode"]
+        pod: dict[str, Any] = {"restartPolicy": "Never"}
+        labels: dict[str, str] = {}
+        for patch in spec.get("runtimePatches") or []:
+            template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get(
+                "spec"
+            ) or {}
+            for rjob in template.get("replicatedJobs") or []:
+                if rjob.get("name") != "node":
+                    continue
+                pod_template = ((rjob.get("template") or {}).get("spec") or {}).get(
+                    "template"
+                ) or {}
+                labels.update((pod_template.get("metadata") or {}).get("labels") or {})
+                pod_patch = dict(pod_template.get("spec") or {})
+                for one in pod_patch.pop("containers", None) or []:
+                    if one.get("name") == "node":
+                        container.update({k: v for k, v in one.items() if k != "name"})
+                pod.update(pod_patch)
+        pod["containers"] = [container]
+        return labels, pod
+
+    def _check_trainjob(self, check: Invalid, body: dict, namespace: str) -> None:
+        """Trainer's webhooks (trainjob_webhook.go, the torch plugin's Validate), then the
+        node pod it would make."""
+        spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+        ref = spec.get("runtimeRef") or {}
+        if ref.get("kind", "ClusterTrainingRuntime") != "ClusterTrainingRuntime":
+            check.bad("spec.runtimeRef.kind", "Unsupported value: only ClusterTrainingRuntime")
+        elif ref.get("name") not in self.runtimes:
+            check.bad(
+                "spec.runtimeRef",
+                f'Not found: ClusterTrainingRuntime "{ref.get("name")}" not found',
+            )
+        trainer = spec.get("trainer") or {}
+        for key in ("numNodes", "numProcPerNode"):
+            if key in trainer and (not _whole(trainer[key]) or trainer[key] < 1):
+                check.bad(f"spec.trainer.{key}", "must be 1 or more")
+        if "activeDeadlineSeconds" in spec and (
+            not _whole(spec["activeDeadlineSeconds"]) or spec["activeDeadlineSeconds"] < 1
+        ):
+            check.bad("spec.activeDeadlineSeconds", "should be greater than or equal to 1")
+        reserved = [
+            e.get("name") for e in trainer.get("env") or [] if e.get("name") in TORCH_RESERVED_ENVS
+        ]
+        if reserved:
+            check.bad(
+                "spec.trainer.env",
+                f"must not have reserved envs, invalid envs configured: {reserved}",
+            )
+        managers = [p.get("manager") for p in spec.get("runtimePatches") or []]
+        if len(set(managers)) != len(managers):
+            check.bad("spec.runtimePatches", "Duplicate value: manager")
+        for i, patch in enumerate(spec.get("runtimePatches") or []):
+            template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get(
+                "spec"
+            ) or {}
+            for j, rjob in enumerate(template.get("replicatedJobs") or []):
+                path = f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}]"
+                if rjob.get("name") != "node":
+                    check.bad(f"{path}.name", "Not found: the runtime has no such replicatedJob")
+                pod_spec = (
+                    ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
+                ).get("spec") or {}
+                for k, container in enumerate(pod_spec.get("containers") or []):
+                    if container.get("name") != "node":
+                        check.bad(
+                            f"{path}.template.spec.template.spec.containers[{k}].name",
+                            "Not found: the runtime has no such container",
+                        )
+                    elif container.get("env"):
+                        check.bad(
+                            f"{path}.template.spec.template.spec.containers[{k}].env",
+                            "Forbidden: the node container's env is set by spec.trainer.env",
+                        )
+        check.raise_if_any()
+        _labels, pod = self._trainjob_node_pod(body, 0)
+        self._check_pod(check, pod, "node pod", namespace, "node")
 
     def set_usage(
         self,
@@ -1129,6 +1318,7 @@ class FakeKubernetes:
             and p[3] == "namespaces"
             and p[5] in JOB_PLURALS
             and (p[5] != "jobsets" or self.jobset)
+            and (p[5] != "trainjobs" or self.trainer)
         ):
             plural = p[5]
             group_ok = f"{p[1]}/{p[2]}" == VERSIONS[plural]
@@ -1443,6 +1633,8 @@ class FakeKubernetes:
             self._check_secret(check, body)
         elif plural == "jobsets":
             self._check_jobset(check, body, namespace)
+        elif plural == "trainjobs":
+            self._check_trainjob(check, body, namespace)
         else:
             self._check_training_job(check, body, namespace)
         check.raise_if_any()
@@ -1463,6 +1655,8 @@ class FakeKubernetes:
             stored["data"] = {**(stored.get("data") or {}), **data}  # kept readable here
         elif plural == "jobsets":
             stored["status"] = {"restarts": 0}  # no conditions until it ends or is suspended
+        elif plural == "trainjobs":
+            stored.pop("status", None)  # Trainer writes none until its JobSet says something
         else:
             stored["status"] = {
                 "conditions": [
@@ -2128,8 +2322,8 @@ class FakeKubernetes:
         self.objects.pop(key, None)
         if plural in JOB_PLURALS:
             owner = (
-                "jobset.sigs.k8s.io/jobset-name"
-                if plural == "jobsets"
+                "jobset.sigs.k8s.io/jobset-name"  # a TrainJob's JobSet is named after it
+                if plural in ("jobsets", "trainjobs")
                 else "training.kubeflow.org/job-name"
             )
             for pod_key, pod in list(self.pods.items()):
@@ -2154,6 +2348,7 @@ def configure(settings: Any, fake: FakeKubernetes, **overrides: Any) -> None:
     settings.KUBERNETES_TOLERATIONS = ""
     settings.KUBERNETES_IMAGE_PULL_SECRETS = ""
     settings.KUBERNETES_PRIVILEGED_NAMESPACES = ""
+    settings.KUBERNETES_TRAINING_API = "v1"
     settings.KUBERNETES_CACHE_SECONDS = 10
     settings.KUBERNETES_READ_TIMEOUT = 5
     settings.KUBERNETES_PAGE_READ_TIMEOUT = 2

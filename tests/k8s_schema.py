@@ -213,6 +213,130 @@ JOBSET = _model(
     },
 )
 
+# TrainJob, trainer.kubeflow.org/v1alpha1: kubeflow/trainer pkg/apis/trainer/v1alpha1/
+# trainjob_types.go of the v2.2 line (runtimePatches, which replaced v2.1's
+# podTemplateOverrides, and activeDeadlineSeconds). `required`: the +required markers.
+# initializer is written down as an object: the console sends none.
+TRAINER_RUNTIME_REF = _model(
+    "TrainerV1alpha1RuntimeRef",
+    {
+        "name": ("name", "str"),
+        "apiGroup": ("api_group", "str"),
+        "kind": ("kind", "str"),
+    },
+    required=("name",),
+)
+TRAINER_TRAINER = _model(
+    "TrainerV1alpha1Trainer",
+    {
+        "image": ("image", "str"),
+        "command": ("command", "list[str]"),
+        "args": ("args", "list[str]"),
+        "env": ("env", "list[V1EnvVar]"),
+        "numNodes": ("num_nodes", "int"),
+        "resourcesPerNode": ("resources_per_node", "V1ResourceRequirements"),
+        "numProcPerNode": ("num_proc_per_node", "int"),
+    },
+)
+TRAINER_CONTAINER_PATCH = _model(
+    "TrainerV1alpha1ContainerPatch",
+    {
+        "name": ("name", "str"),
+        "env": ("env", "list[V1EnvVar]"),
+        "volumeMounts": ("volume_mounts", "list[V1VolumeMount]"),
+        "securityContext": ("security_context", "V1SecurityContext"),
+    },
+    required=("name",),
+)
+TRAINER_POD_SPEC_PATCH = _model(
+    "TrainerV1alpha1PodSpecPatch",
+    {
+        "serviceAccountName": ("service_account_name", "str"),
+        "volumes": ("volumes", "list[V1Volume]"),
+        "initContainers": ("init_containers", "list[TrainerV1alpha1ContainerPatch]"),
+        "containers": ("containers", "list[TrainerV1alpha1ContainerPatch]"),
+        "imagePullSecrets": ("image_pull_secrets", "list[V1LocalObjectReference]"),
+        "securityContext": ("security_context", "V1PodSecurityContext"),
+        "nodeSelector": ("node_selector", "dict(str, str)"),
+        "affinity": ("affinity", "V1Affinity"),
+        "tolerations": ("tolerations", "list[V1Toleration]"),
+        "schedulingGates": ("scheduling_gates", "list[V1PodSchedulingGate]"),
+    },
+)
+TRAINER_POD_TEMPLATE_PATCH = _model(
+    "TrainerV1alpha1PodTemplatePatch",
+    {
+        "metadata": ("metadata", "EmbeddedObjectMeta"),
+        "spec": ("spec", "TrainerV1alpha1PodSpecPatch"),
+    },
+)
+TRAINER_JOB_SPEC_PATCH = _model(
+    "TrainerV1alpha1JobSpecPatch",
+    {"template": ("template", "TrainerV1alpha1PodTemplatePatch")},
+)
+TRAINER_JOB_TEMPLATE_PATCH = _model(
+    "TrainerV1alpha1JobTemplatePatch",
+    {
+        "metadata": ("metadata", "EmbeddedObjectMeta"),
+        "spec": ("spec", "TrainerV1alpha1JobSpecPatch"),
+    },
+)
+TRAINER_REPLICATED_JOB_PATCH = _model(
+    "TrainerV1alpha1ReplicatedJobPatch",
+    {
+        "name": ("name", "str"),
+        "template": ("template", "TrainerV1alpha1JobTemplatePatch"),
+    },
+    required=("name",),
+)
+TRAINER_JOBSET_SPEC_PATCH = _model(
+    "TrainerV1alpha1JobSetSpecPatch",
+    {"replicatedJobs": ("replicated_jobs", "list[TrainerV1alpha1ReplicatedJobPatch]")},
+)
+TRAINER_JOBSET_TEMPLATE_PATCH = _model(
+    "TrainerV1alpha1JobSetTemplatePatch",
+    {
+        "metadata": ("metadata", "EmbeddedObjectMeta"),
+        "spec": ("spec", "TrainerV1alpha1JobSetSpecPatch"),
+    },
+)
+TRAINER_RUNTIME_SPEC_PATCH = _model(
+    "TrainerV1alpha1TrainingRuntimeSpecPatch",
+    {"template": ("template", "TrainerV1alpha1JobSetTemplatePatch")},
+)
+TRAINER_RUNTIME_PATCH = _model(
+    "TrainerV1alpha1RuntimePatch",
+    {
+        "manager": ("manager", "str"),
+        "time": ("time", "str"),
+        "trainingRuntimeSpec": ("training_runtime_spec", "TrainerV1alpha1TrainingRuntimeSpecPatch"),
+    },
+    required=("manager",),
+)
+TRAINJOB_SPEC = _model(
+    "TrainerV1alpha1TrainJobSpec",
+    {
+        "runtimeRef": ("runtime_ref", "TrainerV1alpha1RuntimeRef"),
+        "initializer": ("initializer", "object"),
+        "trainer": ("trainer", "TrainerV1alpha1Trainer"),
+        "runtimePatches": ("runtime_patches", "list[TrainerV1alpha1RuntimePatch]"),
+        "suspend": ("suspend", "bool"),
+        "activeDeadlineSeconds": ("active_deadline_seconds", "int"),
+        "managedBy": ("managed_by", "str"),
+    },
+    required=("runtime_ref",),
+)
+TRAINJOB = _model(
+    "TrainerV1alpha1TrainJob",
+    {
+        "apiVersion": ("api_version", "str"),
+        "kind": ("kind", "str"),
+        "metadata": ("metadata", "V1ObjectMeta"),
+        "spec": ("spec", "TrainerV1alpha1TrainJobSpec"),
+        "status": ("status", "object"),  # the controller's; a create's is reset
+    },
+)
+
 # The object metadata of a pod or Job template inside a custom resource. The CRDs are
 # generated with controller-gen's generateEmbeddedObjectMeta, which declares these five
 # fields only (read in the training operator's manifests/base/crds/kubeflow.org_pytorchjobs.yaml,
@@ -248,6 +372,20 @@ _WRITTEN_DOWN = {
         JOBSET_REPLICATED_JOB,
         JOBSET_SPEC,
         JOBSET,
+        TRAINER_RUNTIME_REF,
+        TRAINER_TRAINER,
+        TRAINER_CONTAINER_PATCH,
+        TRAINER_POD_SPEC_PATCH,
+        TRAINER_POD_TEMPLATE_PATCH,
+        TRAINER_JOB_SPEC_PATCH,
+        TRAINER_JOB_TEMPLATE_PATCH,
+        TRAINER_REPLICATED_JOB_PATCH,
+        TRAINER_JOBSET_SPEC_PATCH,
+        TRAINER_JOBSET_TEMPLATE_PATCH,
+        TRAINER_RUNTIME_SPEC_PATCH,
+        TRAINER_RUNTIME_PATCH,
+        TRAINJOB_SPEC,
+        TRAINJOB,
     )
 }
 
@@ -258,6 +396,7 @@ ROOTS = {
     ("kubeflow.org/v1", "TFJob"): "KubeflowOrgV1TFJob",
     ("kubeflow.org/v2beta1", "MPIJob"): "V2beta1MPIJob",
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): "JobsetV1alpha2JobSet",
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): "TrainerV1alpha1TrainJob",
 }
 
 _LIST = re.compile(r"^list\[(.+)\]$")

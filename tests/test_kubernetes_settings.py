@@ -42,6 +42,7 @@ SHOW = (
         {"KUBERNETES_IMAGE_PULL_SECRETS": "Reg_Cred"},
         {"KUBERNETES_CACHE_SECONDS": "-1"},
         {"KUBERNETES_READ_TIMEOUT": "0"},
+        {"KUBERNETES_TRAINING_API": "v2"},
     ],
     ids=lambda variables: list(variables)[-1],
 )

@@ -559,3 +559,75 @@ def test_the_kubernetes_ray_example_stops_saying_why_when_the_hostname_is_the_no
     assert done.returncode == 1
     assert "hostname gpu-1 is not a JobSet pod's (host network?)" in done.stderr
     assert calls == []
+
+
+def test_a_pytorch_job_built_in_the_wizard_runs_as_a_trainjob_and_its_page_follows_it(
+    fake, alice_client, alice, settings
+):
+    from jobs.worker import Worker
+
+    settings.KUBERNETES_TRAINING_API = "trainer"
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **k8s_steps())
+    page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    line = re.search(r'id="request-line">([^<]*)<', page).group(1)
+    assert line == (
+        "POST /apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs?fieldValidation=Strict"
+    )
+    # What the torch runtime gives each node, not the training operator's MASTER_ADDR.
+    envs = env_boxes(page)
+    assert envs["worker-0"]["PET_NODE_RANK"] == "1"
+    assert envs["master-0"]["PET_MASTER_PORT"] == "29400"
+    assert "MASTER_ADDR" not in envs["master-0"]
+
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    worker = Worker()
+    worker.dispatch_remote()
+    job.refresh_from_db()
+    assert job.external_id == fake.jobs()[0]["metadata"]["name"]
+    assert len(fake.calls("create trainjobs")) == 1
+    [_master, worker_pod] = fake.run_pods(job.external_id, namespace="ml")
+    fake.add_logs(worker_pod, ["epoch 2 loss 1.97"], namespace="ml")
+    worker.sync_remote()
+
+    job.refresh_from_db()
+    detail = alice_client.get(reverse("job-detail", args=[job.public_id]), {"replica": "worker-0"})
+    assert job.status == JobStatus.RUNNING
+    assert "epoch 2 loss 1.97" in detail.content.decode()
+
+    alice_client.post(reverse("job-stop", args=[job.public_id]), {"confirmed": "1"})
+    worker.sync_remote()
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert fake.jobs() == []
+
+
+def test_tensorflow_is_refused_at_the_framework_field_on_a_kubeflow_trainer_cluster(
+    fake, alice_client, settings
+):
+    from tests.test_wizard import field_errors
+
+    settings.KUBERNETES_TRAINING_API = "trainer"
+    draft = new_draft(alice_client)
+
+    r = post_step(alice_client, draft, W.BASIC, k8s_steps(framework="TFJob")[W.BASIC])
+
+    assert field_errors(r, "id_framework") == [
+        "该 Kubernetes 集群以 Kubeflow Trainer v2 运行训练任务，它没有 TensorFlow 运行时：请选择 "
+        "PyTorch、MPI 或自定义，或选择其他平台的资源池。"
+    ]
+
+
+def test_the_image_step_of_a_pytorch_job_on_a_trainer_cluster_lists_the_torch_runtimes_variables(
+    fake, alice_client, settings
+):
+    settings.KUBERNETES_TRAINING_API = "trainer"
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE, **k8s_steps())
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    listed = re.findall(r'<th scope="row" class="font-monospace fw-normal">([A-Z_]+)</th>', page)
+    assert {"PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR", "AIHC_ROLE"} <= set(listed)
+    assert not {"MASTER_ADDR", "RANK", "WORLD_SIZE"} & set(listed)

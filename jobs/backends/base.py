@@ -292,6 +292,9 @@ class Pool:
     # What the figures leave out, shown with them (a namespace's quotas the console may not
     # read); unlike `error`, the figures are current.
     note: str = ""
+    # A Kubernetes pool's KUBERNETES_TRAINING_API ("trainer": its PyTorch jobs are Kubeflow
+    # Trainer TrainJobs, whose nodes get the torch runtime's PET_* variables).
+    training_api: str = ""
     # Whether its jobs may have privileged containers (jobSpec.privileged): the wizard offers
     # the switch only then; the backend's check_spec is what refuses.
     privileged: bool = False

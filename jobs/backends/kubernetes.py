@@ -252,6 +252,42 @@ def status_from_jobset(
     return JobStatus.QUEUED, "", ""
 
 
+def status_from_trainjob(
+    resource: dict[str, Any], pods: list[dict[str, Any]] | None = None
+) -> tuple[str, str, str]:
+    """(console status, condition, its message) of a Kubeflow Trainer TrainJob. Its
+    conditions (trainjob_types.go) are Created (older releases), Suspended (Kueue holding
+    it: Queued), Complete and Failed (reason DeadlineExceeded past activeDeadlineSeconds:
+    Timed out); it has no Running one, so, as a JobSet, it is Running once a node has
+    started (one of `pods` Running or ended, or a Job of status.jobsStatus ready, succeeded
+    or failed), else Queued."""
+    status, true = _true_conditions(resource)
+
+    def said(kind: str) -> str:
+        return str(true[kind].get("message") or "")
+
+    if "Complete" in true:
+        return JobStatus.SUCCEEDED, "Complete", said("Complete")
+    if "Failed" in true:
+        if str(true["Failed"].get("reason") or "") == "DeadlineExceeded":
+            return JobStatus.TIMED_OUT, "Failed", said("Failed")
+        return JobStatus.FAILED, "Failed", said("Failed")
+    if "Suspended" in true:
+        return JobStatus.QUEUED, "Suspended", said("Suspended")
+    started = {"running", "succeeded", "failed"}
+    if any(
+        str((pod.get("status") or {}).get("phase") or "").lower() in started for pod in pods or []
+    ):
+        return JobStatus.RUNNING, "Running", ""
+    jobs = status.get("jobsStatus")
+    for one in jobs if isinstance(jobs, list) else []:
+        if isinstance(one, dict) and any(
+            _count(one.get(k)) for k in ("ready", "succeeded", "failed")
+        ):
+            return JobStatus.RUNNING, "Running", ""
+    return JobStatus.QUEUED, "Created" if "Created" in true else "", ""
+
+
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -796,6 +832,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             volumes=list(volumes),
             storage_types=list(types),
             privileged=namespace in config.cluster.privileged_namespaces,
+            training_api=config.cluster.training_api,
             as_of=as_of,
             stale=bool(errors) or age is None or age > config.cache_seconds,
             error=" ".join(errors),
@@ -852,6 +889,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 )
         if spec.framework == spec_module.MPI:
             self._check_mpi_slots(spec, err)
+        if cluster.training_api == M.TRAINER_API:
+            self._check_trainer(spec, err)
         if spec.framework == spec_module.TENSORFLOW and not any(
             role.replicas > 0 for role in spec.roles if role.name in ("chief", "worker")
         ):
@@ -929,6 +968,72 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         return errors
 
     @staticmethod
+    def _check_trainer(spec: spec_module.JobSpec, err: Any) -> None:
+        """What a cluster of Kubeflow Trainer v2 (KUBERNETES_TRAINING_API=trainer) cannot run:
+        TensorFlow (no Trainer runtime, and no training operator v1 for a TFJob); and of a
+        PyTorch job's TrainJob, what it has no field for (M.trainjob_manifest): a master
+        unlike its workers (one resourcesPerNode for every node; card type and count already
+        match, jobs.spec), restarts, a retention, host network, and envs the torch plugin
+        sets itself (its webhook refuses them)."""
+        if spec.framework == spec_module.TENSORFLOW:
+            err(
+                "jobFramework",
+                _(
+                    "This Kubernetes cluster runs training jobs with Kubeflow Trainer v2, which "
+                    "has no TensorFlow runtime: choose PyTorch, MPI or Custom, or a pool of "
+                    "another platform."
+                ),
+            )
+            return
+        if not M.is_trainjob(spec.framework, M.TRAINER_API):
+            return
+        names = [role.name for role in spec.roles]
+        master = spec.roles[names.index("master")] if "master" in names else None
+        worker = spec.roles[names.index("worker")] if "worker" in names else None
+        if master is not None and worker is not None and worker.replicas > 0:
+            for attr, field in (("cpu", "cpu"), ("memory_gb", "memory")):
+                if getattr(master, attr) != getattr(worker, attr):
+                    err(
+                        f"roles[{names.index('worker')}].{field}",
+                        _(
+                            "On this pool a PyTorch job is a Kubeflow Trainer TrainJob, whose "
+                            "nodes all get the same resources: give the workers the master's "
+                            "CPU and memory."
+                        ),
+                    )
+        trainer_has_no = _(
+            "On this pool a PyTorch job is a Kubeflow Trainer TrainJob, which has no such "
+            "setting: %(what)s"
+        )
+        if spec.fault_tolerance:
+            err(
+                "faultTolerance",
+                trainer_has_no
+                % {
+                    "what": _(
+                        "turn fault tolerance off (the cluster's training runtime sets restarts)."
+                    )
+                },
+            )
+        if spec.retention_period:
+            err(
+                "retentionPeriod",
+                trainer_has_no % {"what": _("turn automatic deletion off.")},
+            )
+        if spec.host_network:
+            err(
+                "jobSpec.hostNetwork",
+                trainer_has_no % {"what": _("turn host network off.")},
+            )
+        for i, env in enumerate(spec.envs):
+            if env.name in M.TORCH_RESERVED_ENVS:
+                err(
+                    f"envs[{i}].name",
+                    _("Kubeflow Trainer sets %(name)s itself for torchrun; choose another name.")
+                    % {"name": env.name},
+                )
+
+    @staticmethod
     def _check_mpi_slots(spec: spec_module.JobSpec, err: Any) -> None:
         """The MPI operator v2 gives every host of its hostfile the same slots
         (`slotsPerWorker`, the workers' cards here), the launcher too when it runs ranks
@@ -1000,7 +1105,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             )
         return RequestPreview(
             method="POST",
-            path=f"{M.resource_path(spec.framework, namespace)}?fieldValidation=Strict",
+            path=f"{M.resource_path(spec.framework, namespace, training_api=cluster.training_api)}"
+            "?fieldValidation=Strict",
             headers=headers,
             body=job,
             endpoint=server,
@@ -1025,6 +1131,14 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         review left it out, though README names it as a pod's index)."""
         namespace = namespace_of(spec.resource_pool_id)
         name = M.object_name(spec, job_id)
+        try:
+            training_api = self._config().cluster.training_api
+        except BackendError:
+            training_api = ""
+        if M.is_trainjob(spec.framework, training_api):
+            return self._trainer_environment(
+                spec, ref, name=name, job_id=job_id, group_task=group_task
+            )
         env = replica_environment(
             spec,
             ref,
@@ -1041,6 +1155,39 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if ref.role != "master":
                 # The MPI operator points only its launcher at the hostfile (qa68).
                 env.pop("OMPI_MCA_orte_default_hostfile", None)
+        return env
+
+    @staticmethod
+    def _trainer_environment(
+        spec: spec_module.JobSpec,
+        ref: ReplicaRef,
+        *,
+        name: str,
+        job_id: str,
+        group_task: tuple[int, int] | None,
+    ) -> dict[str, str]:
+        """What a TrainJob's node finds: the manifest's env and role (trainer_command) and what
+        the torch plugin sets for torchrun (torch.go): PET_NNODES, PET_NPROC_PER_NODE,
+        PET_NODE_RANK (the node's completion index: 0 the master, i+1 worker i),
+        PET_MASTER_ADDR (node 0's JobSet hostname) and PET_MASTER_PORT, and the Job
+        controller's JOB_COMPLETION_INDEX. No MASTER_ADDR, MASTER_PORT, RANK or WORLD_SIZE:
+        torchrun reads the PET_* ones and sets those for each process it starts."""
+        env = replica_environment(
+            spec, ref, job_id=job_id, group_task=shown_group_task(spec, group_task), masked=True
+        )
+        for variable in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
+            env.pop(variable, None)
+        node = 0 if ref.role == "master" else ref.index + 1
+        env.update(
+            {
+                "PET_NNODES": str(M.trainer_nodes(spec)),
+                "PET_NPROC_PER_NODE": str(M.trainer_processes(spec)),
+                "PET_NODE_RANK": str(node),
+                "PET_MASTER_ADDR": f"{name}-{M.TRAINER_NODE}-0-0.{name}",
+                "PET_MASTER_PORT": str(M.TRAINER_MASTER_PORT),
+                "JOB_COMPLETION_INDEX": str(node),
+            }
+        )
         return env
 
     # -- submission ----------------------------------------------------------------
@@ -1066,7 +1213,16 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             # queue's wait can outlast the operator's setting.
             self._fail(job, recorded(PRIVILEGED_REFUSED), secrets)
             return
-        secret, manifest = self.manifests(spec, job_id=job.public_id, cluster=config.cluster)
+        # The training API is the job's from its first create on: a create tried again, and
+        # every later read, Stop and Delete, ask for the same kind whatever the setting says now.
+        if not job.training_api:
+            job.training_api = config.cluster.training_api
+            Job.objects.filter(pk=job.pk).update(training_api=job.training_api)
+        secret, manifest = self.manifests(
+            spec,
+            job_id=job.public_id,
+            cluster=replace(config.cluster, training_api=job.training_api),
+        )
         unanswered = unanswered_creates(job, (UNANSWERED_EVENT,)).count()
         if unanswered >= MAX_UNANSWERED_CREATES:
             # The last create's look went unanswered: looked for again, never a fifth create.
@@ -1086,7 +1242,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 self._create_owned(client, M.secret_path(namespace), secret, job)
                 secret_made = True
             resource, adopted = self._create_owned(
-                client, M.resource_path(spec.framework, namespace), manifest, job
+                client,
+                M.resource_path(spec.framework, namespace, training_api=job.training_api),
+                manifest,
+                job,
             )
         except KubeError as exc:
             if secret_made and _refused(exc):  # no job will use it
@@ -1267,7 +1426,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         API server refused (403, a 5xx) waits for the job's own next look (_look_refused):
         until left46 it was made again at every pass too."""
         meta = manifest["metadata"]
-        path = M.resource_path(job.framework, meta["namespace"], meta["name"])
+        path = M.resource_path(
+            job.framework, meta["namespace"], meta["name"], training_api=job.training_api
+        )
         try:
             found = client.get(path)
         except KubeError as exc:
@@ -1384,7 +1545,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         spec = job_spec_or_noted(job=job, followed=FOLLOWED_WITHOUT_SPEC)
         namespace, framework = namespace_of(job.resource_pool), job.framework
         secrets = job.secret_values()
-        path = M.resource_path(framework, namespace, job.external_id)
+        trainjob = M.is_trainjob(framework, job.training_api)
+        path = M.resource_path(framework, namespace, job.external_id, training_api=job.training_api)
         try:
             resource = client.get(path)
         except KubeError as exc:
@@ -1437,11 +1599,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if not (resource.get("metadata") or {}).get("deletionTimestamp") and self._stop_due(
                 job, since=job.updated_at
             ):
-                self._send_delete(client, namespace, job.external_id, framework)
+                self._send_delete(client, namespace, job.external_id, job)
             if unanswered is not None:
                 raise unanswered
             return
-        if framework == spec_module.CUSTOM:
+        if trainjob:
+            target, condition, said = status_from_trainjob(resource, pods)
+        elif framework == spec_module.CUSTOM:
             target, condition, said = status_from_jobset(resource, pods)
         else:
             target, condition, said = status_from_conditions(resource)
@@ -1491,7 +1655,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         replica's last sample."""
         running: dict[str, str] = {}  # pod name -> replica label
         for pod in pods:
-            which = M.pod_replica(job.framework, pod, roles=roles)
+            which = M.pod_replica(job.framework, pod, roles=roles, training_api=job.training_api)
             name = str((pod.get("metadata") or {}).get("name") or "")
             phase = str((pod.get("status") or {}).get("phase") or "").lower()
             if which is not None and name and PHASES.get(phase) == ReplicaStatus.RUNNING:
@@ -1606,7 +1770,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             config, client = self._setup()
             # The job's row, not its spec: the pool's namespace and the framework's kind.
             found = client.list(
-                M.resource_path(job.framework, namespace_of(job.resource_pool)),
+                M.resource_path(
+                    job.framework,
+                    namespace_of(job.resource_pool),
+                    training_api=job.training_api,
+                ),
                 label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
             )
         except KubeError as exc:
@@ -1657,7 +1825,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     def _sync_replicas(self, job: Job, roles: set[str], pods: list[dict[str, Any]]) -> None:
         now = timezone.now()
         for pod in pods:
-            which = M.pod_replica(job.framework, pod, roles=roles)
+            which = M.pod_replica(job.framework, pod, roles=roles, training_api=job.training_api)
             if which is None:
                 continue
             role, index = which
@@ -1699,8 +1867,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         admission (over a ResourceQuota, PodSecurity) is said, by the Job controller's
         FailedCreate: no pod exists to carry it (the training operator, which makes its pods
         itself, says it on its own resource)."""
-        objects = [(resource.get("kind") or M.kind_of(job.framework).kind, job.external_id)]
-        if job.framework == spec_module.CUSTOM:
+        kind = M.kind_of(job.framework, job.training_api)
+        objects = [(resource.get("kind") or kind.kind, job.external_id)]
+        if kind is M.TRAINJOB:
+            # Trainer runs a TrainJob as a JobSet of its name, its nodes one Job of it.
+            objects += [("JobSet", job.external_id), ("Job", f"{job.external_id}-node-0")]
+        elif job.framework == spec_module.CUSTOM:
             objects += [("Job", name) for name in jobset_job_names(resource)]
         elif job.framework == spec_module.MPI:
             # The MPI operator v2 runs the launcher as a batch Job named <mpijob>-launcher.
@@ -1755,12 +1927,15 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     # -- actions -------------------------------------------------------------------
 
     def _send_delete(
-        self, client: KubeClient, namespace: str, name: str, framework: str
+        self, client: KubeClient, namespace: str, name: str, job: Job
     ) -> KubeError | None:
         """Deletes the resource (its pods first) and its Secret; the error, if the resource's
-        delete did not take (404 counts as done)."""
+        delete did not take (404 counts as done). A TrainJob too is deleted, not suspended:
+        the console's Stopped job never runs again."""
         try:
-            client.delete(M.resource_path(framework, namespace, name))
+            client.delete(
+                M.resource_path(job.framework, namespace, name, training_api=job.training_api)
+            )
         except KubeError as exc:
             if not _not_found(exc):
                 return exc
@@ -1806,7 +1981,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         # In the database before the delete leaves: the worker's sync may find the resource
         # gone before this request saves Stopping, and then ends the job Stopped (_gone).
         Job.objects.filter(pk=job.pk).update(stop_sent_at=now)
-        error = self._send_delete(client, namespace, job.external_id, job.framework)
+        error = self._send_delete(client, namespace, job.external_id, job)
         if error is not None and _refused(error):
             Job.objects.filter(pk=job.pk).update(stop_sent_at=None)
             self._stop_refused(
@@ -1859,7 +2034,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         if job.external_id:
             try:
                 client.delete(
-                    M.resource_path(job.framework, namespace, job.external_id),
+                    M.resource_path(
+                        job.framework, namespace, job.external_id, training_api=job.training_api
+                    ),
                     propagation="Background",
                 )
             except KubeError as exc:
@@ -1974,7 +2151,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             ) from None
         finally:
             client.close()
-        container = M.kind_of(job.framework).container
+        container = M.kind_of(job.framework, job.training_api).container
         statuses = (pod.get("status") or {}).get("containerStatuses") or []
         status = next((c for c in statuses if c.get("name") == container), None)
         if (
@@ -2027,7 +2204,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             lines = client.pod_log(
                 namespace,
                 (pod.get("metadata") or {}).get("name"),
-                container=M.kind_of(job.framework).container,
+                container=M.kind_of(job.framework, job.training_api).container,
                 tail=tail,
                 since=since,
                 into=into or kept,
@@ -2058,7 +2235,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
         )
         for pod in pods:
-            if (pod.get("metadata") or {}).get("name") and M.pod_replica(job.framework, pod) == (
+            if (pod.get("metadata") or {}).get("name") and M.pod_replica(
+                job.framework, pod, training_api=job.training_api
+            ) == (
                 role,
                 int(index) if index.isdigit() else -1,
             ):

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from jobs import spec as S
 
-from .manifests import CLAIM_TYPES, Accelerator, Cluster
+from .manifests import CLAIM_TYPES, TRAINING_APIS, Accelerator, Cluster
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 POOL_PREFIX = "k8s-"
@@ -211,6 +211,17 @@ def image_pull_secrets(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def training_api(text: str) -> str:
+    """KUBERNETES_TRAINING_API: which Kubeflow API PyTorch jobs are created with."""
+    value = (text or "").strip() or "v1"
+    if value not in TRAINING_APIS:
+        raise ConfigError(
+            "KUBERNETES_TRAINING_API is v1 (the training operator's PyTorchJob) or trainer "
+            f"(Kubeflow Trainer v2's TrainJob), not {text!r}"
+        )
+    return value
+
+
 def read_file(variable: str, path: str, *, what: str) -> str:
     try:
         text = Path(path).read_text().strip()
@@ -296,6 +307,7 @@ class Config:
                 privileged_namespaces=privileged_namespaces(
                     settings.KUBERNETES_PRIVILEGED_NAMESPACES, found
                 ),
+                training_api=training_api(settings.KUBERNETES_TRAINING_API),
             ),
             cache_seconds=settings.KUBERNETES_CACHE_SECONDS,
             wait_seconds=settings.KUBERNETES_INVENTORY_WAIT_SECONDS,

@@ -116,8 +116,43 @@ KINDS: dict[str, Kind] = {
 # The custom framework's kind: its roles are the user's, each a replicatedJob of that name.
 JOBSET = Kind("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", "replicatedJobs", "main", {})
 
+# KUBERNETES_TRAINING_API: "v1", the training operator's kinds above (the default), or
+# "trainer", Kubeflow Trainer v2, where a PyTorch job is a TrainJob. Sources: kubeflow/trainer
+# pkg/apis/trainer/v1alpha1/trainjob_types.go (v2.2: runtimePatches, which replaced v2.1's
+# podTemplateOverrides, and activeDeadlineSeconds), pkg/runtime/framework/plugins/torch/
+# torch.go (the PET_* variables) and manifests/base/runtimes/torch_distributed.yaml (the
+# runtime's one replicatedJob and container, both "node").
+TRAINING_APIS = ("v1", "trainer")
+TRAINER_API = "trainer"
+TRAINJOB = Kind("trainer.kubeflow.org/v1alpha1", "TrainJob", "trainjobs", "trainer", "node", {})
+TRAINER_RUNTIME = "torch-distributed"  # the ClusterTrainingRuntime Trainer installs
+TRAINER_NODE = "node"  # the runtime's replicatedJob and container the trainer runs in
+# Who owns the console's runtimePatches entry (a patch is keyed by its manager).
+TRAINER_PATCH_MANAGER = "ai-job-console"
+# torchrun's rendezvous port the torch plugin sets (constants.ContainerTrainerPort).
+TRAINER_MASTER_PORT = 29400
+# The variables the torch plugin sets in every node; its webhook refuses a TrainJob whose
+# trainer.env names one (constants.TorchRunReservedEnvNames).
+TORCH_RESERVED_ENVS = (
+    "PET_NNODES",
+    "PET_NPROC_PER_NODE",
+    "PET_NODE_RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
+)
 
-def kind_of(framework: str) -> Kind:
+
+def is_trainjob(framework: str, training_api: str) -> bool:
+    """Whether a job of the framework is a TrainJob under that training API. Only PyTorch:
+    MPI jobs stay MPIJobs (kubeflow/mpi-operator, installed apart from the v1 training
+    operator), custom jobs JobSets (which Trainer itself needs), and TensorFlow has no
+    Trainer runtime (refused on such a pool)."""
+    return training_api == TRAINER_API and framework == S.PYTORCH
+
+
+def kind_of(framework: str, training_api: str = "") -> Kind:
+    if is_trainjob(framework, training_api):
+        return TRAINJOB
     return JOBSET if framework == S.CUSTOM else KINDS[framework]
 
 
@@ -148,6 +183,7 @@ class Cluster:
     # Namespaces (pools) whose jobs may run privileged containers (KUBERNETES_PRIVILEGED_
     # NAMESPACES); none by default.
     privileged_namespaces: frozenset[str] = frozenset()
+    training_api: str = "v1"  # KUBERNETES_TRAINING_API
 
 
 def object_name(spec: S.JobSpec, job_id: str) -> str:
@@ -176,8 +212,8 @@ def secret_name(name: str) -> str:
     return f"{name}-env"
 
 
-def resource_path(framework: str, namespace: str, name: str = "") -> str:
-    kind = kind_of(framework)
+def resource_path(framework: str, namespace: str, name: str = "", *, training_api: str = "") -> str:
+    kind = kind_of(framework, training_api)
     path = f"/apis/{kind.api_version}/namespaces/{namespace}/{kind.plural}"
     return f"{path}/{name}" if name else path
 
@@ -447,11 +483,108 @@ def mpi_launcher_runs_ranks(spec: S.JobSpec) -> bool:
     return bool(master and master.accelerator_type and master.accelerators)
 
 
+def trainer_command(spec: S.JobSpec) -> list[str]:
+    """A TrainJob node's command: the job's, run as container_command runs it, once the node's
+    console role and index are set from the torch plugin's PET_NODE_RANK (the Job's
+    completion index): node 0 is the master, node i worker i-1. The trainer's env is one for
+    every node, so it cannot carry them."""
+    *shell, script = container_command(spec)
+    prelude = (
+        'if [ "$PET_NODE_RANK" = 0 ]; then export AIHC_ROLE=master AIHC_ROLE_INDEX=0; '
+        "else export AIHC_ROLE=worker AIHC_ROLE_INDEX=$((PET_NODE_RANK - 1)); fi; "
+    )
+    return [*shell, prelude + script]
+
+
+def trainer_nodes(spec: S.JobSpec) -> int:
+    """A TrainJob's numNodes: the master and every worker, one node each."""
+    return sum(role.replicas for role in spec.roles if role.replicas > 0)
+
+
+def trainer_processes(spec: S.JobSpec) -> int:
+    """numProcPerNode: a node's cards (the master's: a worker's must match), 1 without."""
+    master = next(role for role in spec.roles if role.name == "master")
+    return master.accelerators if master.accelerator_type and master.accelerators else 1
+
+
+def trainjob_manifest(
+    spec: S.JobSpec, cluster: Cluster, *, name: str, namespace: str, job_id: str
+) -> dict[str, Any]:
+    """A PyTorch job as a Kubeflow Trainer TrainJob (KUBERNETES_TRAINING_API=trainer) on the
+    torch-distributed ClusterTrainingRuntime: the master and its workers are numNodes
+    identical nodes of the runtime's "node" replicatedJob (so they must ask for the same
+    resources: check_spec), torchrun's settings come from the runtime as PET_* variables.
+    The image, command, env and resources are the trainer's own fields; what the trainer
+    cannot say (volumes and their mounts, privileged, node selector, tolerations, pull
+    secrets, the console's pod labels) is the console's runtimePatches entry for "node"
+    (Trainer v2.2+). The timeout is spec.activeDeadlineSeconds (v2.2+). Not sent, as
+    TrainJob has no field for them: restarts (the runtime's JobSet failurePolicy decides),
+    a retention (ttlSecondsAfterFinished), a priority class and host network (check_spec
+    refuses what a user asked for)."""
+    master = next(role for role in spec.roles if role.name == "master")
+    per_node = {"AIHC_ROLE", "AIHC_ROLE_INDEX"}  # set by the command (trainer_command)
+    trainer: dict[str, Any] = {
+        "image": spec.image,
+        "command": trainer_command(spec),
+        "env": [
+            env
+            for env in _env(spec, master, name=name, job_id=job_id)
+            if env["name"] not in per_node
+        ],
+        "numNodes": trainer_nodes(spec),
+        "numProcPerNode": trainer_processes(spec),
+    }
+    if resources := _resources(master, cluster):
+        trainer["resourcesPerNode"] = resources
+    volumes, mounts = _volumes(spec, cluster)
+    container: dict[str, Any] = {"name": TRAINER_NODE, "volumeMounts": mounts}
+    if spec.privileged:
+        # Only reached for a namespace the operator allows (check_spec, and again at submit).
+        container["securityContext"] = {"privileged": True}
+    pod: dict[str, Any] = {"volumes": volumes, "containers": [container]}
+    accelerator = cluster.accelerators.get(master.accelerator_type) if master.accelerators else None
+    if accelerator and accelerator.node_selector:
+        pod["nodeSelector"] = dict(accelerator.node_selector)
+    if cluster.tolerations:
+        pod["tolerations"] = [dict(t) for t in cluster.tolerations]
+    if cluster.image_pull_secrets:
+        pod["imagePullSecrets"] = [{"name": name} for name in cluster.image_pull_secrets]
+    labels = {**dict(spec.labels), CONSOLE_JOB_LABEL: job_id}
+    node_patch = {
+        "name": TRAINER_NODE,
+        "template": {"spec": {"template": {"metadata": {"labels": labels}, "spec": pod}}},
+    }
+    body: dict[str, Any] = {
+        "apiVersion": TRAINJOB.api_version,
+        "kind": TRAINJOB.kind,
+        "metadata": _metadata(spec, cluster, name=name, namespace=namespace, job_id=job_id),
+        "spec": {
+            "runtimeRef": {
+                "name": TRAINER_RUNTIME,
+                "apiGroup": TRAINJOB.api_version.split("/")[0],
+                "kind": "ClusterTrainingRuntime",
+            },
+            "trainer": trainer,
+            "runtimePatches": [
+                {
+                    "manager": TRAINER_PATCH_MANAGER,
+                    "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [node_patch]}}},
+                }
+            ],
+        },
+    }
+    if spec.timeout_minutes > 0:
+        body["spec"]["activeDeadlineSeconds"] = spec.timeout_minutes * 60
+    return body
+
+
 def job_manifest(
     spec: S.JobSpec, cluster: Cluster, *, name: str, namespace: str, job_id: str
 ) -> dict[str, Any]:
-    """The custom resource for the spec (a training-operator job, or a custom job's JobSet),
-    exactly as it is sent."""
+    """The custom resource for the spec (a training-operator job, a PyTorch job's TrainJob
+    under KUBERNETES_TRAINING_API=trainer, or a custom job's JobSet), exactly as it is sent."""
+    if is_trainjob(spec.framework, cluster.training_api):
+        return trainjob_manifest(spec, cluster, name=name, namespace=namespace, job_id=job_id)
     if spec.framework == S.CUSTOM:
         return jobset_manifest(spec, cluster, name=name, namespace=namespace, job_id=job_id)
     kind = KINDS[spec.framework]
@@ -481,14 +614,28 @@ def job_manifest(
 
 
 def pod_replica(
-    framework: str, pod: dict[str, Any], *, roles: Collection[str] | None = None
+    framework: str,
+    pod: dict[str, Any],
+    *,
+    roles: Collection[str] | None = None,
+    training_api: str = "",
 ) -> tuple[str, int] | None:
     """(console role, index) of a pod the operator or the JobSet made, from its labels (and
     a JobSet pod's completion-index annotation on clusters before 1.28); None when unknown.
     A JobSet pod's role is its replicatedJob's name, one of `roles` (the spec's, or the
-    JobSet's own replicatedJobs when the spec no longer reads; None: any)."""
+    JobSet's own replicatedJobs when the spec no longer reads; None: any). A TrainJob's
+    node i (its JobSet's "node" pod of completion index i) is the master for 0, else
+    worker i-1 (a PyTorch job has exactly one master)."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
+    if is_trainjob(framework, training_api):
+        index = labels.get(COMPLETION_INDEX) or (meta.get("annotations") or {}).get(
+            COMPLETION_INDEX, ""
+        )
+        if labels.get(REPLICATED_JOB_LABEL) != TRAINER_NODE or not str(index).isdigit():
+            return None
+        node = int(index)
+        return ("master", 0) if node == 0 else ("worker", node - 1)
     if framework == S.CUSTOM:
         role = str(labels.get(REPLICATED_JOB_LABEL) or "")
         if roles is not None and role not in roles:
