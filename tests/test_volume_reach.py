@@ -172,6 +172,46 @@ def test_a_jobs_curves_are_not_read_from_a_folder_its_user_may_not_enter(
     assert [chart.tag for chart in alices.charts] == ["loss"], alices.note
 
 
+def test_a_jobs_curves_leave_out_the_folders_and_files_inside_its_log_folder_its_user_may_not_read(
+    job_users_on,  # noqa: F811
+    alice,
+    bob,
+):
+    """The log folder itself Bob's user may read (Alice's 0755), but the console walks it as
+    the worker's user: her 0700 run folder and her 0600 event file inside were drawn on
+    Bob's job page all the same (until review 50)."""
+    from .test_tensorboard import read, write_scalars
+
+    root = volume(job_users_on)
+    alices_folder(root, "alice-runs", 0o755, alice)
+    alices_folder(root, "alice-runs/private", 0o700, alice)
+    write_scalars(root / "alice-runs/private", "loss", [2.5, 1.25])
+    write_scalars(root / "alice-runs", "accuracy", [0.5, 0.75])
+    for folder, mode in ((root / "alice-runs/private", 0o644), (root / "alice-runs", 0o600)):
+        for events in folder.glob("*tfevents*"):
+            os.chown(events, BASE + alice.pk, GID)
+            events.chmod(mode)
+    changes = {
+        "datasources": [S.Datasource("hostpath", "work", mount_path="/data")],
+        "tensorboard": S.TensorboardConfig(enable=True, log_path="/data/alice-runs"),
+    }
+
+    bobs = read(submit(bob, make_spec("true", **changes)))
+    alices = read(submit(alice, make_spec("true", **changes)))
+    # Named as a queue group task's own sub-folder (the job's AIHC_GROUP_TASK_INDEX, which a
+    # job may set itself), her run folder is the folder read: looked at as it is too.
+    as_task = read(
+        submit(bob, make_spec("true", envs=[S.Env("AIHC_GROUP_TASK_INDEX", "private")], **changes))
+    )
+
+    assert bobs.charts == [], [(chart.run, chart.tag) for chart in bobs.charts]
+    assert as_task.charts == [], [(chart.run, chart.tag) for chart in as_task.charts]
+    assert sorted((chart.run, chart.tag) for chart in alices.charts) == [
+        (".", "accuracy"),
+        ("private", "loss"),
+    ], alices.note
+
+
 # -- Said at submit (left47) ----------------------------------------------------------------
 # With LOCAL_JOB_UID_BASE the job's uid is known before it starts (the base + its owner's id):
 # a mount its user could not reach is refused on the data step's row and by the APIs, not
@@ -285,43 +325,3 @@ def test_the_api_refuses_a_mount_the_jobs_user_may_not_write_naming_its_field(
     assert "“bob-ckpt/alice” does not exist and cannot be made" in below.message
     assert not (root / "bob-ckpt/alice").exists()
     assert Job.objects.get().public_id == read_only["jobId"]
-
-
-def test_a_jobs_curves_leave_out_the_folders_and_files_inside_its_log_folder_its_user_may_not_read(
-    job_users_on,  # noqa: F811
-    alice,
-    bob,
-):
-    """The log folder itself Bob's user may read (Alice's 0755), but the console walks it as
-    the worker's user: her 0700 run folder and her 0600 event file inside were drawn on
-    Bob's job page all the same (until review 50)."""
-    from .test_tensorboard import read, write_scalars
-
-    root = volume(job_users_on)
-    alices_folder(root, "alice-runs", 0o755, alice)
-    alices_folder(root, "alice-runs/private", 0o700, alice)
-    write_scalars(root / "alice-runs/private", "loss", [2.5, 1.25])
-    write_scalars(root / "alice-runs", "accuracy", [0.5, 0.75])
-    for folder, mode in ((root / "alice-runs/private", 0o644), (root / "alice-runs", 0o600)):
-        for events in folder.glob("*tfevents*"):
-            os.chown(events, BASE + alice.pk, GID)
-            events.chmod(mode)
-    changes = {
-        "datasources": [S.Datasource("hostpath", "work", mount_path="/data")],
-        "tensorboard": S.TensorboardConfig(enable=True, log_path="/data/alice-runs"),
-    }
-
-    bobs = read(submit(bob, make_spec("true", **changes)))
-    alices = read(submit(alice, make_spec("true", **changes)))
-    # Named as a queue group task's own sub-folder (the job's AIHC_GROUP_TASK_INDEX, which a
-    # job may set itself), her run folder is the folder read: looked at as it is too.
-    as_task = read(
-        submit(bob, make_spec("true", envs=[S.Env("AIHC_GROUP_TASK_INDEX", "private")], **changes))
-    )
-
-    assert bobs.charts == [], [(chart.run, chart.tag) for chart in bobs.charts]
-    assert as_task.charts == [], [(chart.run, chart.tag) for chart in as_task.charts]
-    assert sorted((chart.run, chart.tag) for chart in alices.charts) == [
-        (".", "accuracy"),
-        ("private", "loss"),
-    ], alices.note
