@@ -170,7 +170,7 @@ class BasicForm(StepForm):
         error_messages={"required": _("Enter a job name.")},
         help_text=_(
             "Lowercase letters, digits and '-'; starts with a lowercase letter, ends with a "
-            "letter or digit; 1-50 characters."
+            "lowercase letter or digit; 1-50 characters."
         ),
     )
     resource_pool = forms.ChoiceField(

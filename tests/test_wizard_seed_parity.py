@@ -100,6 +100,35 @@ def test_the_target_queue_is_marked_required_as_the_groups_two_counts_are(alice_
 # -- help texts: the seeds' notes -------------------------------------------------------
 
 
+def test_the_job_name_rule_says_in_english_too_that_a_name_ends_with_a_lowercase_letter(
+    alice_client, draft_at
+):
+    """Seed 000: 结尾必须是小写字母或数字. qa72: the English said "a letter or digit", so
+    `job-A` ended as the rule said and was refused all the same, for its capital."""
+    draft = draft_at(W.BASIC)
+    alice_client.cookies["django_language"] = "zh-hans"
+    chinese = help_text(alice_client.get(step_url(draft, W.BASIC)), "id_name")
+    refused_in_chinese = field_errors(
+        post_step(alice_client, draft, W.BASIC, basic_data(name="job-A")), "id_name"
+    )
+    alice_client.cookies["django_language"] = "en"
+    english = help_text(alice_client.get(step_url(draft, W.BASIC)), "id_name")
+    refused_in_english = field_errors(
+        post_step(alice_client, draft, W.BASIC, basic_data(name="job-A")), "id_name"
+    )
+
+    assert "结尾必须是小写字母或数字" in chinese
+    assert "结尾必须是小写字母或数字" in refused_in_chinese[0]
+    assert english == (
+        "Lowercase letters, digits and '-'; starts with a lowercase letter, ends with a "
+        "lowercase letter or digit; 1-50 characters."
+    )
+    assert refused_in_english == [
+        "Job names use lowercase letters, digits and '-', start with a lowercase letter, end "
+        "with a lowercase letter or digit, and are 1-50 characters long. Not allowed: “A”."
+    ]
+
+
 def test_hang_detection_says_what_bccl_writes_to_the_log_when_a_job_hangs(
     alice_client, alice_en, draft_at
 ):
