@@ -358,3 +358,21 @@ def test_the_mpi_roles_note_says_horovod_and_deepspeed_fit_started_through_mpiru
         "Horovod, DeepSpeed and other MPI-based launchers fit here too, started through mpirun."
         in english
     )
+
+
+def test_seed_001s_example_imported_to_the_local_pool_says_on_its_mount_the_pool_has_no_pfs(
+    alice_client,
+):
+    """qa72: the row's 存储类型 said only Django's "选择一个有效的选项。 pfs 不在可用的选项中。"."""
+    import_body(alice_client, SEED_001, pool="local")
+    draft = Draft.objects.get()
+    check = step_url(draft, W.DATA) + "?check=1"
+
+    alice_client.cookies["django_language"] = "zh-hans"
+    chinese = field_errors(alice_client.get(check), "id_mounts-0-type")
+    alice_client.cookies["django_language"] = "en"
+    english = field_errors(alice_client.get(check), "id_mounts-0-type")
+
+    assert W.DATA not in draft.completed_steps
+    assert chinese == ["该资源池不能挂载“PFS”存储，可挂载：本地盘（hostpath）。"]
+    assert english == ["This pool cannot mount “PFS” storage; it mounts Local disk (hostpath)."]
