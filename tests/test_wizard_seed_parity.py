@@ -312,7 +312,56 @@ def test_the_api_refuses_a_node_failure_alert_on_the_local_pool_in_the_callers_l
     ]
     assert chinese["alertConfig.alertItems"] == [NODE_ALERT_REFUSED]
     spec.alert.items = ["jobFailed", "jobFT"]
+    spec.fault_tolerance = True
     assert "alertConfig.alertItems" not in backend.check_spec(spec)
+
+
+# -- 告警: 任务发生容错 (jobFT) comes only from a job with 容错 on ----------------------------
+
+# qa72: the local pool alerts jobFT only when it restarts a job, which it does only with fault
+# tolerance on; chosen without it, the alert was taken and never sent, as nodeFT was (QA 59).
+FT_ALERT_REFUSED = (
+    "本机资源池只在重启任务时发出“任务发生容错”告警，而只有开启了容错的任务才会重启：未开启容错时此告警永远不会发出。"
+    "请在第 5 步（容错&诊断）开启容错（仅支持 PyTorch），或不选此告警事件。"
+)
+
+
+def test_a_fault_tolerance_alert_without_fault_tolerance_is_refused_on_the_alert_events(
+    alice_client, draft_at
+):
+    draft = draft_at(W.ADVANCED)
+    sent = advanced_data(alert_items=["jobFailed", "jobFT"], alert_emails="ops@example.com")
+
+    alice_client.cookies["django_language"] = "zh-hans"
+    chinese = post_step(alice_client, draft, W.ADVANCED, sent)
+    alice_client.cookies["django_language"] = "en"
+    english = post_step(alice_client, draft, W.ADVANCED, sent)
+
+    assert field_errors(chinese, "id_alert_items") == [FT_ALERT_REFUSED]
+    assert field_errors(english, "id_alert_items") == [
+        "The local pool alerts “Fault tolerance happens” when it restarts a job, and only a "
+        "job with fault tolerance on is restarted: without it this alert never comes. Turn "
+        "fault tolerance on in step 5 (Fault tolerance & diagnostics; PyTorch only), or leave "
+        "this event out."
+    ]
+    draft.refresh_from_db()
+    assert W.ADVANCED not in draft.completed_steps
+
+
+def test_a_fault_tolerance_alert_with_fault_tolerance_on_is_taken(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client,
+        draft,
+        upto=W.REVIEW,
+        **{
+            W.FAULT: {"fault_tolerance": "on"},
+            W.ADVANCED: advanced_data(alert_items=["jobFT"], alert_emails="ops@example.com"),
+        },
+    )
+
+    draft.refresh_from_db()
+    assert W.ADVANCED in draft.completed_steps
 
 
 # -- seed 001's example through 从请求导入 -------------------------------------------------
