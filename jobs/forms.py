@@ -170,7 +170,7 @@ class BasicForm(StepForm):
         error_messages={"required": _("Enter a job name.")},
         help_text=_(
             "Lowercase letters, digits and '-'; starts with a lowercase letter, ends with a "
-            "letter or digit; 1-50 characters."
+            "lowercase letter or digit; 1-50 characters."
         ),
     )
     resource_pool = forms.ChoiceField(
@@ -626,6 +626,16 @@ class MountForm(forms.Form):
         self.fields["type"].choices = [(t, STORAGE_LABELS.get(t, t)) for t in types]
         volumes = {v.name: v for v in (pool.volumes if pool else [])}
         chosen = self.chosen_type()
+        if types and chosen not in types:
+            # A type the pool does not mount (seed 001's PFS imported to the local pool) says
+            # which it mounts; qa72: Django's "Select a valid choice" named neither.
+            self.fields["type"].error_messages["invalid_choice"] = (
+                _("This pool cannot mount “%(type)s” storage; it mounts %(types)s.")
+                % {
+                    "type": STORAGE_LABELS.get(chosen, chosen),
+                    "types": ", ".join(str(STORAGE_LABELS.get(t, t)) for t in types),
+                }
+            ).replace("%", "%%")
         if pool is not None and chosen in types:
             offered = pool.volumes_of(chosen)
             name = str(self.data.get(self.add_prefix("name")) or "") if self.is_bound else ""

@@ -1417,7 +1417,7 @@ def validate(spec: JobSpec) -> dict[str, list[str]]:
     elif not NAME_RE.match(spec.name):
         rule = _(
             "Job names use lowercase letters, digits and '-', start with a lowercase letter, "
-            "end with a letter or digit, and are 1-50 characters long."
+            "end with a lowercase letter or digit, and are 1-50 characters long."
         )
         err("name", f"{rule} {name_problem(spec.name, 50)}")
     if not spec.resource_pool_id:

@@ -109,22 +109,30 @@ def test_submit_again_of_a_job_stored_before_the_hang_rule_is_refused_as_run_aga
     assert job.status == JobStatus.SUBMIT_FAILED
 
 
-def stored_with_a_node_alert(owner, status: str) -> Job:
-    """A local job whose stored spec alerts on 任务所在节点出现故障 (nodeFT), as one submitted
-    before QA 59's rule that the local pool, which never sends it, refuses it."""
+def stored_with_an_alert_never_sent(owner, status: str, item: str) -> Job:
+    """A local job whose stored spec alerts on an event the local pool never sends it, as one
+    submitted before the rule that refuses it: 任务所在节点出现故障 (nodeFT, QA 59), or
+    任务发生容错 (jobFT) without fault tolerance (qa72)."""
     job = stored_before_the_hang_rule(owner, status)
     stored = copy.deepcopy(job.spec)
-    stored["alertConfig"]["alertItems"] = ["jobFailed", "nodeFT"]
+    stored["alertConfig"]["alertItems"] = ["jobFailed", item]
     Job.objects.filter(pk=job.pk).update(spec=stored)
     job.refresh_from_db()
     return job
 
 
-def test_a_local_job_queued_with_a_node_alert_still_starts_and_its_run_again_says_why_not(
-    alice, alice_client
+@pytest.mark.parametrize(
+    ("item", "refusal"),
+    [
+        ("nodeFT", "本机资源池不会发出“任务所在节点出现故障”告警"),
+        ("jobFT", "本机资源池只在重启任务时发出“任务发生容错”告警"),
+    ],
+)
+def test_a_local_job_queued_with_an_alert_never_sent_still_starts_and_run_again_says_why_not(
+    alice, alice_client, item, refusal
 ):
-    queued = stored_with_a_node_alert(alice, JobStatus.QUEUED)
-    ended = stored_with_a_node_alert(alice, JobStatus.FAILED)
+    queued = stored_with_an_alert_never_sent(alice, JobStatus.QUEUED, item)
+    ended = stored_with_an_alert_never_sent(alice, JobStatus.FAILED, item)
 
     started = dispatch_local()
     response = alice_client.post(reverse("job-rerun", args=[ended.public_id]), follow=True)
@@ -133,7 +141,7 @@ def test_a_local_job_queued_with_a_node_alert_still_starts_and_its_run_again_say
     assert status_of(queued) == JobStatus.RUNNING
     assert response.status_code == 200
     assert response.redirect_chain[-1][0] == reverse("job-detail", args=[ended.public_id])
-    assert "本机资源池不会发出“任务所在节点出现故障”告警" in response.content.decode()
+    assert refusal in response.content.decode()
     assert Job.objects.count() == 2
 
 

@@ -100,6 +100,35 @@ def test_the_target_queue_is_marked_required_as_the_groups_two_counts_are(alice_
 # -- help texts: the seeds' notes -------------------------------------------------------
 
 
+def test_the_job_name_rule_says_in_english_too_that_a_name_ends_with_a_lowercase_letter(
+    alice_client, draft_at
+):
+    """Seed 000: 结尾必须是小写字母或数字. qa72: the English said "a letter or digit", so
+    `job-A` ended as the rule said and was refused all the same, for its capital."""
+    draft = draft_at(W.BASIC)
+    alice_client.cookies["django_language"] = "zh-hans"
+    chinese = help_text(alice_client.get(step_url(draft, W.BASIC)), "id_name")
+    refused_in_chinese = field_errors(
+        post_step(alice_client, draft, W.BASIC, basic_data(name="job-A")), "id_name"
+    )
+    alice_client.cookies["django_language"] = "en"
+    english = help_text(alice_client.get(step_url(draft, W.BASIC)), "id_name")
+    refused_in_english = field_errors(
+        post_step(alice_client, draft, W.BASIC, basic_data(name="job-A")), "id_name"
+    )
+
+    assert "结尾必须是小写字母或数字" in chinese
+    assert "结尾必须是小写字母或数字" in refused_in_chinese[0]
+    assert english == (
+        "Lowercase letters, digits and '-'; starts with a lowercase letter, ends with a "
+        "lowercase letter or digit; 1-50 characters."
+    )
+    assert refused_in_english == [
+        "Job names use lowercase letters, digits and '-', start with a lowercase letter, end "
+        "with a lowercase letter or digit, and are 1-50 characters long. Not allowed: “A”."
+    ]
+
+
 def test_hang_detection_says_what_bccl_writes_to_the_log_when_a_job_hangs(
     alice_client, alice_en, draft_at
 ):
@@ -283,7 +312,56 @@ def test_the_api_refuses_a_node_failure_alert_on_the_local_pool_in_the_callers_l
     ]
     assert chinese["alertConfig.alertItems"] == [NODE_ALERT_REFUSED]
     spec.alert.items = ["jobFailed", "jobFT"]
+    spec.fault_tolerance = True
     assert "alertConfig.alertItems" not in backend.check_spec(spec)
+
+
+# -- 告警: 任务发生容错 (jobFT) comes only from a job with 容错 on ----------------------------
+
+# qa72: the local pool alerts jobFT only when it restarts a job, which it does only with fault
+# tolerance on; chosen without it, the alert was taken and never sent, as nodeFT was (QA 59).
+FT_ALERT_REFUSED = (
+    "本机资源池只在重启任务时发出“任务发生容错”告警，而只有开启了容错的任务才会重启：未开启容错时此告警永远不会发出。"
+    "请在第 5 步（容错&诊断）开启容错（仅支持 PyTorch），或不选此告警事件。"
+)
+
+
+def test_a_fault_tolerance_alert_without_fault_tolerance_is_refused_on_the_alert_events(
+    alice_client, draft_at
+):
+    draft = draft_at(W.ADVANCED)
+    sent = advanced_data(alert_items=["jobFailed", "jobFT"], alert_emails="ops@example.com")
+
+    alice_client.cookies["django_language"] = "zh-hans"
+    chinese = post_step(alice_client, draft, W.ADVANCED, sent)
+    alice_client.cookies["django_language"] = "en"
+    english = post_step(alice_client, draft, W.ADVANCED, sent)
+
+    assert field_errors(chinese, "id_alert_items") == [FT_ALERT_REFUSED]
+    assert field_errors(english, "id_alert_items") == [
+        "The local pool alerts “Fault tolerance happens” when it restarts a job, and only a "
+        "job with fault tolerance on is restarted: without it this alert never comes. Turn "
+        "fault tolerance on in step 5 (Fault tolerance & diagnostics; PyTorch only), or leave "
+        "this event out."
+    ]
+    draft.refresh_from_db()
+    assert W.ADVANCED not in draft.completed_steps
+
+
+def test_a_fault_tolerance_alert_with_fault_tolerance_on_is_taken(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client,
+        draft,
+        upto=W.REVIEW,
+        **{
+            W.FAULT: {"fault_tolerance": "on"},
+            W.ADVANCED: advanced_data(alert_items=["jobFT"], alert_emails="ops@example.com"),
+        },
+    )
+
+    draft.refresh_from_db()
+    assert W.ADVANCED in draft.completed_steps
 
 
 # -- seed 001's example through 从请求导入 -------------------------------------------------
@@ -329,3 +407,21 @@ def test_the_mpi_roles_note_says_horovod_and_deepspeed_fit_started_through_mpiru
         "Horovod, DeepSpeed and other MPI-based launchers fit here too, started through mpirun."
         in english
     )
+
+
+def test_seed_001s_example_imported_to_the_local_pool_says_on_its_mount_the_pool_has_no_pfs(
+    alice_client,
+):
+    """qa72: the row's 存储类型 said only Django's "选择一个有效的选项。 pfs 不在可用的选项中。"."""
+    import_body(alice_client, SEED_001, pool="local")
+    draft = Draft.objects.get()
+    check = step_url(draft, W.DATA) + "?check=1"
+
+    alice_client.cookies["django_language"] = "zh-hans"
+    chinese = field_errors(alice_client.get(check), "id_mounts-0-type")
+    alice_client.cookies["django_language"] = "en"
+    english = field_errors(alice_client.get(check), "id_mounts-0-type")
+
+    assert W.DATA not in draft.completed_steps
+    assert chinese == ["该资源池不能挂载“PFS”存储，可挂载：本地盘（hostpath）。"]
+    assert english == ["This pool cannot mount “PFS” storage; it mounts Local disk (hostpath)."]

@@ -408,6 +408,18 @@ class LocalBackend(Backend):
                     "this event out."
                 ),
             )
+        if "jobFT" in spec.alert.items and not spec.fault_tolerance:
+            # qa72: jobFT is sent when the runner restarts a job (runner._restarted), which
+            # only fault tolerance does (restart_limit is 0 without it): taken, it never came.
+            err(
+                "alertConfig.alertItems",
+                _(
+                    "The local pool alerts “Fault tolerance happens” when it restarts a job, "
+                    "and only a job with fault tolerance on is restarted: without it this "
+                    "alert never comes. Turn fault tolerance on in step 5 (Fault tolerance & "
+                    "diagnostics; PyTorch only), or leave this event out."
+                ),
+            )
         if problem := too_many_replicas(spec):
             # On the role with the most instances, where lowering them does the most.
             most = max(range(len(spec.roles)), key=lambda i: spec.roles[i].replicas)
