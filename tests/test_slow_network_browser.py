@@ -9,9 +9,9 @@ import pytest
 from playwright.sync_api import expect
 
 from jobs import wizard as W
-from jobs.models import Draft
+from jobs.models import Draft, Job
 from tests.test_volume_access_browser import _team_volumes, to_the_data_step  # noqa: F401
-from tests.test_wizard_browser import fill_basic, next_step, settled, start
+from tests.test_wizard_browser import fill_basic, fill_image, next_step, settled, start
 
 pytestmark = pytest.mark.browser
 
@@ -126,3 +126,35 @@ def test_a_step_sent_while_offline_says_so_keeps_what_was_typed_and_goes_on_once
     expect(page.locator("#request-error")).to_be_hidden()
     draft = Draft.objects.get()
     assert draft.data[W.IMAGE]["command"] == ["torchrun train.py"]
+
+
+def test_a_submit_whose_answer_was_lost_pressed_again_opens_the_one_job_it_made(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/mnt/data")
+    for slug in ["fault", "advanced", "submission", "review"]:
+        next_step(page, slug)
+    sent = []
+
+    def answer_lost(route) -> None:
+        sent.append(route.request.method)
+        if len(sent) == 1:
+            route.fetch()  # the console made the job...
+            route.abort("connectionreset")  # ...and its answer never came back
+        else:
+            route.continue_()
+
+    page.route("**/submit/", answer_lost)
+    page.click("#wizard-submit")
+    page.wait_for_url(lambda url: url.startswith("chrome-error:"))  # the browser's error page
+    assert Job.objects.count() == 1
+
+    # Back to the review, to press 提交 again: it opens the job made, and makes no other (a
+    # 提交 sent again, the form posted once more, opens it too: test_wizard's test_submitting_twice_creates_one_job).
+    page.go_back()
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+    expect(page.locator("h1")).to_contain_text("bert-large")
+    assert Job.objects.count() == 1 and sent == ["POST"]
