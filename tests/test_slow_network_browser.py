@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from jobs import wizard as W
 from jobs.models import Draft, Job
+from tests.test_job_pages_browser import submitted, worker_thread  # noqa: F401
 from tests.test_volume_access_browser import _team_volumes, to_the_data_step  # noqa: F401
 from tests.test_wizard_browser import fill_basic, fill_image, next_step, settled, start
 
@@ -158,3 +159,20 @@ def test_a_submit_whose_answer_was_lost_pressed_again_opens_the_one_job_it_made(
     page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
     expect(page.locator("h1")).to_contain_text("bert-large")
     assert Job.objects.count() == 1 and sent == ["POST"]
+
+
+@pytest.mark.usefixtures("worker_thread")
+def test_a_job_page_whose_connection_drops_says_so_and_catches_up_once_back(logged_in_page, alice):
+    page = logged_in_page
+    job = submitted(alice, "far-away", command="sleep 3")
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#job-live")).to_contain_text("运行中")
+
+    page.context.set_offline(True)
+    banner = page.locator("#request-error")
+    expect(banner).to_contain_text("无法连接到控制台")
+    page.context.set_offline(False)
+
+    # The next refresh clears it and draws the job as it is now (it ended meanwhile).
+    expect(page.locator("#job-live")).to_contain_text("成功", timeout=30_000)
+    expect(banner).to_be_hidden()
