@@ -129,6 +129,27 @@ def test_a_step_sent_while_offline_says_so_keeps_what_was_typed_and_goes_on_once
     assert draft.data[W.IMAGE]["command"] == ["torchrun train.py"]
 
 
+def test_next_pressed_again_while_the_step_is_on_its_way_moves_one_step(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    slow = HeldAnswer(page, "/image/")
+    sent = []
+    page.on("request", lambda r: sent.append(r) if r.method == "POST" else None)
+
+    page.click("#wizard-next")
+    slow.wait_held()
+    page.click("#wizard-next")  # nothing seemed to happen
+    slow.let_go()
+
+    page.wait_for_url(re.compile(r"/resources/$"))
+    expect(page.locator("#step-heading")).to_contain_text("资源配置")
+    expect(page.locator("#request-error")).to_be_hidden()
+    assert len(sent) == 1  # the second press waited behind the first, then was let go
+
+
 def test_a_submit_whose_answer_was_lost_pressed_again_opens_the_one_job_it_made(logged_in_page):
     page = logged_in_page
     start(page)
