@@ -147,7 +147,7 @@ def test_next_pressed_again_while_the_step_is_on_its_way_moves_one_step(logged_i
     page.wait_for_url(re.compile(r"/resources/$"))
     expect(page.locator("#step-heading")).to_contain_text("资源配置")
     expect(page.locator("#request-error")).to_be_hidden()
-    assert len(sent) == 1  # the second press waited behind the first, then was let go
+    assert len(sent) == 1  # the second press waited behind the first, dropped with its form
 
 
 def test_a_submit_whose_answer_was_lost_pressed_again_opens_the_one_job_it_made(logged_in_page):
