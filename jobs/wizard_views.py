@@ -735,6 +735,10 @@ def _follow_type(row: F.MountForm, draft_id: Any, index: int) -> None:
         "hx-include": "closest tr",
         "hx-target": "closest tr",
         "hx-swap": "outerHTML",
+        # The last choice is the one drawn: its request replaces one still on its way (a slow
+        # network). Else it waited behind it and was dropped once the row had been redrawn
+        # from the choice before, which it showed as made (qa71).
+        "hx-sync": "closest tr:replace",
     }
     row.fields["type"].widget.attrs.update(redraw)
     # ...and choosing a volume read-only for everyone redraws it with 只读 forced and why.

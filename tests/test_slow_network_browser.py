@@ -1,0 +1,199 @@
+"""The console on a slow, lossy network (hotel Wi-Fi, a VPN from another continent): answers
+that come late, out of order or not at all, and a connection that drops and comes back (qa71)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from jobs import wizard as W
+from jobs.models import Draft, Job
+from tests.test_job_pages_browser import submitted, worker_thread  # noqa: F401
+from tests.test_volume_access_browser import _team_volumes, to_the_data_step  # noqa: F401
+from tests.test_wizard_browser import fill_basic, fill_image, next_step, settled, start
+
+pytestmark = pytest.mark.browser
+
+
+class HeldAnswer:
+    """Holds the first request whose address contains `part` on its way to the console, as a
+    slow network does, until let go; every other request goes through at once."""
+
+    def __init__(self, page, part: str) -> None:
+        self.page = page
+        self.part = part
+        self.route = None
+        page.route(lambda url: part in url, self._hold)
+
+    def _hold(self, route) -> None:
+        if self.route is None:
+            self.route = route
+        else:
+            route.continue_()
+
+    def wait_held(self) -> None:
+        while self.route is None:
+            self.page.wait_for_timeout(50)
+
+    def let_go(self) -> None:
+        """The late answer arrives, unless the page gave up on it meanwhile (htmx aborted
+        it), and the page has handled it."""
+        request = self.route.request
+        if request.failure is not None:
+            return  # given up: nothing will arrive
+        ended = []
+        for event in ("requestfinished", "requestfailed"):
+            self.page.on(event, lambda r: ended.append(r) if r == request else None)
+        self.route.continue_()
+        while not ended:
+            self.page.wait_for_timeout(50)
+        # htmx swaps an answer in on its load event: a task after this one.
+        self.page.evaluate("() => new Promise((done) => setTimeout(done, 0))")
+        settled(self.page)
+
+
+def test_an_example_shown_while_the_one_clicked_before_is_slow_to_come_stays_shown(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "mpich-allreduce")
+    page.check("input[name=framework][value=MPIJob]")
+    next_step(page, "image")
+    page.click("#examples summary")
+    slow = HeldAnswer(page, "example=MPIJob-hydra")
+
+    page.click("button[value=show-example-MPIJob-hydra]")
+    slow.wait_held()
+    # Nothing seems to happen: the person goes back to the OpenMPI one, which comes at once.
+    with page.expect_response(lambda r: "example=MPIJob&" in r.url):
+        page.click("button[value=show-example-MPIJob]")
+    slow.let_go()
+
+    # Before qa71 the hydra answer, arriving last, was drawn over it: 填入该示例 then filled
+    # in the example the person had turned away from.
+    expect(page.locator("#example-command")).to_contain_text("mpirun --allow-run-as-root")
+    expect(page.locator("button[value=show-example-MPIJob]")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    page.click("#fill-example")
+    expect(page.locator("#id_command")).to_have_value(re.compile(r"^mpirun "))
+
+
+def test_a_volume_chosen_while_the_rows_redraw_for_the_one_before_is_slow_is_kept(
+    logged_in_page,
+):
+    page = logged_in_page
+    to_the_data_step(page)
+    slow = HeldAnswer(page, "/mount-row/")
+
+    page.select_option("#id_mounts-0-name", "models")  # read-only for everyone: redrawn
+    slow.wait_held()
+    page.select_option("#id_mounts-0-name", "scratch")  # changed mind while it was on its way
+    slow.let_go()
+
+    # Before qa71 the second choice waited behind the first, was dropped once the row had been
+    # redrawn from the first, and the row showed models, read-only, as if chosen last.
+    expect(page.locator("#id_mounts-0-name")).to_have_value("scratch")
+    expect(page.locator("#id_mounts-0-access option")).to_have_count(2)
+    expect(page.locator("#id_mounts-0-access_reason")).to_have_count(0)
+    page.fill("#id_mounts-0-mount_path", "/data")
+    next_step(page, "fault")
+    page.click(".wizard-steps button[value='goto-data']")
+    page.wait_for_url(re.compile(r"/data/$"))
+    expect(page.locator("#id_mounts-0-name")).to_have_value("scratch")
+
+
+def test_a_step_sent_while_offline_says_so_keeps_what_was_typed_and_goes_on_once_back(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    page.context.set_offline(True)  # the Wi-Fi drops as 下一步 is pressed
+
+    page.click("#wizard-next")
+    expect(page.locator("#request-error")).to_contain_text("无法连接到控制台")
+    expect(page.locator("#id_image")).to_have_value("registry.example.com/train/pytorch:2.5")
+    expect(page.locator("#id_command")).to_have_value("torchrun train.py")
+    assert page.url.endswith("/image/")
+
+    page.context.set_offline(False)
+    next_step(page, "resources")  # pressed again, once back
+    expect(page.locator("#request-error")).to_be_hidden()
+    draft = Draft.objects.get()
+    assert draft.data[W.IMAGE]["command"] == ["torchrun train.py"]
+
+
+def test_next_pressed_again_while_the_step_is_on_its_way_moves_one_step(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    slow = HeldAnswer(page, "/image/")
+    sent = []
+    page.on("request", lambda r: sent.append(r) if r.method == "POST" else None)
+
+    page.click("#wizard-next")
+    slow.wait_held()
+    page.click("#wizard-next")  # nothing seemed to happen
+    slow.let_go()
+
+    page.wait_for_url(re.compile(r"/resources/$"))
+    expect(page.locator("#step-heading")).to_contain_text("资源配置")
+    expect(page.locator("#request-error")).to_be_hidden()
+    assert len(sent) == 1  # the second press waited behind the first, dropped with its form
+
+
+def test_a_submit_whose_answer_was_lost_pressed_again_opens_the_one_job_it_made(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/mnt/data")
+    for slug in ["fault", "advanced", "submission", "review"]:
+        next_step(page, slug)
+    sent = []
+
+    def answer_lost(route) -> None:
+        sent.append(route.request.method)
+        if len(sent) == 1:
+            route.fetch()  # the console made the job...
+            route.abort("connectionreset")  # ...and its answer never came back
+        else:
+            route.continue_()
+
+    page.route("**/submit/", answer_lost)
+    page.click("#wizard-submit")
+    page.wait_for_url(lambda url: url.startswith("chrome-error:"))  # the browser's error page
+    assert Job.objects.count() == 1
+
+    # Back to the review, to press 提交 again: it opens the job made, and makes no other (a
+    # 提交 sent again, the form posted once more, opens it too: test_wizard's test_submitting_twice_creates_one_job).
+    page.go_back()
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+    expect(page.locator("h1")).to_contain_text("bert-large")
+    assert Job.objects.count() == 1 and sent == ["POST"]
+
+
+@pytest.mark.usefixtures("worker_thread")
+def test_a_job_page_whose_connection_drops_says_so_and_catches_up_once_back(logged_in_page, alice):
+    page = logged_in_page
+    job = submitted(alice, "far-away", command="sleep 3")
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#job-live")).to_contain_text("运行中")
+
+    page.context.set_offline(True)
+    banner = page.locator("#request-error")
+    expect(banner).to_contain_text("无法连接到控制台")
+    page.context.set_offline(False)
+
+    # The next refresh clears it and draws the job as it is now (it ended meanwhile).
+    expect(page.locator("#job-live")).to_contain_text("成功", timeout=30_000)
+    expect(banner).to_be_hidden()
