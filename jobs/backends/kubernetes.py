@@ -1075,17 +1075,22 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         job = M.job_manifest(spec, cluster, name=name, namespace=namespace, job_id=job_id)
         return secret, job
 
-    def request_preview(self, spec: spec_module.JobSpec, *, job_id: str = "") -> RequestPreview:
+    def request_preview(
+        self, spec: spec_module.JobSpec, *, job_id: str = "", training_api: str = ""
+    ) -> RequestPreview:
         """The custom resource's create (a custom job's JobSet), preceded by the Secret's when
         the job has secret envs (its values masked); before the job exists its id reads
         <job-id>. Misconfigured settings show the manifest without the cluster's card mapping
-        and address (the review says what is wrong on submit)."""
+        and address (the review says what is wrong on submit). `training_api`: the kind a job
+        was created as (Job.training_api), whatever KUBERNETES_TRAINING_API says now."""
         try:
             config = self._config()
         except BackendError:
             cluster, server = M.Cluster(), ""
         else:
             cluster, server = config.cluster, config.server
+        if training_api:
+            cluster = replace(cluster, training_api=training_api)
         secret, job = self.manifests(
             spec, job_id=job_id or M.PREVIEW_JOB_ID, masked=True, cluster=cluster
         )
@@ -1121,6 +1126,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         *,
         job_id: str,
         group_task: tuple[int, int] | None = None,
+        training_api: str = "",
     ) -> dict[str, str]:
         """What a pod finds: the operator's variables (its service names, in the pool's
         namespace) plus the ones the manifest sets (AIHC_JOB_ID, AIHC_ROLE, AIHC_ROLE_INDEX
@@ -1131,10 +1137,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         review left it out, though README names it as a pod's index)."""
         namespace = namespace_of(spec.resource_pool_id)
         name = M.object_name(spec, job_id)
-        try:
-            training_api = self._config().cluster.training_api
-        except BackendError:
-            training_api = ""
+        if not training_api:  # not created yet: as it would be now
+            try:
+                training_api = self._config().cluster.training_api
+            except BackendError:
+                training_api = ""
         if M.is_trainjob(spec.framework, training_api):
             return self._trainer_environment(
                 spec, ref, name=name, job_id=job_id, group_task=group_task
