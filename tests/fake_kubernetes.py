@@ -146,7 +146,7 @@ TORCH_RESERVED_ENVS = (
     "PET_MASTER_ADDR",
     "PET_MASTER_PORT",
 )
-TRAINER_PORT = 29400
+TRAINER_PORT = 29500  # pkg/constants/constants.go ContainerTrainerPort
 JOBSET_SPEC_KEYS = {
     "replicatedJobs",
     "network",

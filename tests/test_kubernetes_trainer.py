@@ -289,7 +289,8 @@ def test_the_review_lists_what_the_torch_runtime_gives_each_node_instead_of_mast
     worker = k8s.environment_preview(pytorch, ReplicaRef("worker", 1, 2), job_id="<job-id>")
 
     assert master["PET_MASTER_ADDR"] == worker["PET_MASTER_ADDR"] == f"{name}-node-0-0.{name}"
-    assert master["PET_MASTER_PORT"] == "29400"
+    # kubeflow/trainer pkg/constants/constants.go: ContainerTrainerPort int32 = 29500.
+    assert master["PET_MASTER_PORT"] == "29500"
     assert (master["PET_NNODES"], master["PET_NPROC_PER_NODE"]) == ("3", "8")
     assert (master["PET_NODE_RANK"], worker["PET_NODE_RANK"]) == ("0", "2")
     assert (worker["AIHC_ROLE"], worker["AIHC_ROLE_INDEX"]) == ("worker", "1")

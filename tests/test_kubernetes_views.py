@@ -577,7 +577,7 @@ def test_a_pytorch_job_built_in_the_wizard_runs_as_a_trainjob_and_its_page_follo
     # What the torch runtime gives each node, not the training operator's MASTER_ADDR.
     envs = env_boxes(page)
     assert envs["worker-0"]["PET_NODE_RANK"] == "1"
-    assert envs["master-0"]["PET_MASTER_PORT"] == "29400"
+    assert envs["master-0"]["PET_MASTER_PORT"] == "29500"  # Trainer's ContainerTrainerPort
     assert "MASTER_ADDR" not in envs["master-0"]
 
     alice_client.post(reverse("wizard-submit", args=[draft.id]))
@@ -631,6 +631,7 @@ def test_the_image_step_of_a_pytorch_job_on_a_trainer_cluster_lists_the_torch_ru
     listed = re.findall(r'<th scope="row" class="font-monospace fw-normal">([A-Z_]+)</th>', page)
     assert {"PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR", "AIHC_ROLE"} <= set(listed)
     assert not {"MASTER_ADDR", "RANK", "WORLD_SIZE"} & set(listed)
+    assert re.search(r">PET_MASTER_PORT</th>\s*<td[^>]*>\s*29500\s*<", page)
 
 
 def test_a_pytorchjobs_page_shows_the_pytorchjob_it_was_sent_after_the_setting_becomes_trainer(

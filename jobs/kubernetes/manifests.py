@@ -129,8 +129,9 @@ TRAINER_RUNTIME = "torch-distributed"  # the ClusterTrainingRuntime Trainer inst
 TRAINER_NODE = "node"  # the runtime's replicatedJob and container the trainer runs in
 # Who owns the console's runtimePatches entry (a patch is keyed by its manager).
 TRAINER_PATCH_MANAGER = "ai-job-console"
-# torchrun's rendezvous port the torch plugin sets (constants.ContainerTrainerPort).
-TRAINER_MASTER_PORT = 29400
+# torchrun's rendezvous port the torch plugin sets (pkg/constants/constants.go
+# ContainerTrainerPort, 29500 in every release; feat-trainer had read 29400).
+TRAINER_MASTER_PORT = 29500
 # The variables the torch plugin sets in every node; its webhook refuses a TrainJob whose
 # trainer.env names one (constants.TorchRunReservedEnvNames).
 TORCH_RESERVED_ENVS = (
