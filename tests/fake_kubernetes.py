@@ -754,10 +754,12 @@ class FakeKubernetes:
         node: str = "node-1",
         restarts: int = 0,
         exit_code: int | None = None,
+        attempt: int = 0,
     ) -> list[str]:
         """The job's pods as the training operator creates them: named <job>-<type>-<i>,
         with the template's labels and the operator's own. `node` "": not scheduled yet
-        (unscheduled)."""
+        (unscheduled). `attempt`: a TrainJob's, the restart of Trainer's JobSet they are of
+        (a custom job's JobSet says its own: set_jobset_status)."""
         job = self.job(name, namespace)
         kind = job["kind"]
         if kind == "JobSet":
@@ -766,7 +768,7 @@ class FakeKubernetes:
             )
         if kind == "TrainJob":
             return self._run_trainjob_pods(
-                job, phase=phase, node=node, restarts=restarts, exit_code=exit_code
+                job, phase=phase, node=node, restarts=restarts, exit_code=exit_code, attempt=attempt
             )
         key = CRDS[kind][2]
         made = []
@@ -893,7 +895,14 @@ class FakeKubernetes:
         return made
 
     def _run_trainjob_pods(
-        self, trainjob: dict, *, phase: str, node: str, restarts: int, exit_code: int | None
+        self,
+        trainjob: dict,
+        *,
+        phase: str,
+        node: str,
+        restarts: int,
+        exit_code: int | None,
+        attempt: int,
     ) -> list[str]:
         """A TrainJob's pods as Trainer's JobSet (named after it) makes them: its "node"
         replicatedJob's one Job <name>-node-0 of numNodes indexed pods, with hostnames
@@ -915,7 +924,7 @@ class FakeKubernetes:
                         "jobset.sigs.k8s.io/jobset-name": name,
                         "jobset.sigs.k8s.io/replicatedjob-name": "node",
                         "jobset.sigs.k8s.io/job-index": "0",
-                        "jobset.sigs.k8s.io/restart-attempt": "0",
+                        "jobset.sigs.k8s.io/restart-attempt": str(attempt),
                         "batch.kubernetes.io/job-name": job_name,
                         "batch.kubernetes.io/job-completion-index": str(index),
                     },

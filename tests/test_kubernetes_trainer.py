@@ -319,3 +319,19 @@ def test_the_fake_refuses_a_trainjob_as_trainer_and_the_api_server_would(trainer
     assert "unknown field" in refusal(lambda b: b["spec"].update(podSpecOverrides=[]))
     client.create(path, body)
     assert "AlreadyExists" in refusal(lambda b: None)
+
+
+def test_a_trainjob_whose_runtime_restarted_follows_the_current_attempts_pods_only(
+    trainer, k8s, alice
+):
+    job = submitted(alice, k8s)
+    name = job.external_id
+    trainer.run_pods(name, attempt=1)
+    # The first attempt's pods, failed, still going away (listed after the new ones).
+    trainer.run_pods(name, phase="Failed", exit_code=1)
+
+    k8s.sync(job)
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.RUNNING
+    assert set(job.replicas.values_list("status", flat=True)) == {"running"}

@@ -292,6 +292,23 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _attempt_of(pod: dict[str, Any]) -> int:
+    """The JobSet restart a pod is of (its restart-attempt label; 0 without one)."""
+    value = str(((pod.get("metadata") or {}).get("labels") or {}).get(M.RESTART_ATTEMPT_LABEL, ""))
+    return int(value) if value.isdigit() else 0
+
+
+def current_attempt_pods(pods: list[dict[str, Any]], attempt: int) -> list[dict[str, Any]]:
+    """A JobSet's pods of its restart `attempt`: a restarted JobSet's earlier pods may still
+    be going (a pod without the label is kept)."""
+    return [
+        p
+        for p in pods
+        if M.RESTART_ATTEMPT_LABEL not in ((p.get("metadata") or {}).get("labels") or {})
+        or _attempt_of(p) == attempt
+    ]
+
+
 def _roles(spec: spec_module.JobSpec | None, resource: dict[str, Any]) -> set[str]:
     """The roles a custom job's pods may be of: the spec's, or, once it no longer reads, the
     names of the JobSet's replicatedJobs as the cluster has them (the console named them)."""
@@ -1579,17 +1596,17 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if not self._unanswered_again(job):
                 raise
             unanswered, pods = exc, []
-        if framework == spec_module.CUSTOM:
+        if trainjob:
+            # Trainer's JobSet restarts as a custom job's does (its runtime's failurePolicy),
+            # but a TrainJob's status has no count of it (trainjob_types.go): the current
+            # attempt is the newest its pods carry (the JobSet makes the next attempt's Jobs
+            # once the last one's are deleted).
+            pods = current_attempt_pods(pods, max(map(_attempt_of, pods), default=0))
+        elif framework == spec_module.CUSTOM:
             # A restarted JobSet's old pods may still be going: only the current attempt's.
-            attempt = str((resource.get("status") or {}).get("restarts") or 0)
-            pods = [
-                p
-                for p in pods
-                if ((p.get("metadata") or {}).get("labels") or {}).get(
-                    M.RESTART_ATTEMPT_LABEL, attempt
-                )
-                == attempt
-            ]
+            pods = current_attempt_pods(
+                pods, _count((resource.get("status") or {}).get("restarts"))
+            )
         if unanswered is None:  # (the instances stay as they were: no list to go by)
             self._sync_replicas(job, roles, pods)
             try:
