@@ -1018,6 +1018,27 @@ class FakeKubernetes:
         for key in ("numNodes", "numProcPerNode"):
             if key in trainer and (not _whole(trainer[key]) or trainer[key] < 1):
                 check.bad(f"spec.trainer.{key}", "must be 1 or more")
+        # The CRD's limits (manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml):
+        # command and args at most 128 items of at most 65536 characters, env at most 128
+        # variables and a list keyed by name, runtimePatches at most 16.
+        for key, most in (("command", 128), ("args", 128), ("env", 128)):
+            items = trainer.get(key) or []
+            if len(items) > most:
+                check.bad(
+                    f"spec.trainer.{key}", f"Too many: {len(items)}: must have at most {most} items"
+                )
+            for i, item in enumerate(items if key != "env" else []):
+                if isinstance(item, str) and len(item) > 65536:
+                    check.bad(f"spec.trainer.{key}[{i}]", "Too long: may not be longer than 65536")
+        env_names = [e.get("name") for e in trainer.get("env") or [] if isinstance(e, dict)]
+        for i, env_name in enumerate(env_names):
+            if env_name in env_names[:i]:
+                check.bad(
+                    f"spec.trainer.env[{i}]",
+                    f'Duplicate value: map[string]interface {{}}{{"name":"{env_name}"}}',
+                )
+        if len(spec.get("runtimePatches") or []) > 16:
+            check.bad("spec.runtimePatches", "Too many: must have at most 16 items")
         if "activeDeadlineSeconds" in spec and (
             not _whole(spec["activeDeadlineSeconds"]) or spec["activeDeadlineSeconds"] < 1
         ):

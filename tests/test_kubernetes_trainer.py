@@ -317,6 +317,14 @@ def test_the_fake_refuses_a_trainjob_as_trainer_and_the_api_server_would(trainer
     assert "not found" in refusal(lambda b: b["spec"]["runtimeRef"].update(name="jax-distributed"))
     assert "DNS-1035" in refusal(lambda b: b["metadata"].update(name="9-starts-with-a-digit"))
     assert "unknown field" in refusal(lambda b: b["spec"].update(podSpecOverrides=[]))
+    # The CRD's limits (trainer.kubeflow.org_trainjobs.yaml): a command item of at most
+    # 65536 characters, env a list keyed by name.
+    assert "Too long: may not be longer than 65536" in refusal(
+        lambda b: b["spec"]["trainer"]["command"].append("x" * 65_537)
+    )
+    assert "Duplicate value" in refusal(
+        lambda b: b["spec"]["trainer"]["env"].append(dict(b["spec"]["trainer"]["env"][0]))
+    )
     client.create(path, body)
     assert "AlreadyExists" in refusal(lambda b: None)
 
@@ -335,3 +343,20 @@ def test_a_trainjob_whose_runtime_restarted_follows_the_current_attempts_pods_on
 
     assert job.status == JobStatus.RUNNING
     assert set(job.replicas.values_list("status", flat=True)) == {"running"}
+
+
+def test_a_command_a_trainjob_cannot_carry_is_refused_at_the_command_field(trainer, k8s):
+    # A TrainJob's command items are at most 65536 characters (its CRD); the console's own
+    # limit, 256 KB, is a pod's.
+    fits = spec(command="echo " + "x" * 65_000)
+    too_long = spec(command="echo " + "x" * 65_500)
+
+    errors = k8s.check_spec(too_long)
+
+    assert k8s.check_spec(fits) == {}
+    assert list(errors) == ["jobSpec.command"]
+    assert "at most 65,536 characters" in errors["jobSpec.command"][0]
+
+
+def test_a_long_command_is_not_refused_on_a_training_operator_cluster(fake, k8s):
+    assert k8s.check_spec(spec(command="echo " + "x" * 65_500)) == {}

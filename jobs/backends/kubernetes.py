@@ -1049,6 +1049,27 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     _("Kubeflow Trainer sets %(name)s itself for torchrun; choose another name.")
                     % {"name": env.name},
                 )
+        # The TrainJob CRD's trainer.command items are at most 65536 characters (a pod's
+        # command has no such limit: the console's own is 256 KB), the line that sets the
+        # node's role included (M.trainer_command).
+        try:
+            command = M.trainer_command(spec)
+        except ValueError:  # an entrypoint with an unclosed quote: refused on its own field
+            return
+        if max(map(len, command)) > M.TRAINER_COMMAND_ITEM_MAX:
+            err(
+                "jobSpec.command",
+                _(
+                    "On this pool a PyTorch job is a Kubeflow Trainer TrainJob, whose command "
+                    "can be at most %(most)s characters, the %(extra)s-character line the "
+                    "console puts before it included: shorten it, or run a script from a "
+                    "mounted folder."
+                )
+                % {
+                    "most": f"{M.TRAINER_COMMAND_ITEM_MAX:,}",
+                    "extra": len(command[-1]) - len(M.container_command(spec)[-1]),
+                },
+            )
 
     @staticmethod
     def _check_mpi_slots(spec: spec_module.JobSpec, err: Any) -> None:

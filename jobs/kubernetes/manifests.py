@@ -129,6 +129,9 @@ TRAINER_RUNTIME = "torch-distributed"  # the ClusterTrainingRuntime Trainer inst
 TRAINER_NODE = "node"  # the runtime's replicatedJob and container the trainer runs in
 # Who owns the console's runtimePatches entry (a patch is keyed by its manager).
 TRAINER_PATCH_MANAGER = "ai-job-console"
+# The TrainJob CRD's limit on each item of spec.trainer.command (trainer.kubeflow.org_trainjobs
+# .yaml, v2.2: items maxLength 65536), a pod's command having none.
+TRAINER_COMMAND_ITEM_MAX = 65536
 # torchrun's rendezvous port the torch plugin sets (pkg/constants/constants.go
 # ContainerTrainerPort, 29500 in every release; feat-trainer had read 29400).
 TRAINER_MASTER_PORT = 29500
