@@ -5,6 +5,7 @@ server; what such a cluster cannot run is refused on its field."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -59,6 +60,10 @@ def test_a_pytorch_job_on_a_trainer_cluster_is_created_as_the_trainjob_previewed
     assert "AIHC_ROLE" not in env and not any(name.startswith("PET_") for name in env)
     assert body["spec"]["activeDeadlineSeconds"] == job.job_spec().timeout_minutes * 60
     [patch] = body["spec"]["runtimePatches"]
+    # A domain-prefixed path, as Kueue's "kueue.x-k8s.io/manager" (Trainer validated the
+    # manager of v2.1's podTemplateOverrides so: jobset.go, IsDomainPrefixedPath).
+    domain, _, path = patch["manager"].partition("/")
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", domain) and path
     [node] = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
     pod = node["template"]["spec"]["template"]
     assert pod["metadata"]["labels"][M.CONSOLE_JOB_LABEL] == job.public_id
