@@ -1007,12 +1007,20 @@ class FakeKubernetes:
         node pod it would make."""
         spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
         ref = spec.get("runtimeRef") or {}
-        if ref.get("kind", "ClusterTrainingRuntime") != "ClusterTrainingRuntime":
-            check.bad("spec.runtimeRef.kind", "Unsupported value: only ClusterTrainingRuntime")
-        elif ref.get("name") not in self.runtimes:
+        kind = ref.get("kind", "ClusterTrainingRuntime")
+        group = ref.get("apiGroup", "trainer.kubeflow.org")
+        if kind not in ("ClusterTrainingRuntime", "TrainingRuntime") or group != (
+            "trainer.kubeflow.org"
+        ):
+            check.bad("spec.runtimeRef", f"unsupported runtime: {kind}.{group}")
+        elif kind == "TrainingRuntime" or ref.get("name") not in self.runtimes:
+            # The runtime's ValidateObjects (pkg/runtime/core/[cluster]trainingruntime.go),
+            # worded so; this cluster has no namespaced TrainingRuntime.
+            lower = kind[0].lower() + kind[1:]
             check.bad(
-                "spec.runtimeRef",
-                f'Not found: ClusterTrainingRuntime "{ref.get("name")}" not found',
+                "spec.RuntimeRef" if kind == "ClusterTrainingRuntime" else "spec.runtimeRef",
+                f'Invalid value: {kind}.{group} "{ref.get("name")}" not found: specified '
+                f"{lower} must be created before the TrainJob is created",
             )
         trainer = spec.get("trainer") or {}
         for key in ("numNodes", "numProcPerNode"):

@@ -319,7 +319,12 @@ def test_the_fake_refuses_a_trainjob_as_trainer_and_the_api_server_would(trainer
     assert "PET_NNODES" in refusal(
         lambda b: b["spec"]["trainer"]["env"].append({"name": "PET_NNODES", "value": "2"})
     )
-    assert "not found" in refusal(lambda b: b["spec"]["runtimeRef"].update(name="jax-distributed"))
+    assert "specified clusterTrainingRuntime must be created" in refusal(
+        lambda b: b["spec"]["runtimeRef"].update(name="jax-distributed")
+    )
+    assert "specified trainingRuntime must be created" in refusal(
+        lambda b: b["spec"]["runtimeRef"].update(kind="TrainingRuntime")
+    )
     assert "DNS-1035" in refusal(lambda b: b["metadata"].update(name="9-starts-with-a-digit"))
     assert "unknown field" in refusal(lambda b: b["spec"].update(podSpecOverrides=[]))
     # The CRD's limits (trainer.kubeflow.org_trainjobs.yaml): a command item of at most
