@@ -1412,7 +1412,9 @@ class JobAdmin(
         context["privileged"] = spec.privileged
         shown = with_group_task(spec, job).copy()  # a queue task's as it is sent (review29)
         shown.alert.webhooks = [webhook_shown(url) for url in spec.alert.webhooks]
-        request_line, request_body = sent_request(shown, job.backend, job_id=job.public_id)
+        request_line, request_body = sent_request(
+            shown, job.backend, job_id=job.public_id, training_api=job.training_api
+        )
         context["api_request"] = f"{request_line}\n{request_body}"
         # The pool by its name and id, as the wizard's review step says it (the names take no
         # query: pool_names); a pool no longer offered by its last known name, marked as the
@@ -1427,6 +1429,7 @@ class JobAdmin(
             backend_name=job.backend,
             job_id=environment_job_id(job),
             group_task=group_task_of(job),
+            training_api=job.training_api,
         )
         return context
 

@@ -510,10 +510,13 @@ def replica_environments(
     backend_name: str,
     job_id: str,
     group_task: tuple[int, int] | None = None,
+    training_api: str = "",
 ) -> tuple[list[ReplicaEnvironment], int]:
     """Each replica's environment as its backend sets it (the platform's variables and the
     job's envs, secrets masked), by replica label, for the first SHOWN_REPLICAS replicas, and
-    how many more there are. A backend that cannot be used (misconfigured) lists none."""
+    how many more there are. A backend that cannot be used (misconfigured) lists none.
+    `training_api`: the job's Job.training_api (a Kubernetes job's nodes get what the kind it
+    was created as gives them)."""
     from .runtime_env import replica_refs
 
     try:
@@ -525,7 +528,9 @@ def replica_environments(
         (
             ref.label,
             sorted(
-                backend.environment_preview(spec, ref, job_id=job_id, group_task=group_task).items()
+                backend.environment_preview(
+                    spec, ref, job_id=job_id, group_task=group_task, training_api=training_api
+                ).items()
             ),
         )
         for ref in refs[:SHOWN_REPLICAS]
@@ -533,11 +538,17 @@ def replica_environments(
     return shown, max(0, len(refs) - SHOWN_REPLICAS)
 
 
-def sent_request(spec: S.JobSpec, backend_name: str, *, job_id: str = "") -> tuple[str, str]:
+def sent_request(
+    spec: S.JobSpec, backend_name: str, *, job_id: str = "", training_api: str = ""
+) -> tuple[str, str]:
     """The create request as the job's backend sends it ("POST <path>", pretty JSON body),
-    secrets masked: an AIHC v2 pool's CreateJob, not the v1 body it was stored as."""
+    secrets masked: an AIHC v2 pool's CreateJob, not the v1 body it was stored as; a
+    Kubernetes job's of the kind it was created as (`training_api`, Job.training_api), not
+    the one KUBERNETES_TRAINING_API makes today."""
     try:
-        preview = get_backend(backend_name).request_preview(spec, job_id=job_id)
+        preview = get_backend(backend_name).request_preview(
+            spec, job_id=job_id, training_api=training_api
+        )
         line, body = f"{preview.method} {preview.path}", preview.body
     except BackendError:  # misconfigured: the stored v1 body is still the truth
         line = f"POST /api/v1/aijobs?resourcePoolId={spec.resource_pool_id}"

@@ -1061,7 +1061,10 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
         # A queue task's with its own AIHC_GROUP_TASK_* (as AIHC and Kubernetes are sent it):
         # the page's request, imported, runs that task again, not index 0's (review29).
         request_line, request_body = sent_request(
-            with_group_task(spec, job), job.backend, job_id=job.public_id
+            with_group_task(spec, job),
+            job.backend,
+            job_id=job.public_id,
+            training_api=job.training_api,
         )
         context.update(
             {
@@ -1082,6 +1085,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
             backend_name=job.backend,
             job_id=environment_job_id(job),
             group_task=group_task_of(job),
+            training_api=job.training_api,
         )
         context["mpi_hostfile"] = mpi_hostfile_preview(spec, job.backend)
     context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))

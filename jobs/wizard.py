@@ -634,7 +634,7 @@ TRAINER_INJECTED: list[tuple[str, Any]] = [
     ("PET_NPROC_PER_NODE", gettext_lazy("cards per instance")),
     ("PET_NODE_RANK", gettext_lazy("master 0, workers 1, 2, …")),
     ("PET_MASTER_ADDR", "<job>-node-0-0.<job>"),
-    ("PET_MASTER_PORT", "29400"),
+    ("PET_MASTER_PORT", "29500"),  # Trainer's ContainerTrainerPort (manifests.TRAINER_MASTER_PORT)
     ("NPROC_PER_NODE", gettext_lazy("cards per instance")),
 ]
 

@@ -146,7 +146,7 @@ TORCH_RESERVED_ENVS = (
     "PET_MASTER_ADDR",
     "PET_MASTER_PORT",
 )
-TRAINER_PORT = 29400
+TRAINER_PORT = 29500  # pkg/constants/constants.go ContainerTrainerPort
 JOBSET_SPEC_KEYS = {
     "replicatedJobs",
     "network",
@@ -754,10 +754,12 @@ class FakeKubernetes:
         node: str = "node-1",
         restarts: int = 0,
         exit_code: int | None = None,
+        attempt: int = 0,
     ) -> list[str]:
         """The job's pods as the training operator creates them: named <job>-<type>-<i>,
         with the template's labels and the operator's own. `node` "": not scheduled yet
-        (unscheduled)."""
+        (unscheduled). `attempt`: a TrainJob's, the restart of Trainer's JobSet they are of
+        (a custom job's JobSet says its own: set_jobset_status)."""
         job = self.job(name, namespace)
         kind = job["kind"]
         if kind == "JobSet":
@@ -766,7 +768,7 @@ class FakeKubernetes:
             )
         if kind == "TrainJob":
             return self._run_trainjob_pods(
-                job, phase=phase, node=node, restarts=restarts, exit_code=exit_code
+                job, phase=phase, node=node, restarts=restarts, exit_code=exit_code, attempt=attempt
             )
         key = CRDS[kind][2]
         made = []
@@ -893,7 +895,14 @@ class FakeKubernetes:
         return made
 
     def _run_trainjob_pods(
-        self, trainjob: dict, *, phase: str, node: str, restarts: int, exit_code: int | None
+        self,
+        trainjob: dict,
+        *,
+        phase: str,
+        node: str,
+        restarts: int,
+        exit_code: int | None,
+        attempt: int,
     ) -> list[str]:
         """A TrainJob's pods as Trainer's JobSet (named after it) makes them: its "node"
         replicatedJob's one Job <name>-node-0 of numNodes indexed pods, with hostnames
@@ -915,7 +924,7 @@ class FakeKubernetes:
                         "jobset.sigs.k8s.io/jobset-name": name,
                         "jobset.sigs.k8s.io/replicatedjob-name": "node",
                         "jobset.sigs.k8s.io/job-index": "0",
-                        "jobset.sigs.k8s.io/restart-attempt": "0",
+                        "jobset.sigs.k8s.io/restart-attempt": str(attempt),
                         "batch.kubernetes.io/job-name": job_name,
                         "batch.kubernetes.io/job-completion-index": str(index),
                     },
@@ -998,17 +1007,46 @@ class FakeKubernetes:
         node pod it would make."""
         spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
         ref = spec.get("runtimeRef") or {}
-        if ref.get("kind", "ClusterTrainingRuntime") != "ClusterTrainingRuntime":
-            check.bad("spec.runtimeRef.kind", "Unsupported value: only ClusterTrainingRuntime")
-        elif ref.get("name") not in self.runtimes:
+        kind = ref.get("kind", "ClusterTrainingRuntime")
+        group = ref.get("apiGroup", "trainer.kubeflow.org")
+        if kind not in ("ClusterTrainingRuntime", "TrainingRuntime") or group != (
+            "trainer.kubeflow.org"
+        ):
+            check.bad("spec.runtimeRef", f"unsupported runtime: {kind}.{group}")
+        elif kind == "TrainingRuntime" or ref.get("name") not in self.runtimes:
+            # The runtime's ValidateObjects (pkg/runtime/core/[cluster]trainingruntime.go),
+            # worded so; this cluster has no namespaced TrainingRuntime.
+            lower = kind[0].lower() + kind[1:]
             check.bad(
-                "spec.runtimeRef",
-                f'Not found: ClusterTrainingRuntime "{ref.get("name")}" not found',
+                "spec.RuntimeRef" if kind == "ClusterTrainingRuntime" else "spec.runtimeRef",
+                f'Invalid value: {kind}.{group} "{ref.get("name")}" not found: specified '
+                f"{lower} must be created before the TrainJob is created",
             )
         trainer = spec.get("trainer") or {}
         for key in ("numNodes", "numProcPerNode"):
             if key in trainer and (not _whole(trainer[key]) or trainer[key] < 1):
                 check.bad(f"spec.trainer.{key}", "must be 1 or more")
+        # The CRD's limits (manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml):
+        # command and args at most 128 items of at most 65536 characters, env at most 128
+        # variables and a list keyed by name, runtimePatches at most 16.
+        for key, most in (("command", 128), ("args", 128), ("env", 128)):
+            items = trainer.get(key) or []
+            if len(items) > most:
+                check.bad(
+                    f"spec.trainer.{key}", f"Too many: {len(items)}: must have at most {most} items"
+                )
+            for i, item in enumerate(items if key != "env" else []):
+                if isinstance(item, str) and len(item) > 65536:
+                    check.bad(f"spec.trainer.{key}[{i}]", "Too long: may not be longer than 65536")
+        env_names = [e.get("name") for e in trainer.get("env") or [] if isinstance(e, dict)]
+        for i, env_name in enumerate(env_names):
+            if env_name in env_names[:i]:
+                check.bad(
+                    f"spec.trainer.env[{i}]",
+                    f'Duplicate value: map[string]interface {{}}{{"name":"{env_name}"}}',
+                )
+        if len(spec.get("runtimePatches") or []) > 16:
+            check.bad("spec.runtimePatches", "Too many: must have at most 16 items")
         if "activeDeadlineSeconds" in spec and (
             not _whole(spec["activeDeadlineSeconds"]) or spec["activeDeadlineSeconds"] < 1
         ):

@@ -5,6 +5,7 @@ server; what such a cluster cannot run is refused on its field."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -59,6 +60,10 @@ def test_a_pytorch_job_on_a_trainer_cluster_is_created_as_the_trainjob_previewed
     assert "AIHC_ROLE" not in env and not any(name.startswith("PET_") for name in env)
     assert body["spec"]["activeDeadlineSeconds"] == job.job_spec().timeout_minutes * 60
     [patch] = body["spec"]["runtimePatches"]
+    # A domain-prefixed path, as Kueue's "kueue.x-k8s.io/manager" (Trainer validated the
+    # manager of v2.1's podTemplateOverrides so: jobset.go, IsDomainPrefixedPath).
+    domain, _, path = patch["manager"].partition("/")
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", domain) and path
     [node] = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
     pod = node["template"]["spec"]["template"]
     assert pod["metadata"]["labels"][M.CONSOLE_JOB_LABEL] == job.public_id
@@ -289,7 +294,8 @@ def test_the_review_lists_what_the_torch_runtime_gives_each_node_instead_of_mast
     worker = k8s.environment_preview(pytorch, ReplicaRef("worker", 1, 2), job_id="<job-id>")
 
     assert master["PET_MASTER_ADDR"] == worker["PET_MASTER_ADDR"] == f"{name}-node-0-0.{name}"
-    assert master["PET_MASTER_PORT"] == "29400"
+    # kubeflow/trainer pkg/constants/constants.go: ContainerTrainerPort int32 = 29500.
+    assert master["PET_MASTER_PORT"] == "29500"
     assert (master["PET_NNODES"], master["PET_NPROC_PER_NODE"]) == ("3", "8")
     assert (master["PET_NODE_RANK"], worker["PET_NODE_RANK"]) == ("0", "2")
     assert (worker["AIHC_ROLE"], worker["AIHC_ROLE_INDEX"]) == ("worker", "1")
@@ -313,8 +319,54 @@ def test_the_fake_refuses_a_trainjob_as_trainer_and_the_api_server_would(trainer
     assert "PET_NNODES" in refusal(
         lambda b: b["spec"]["trainer"]["env"].append({"name": "PET_NNODES", "value": "2"})
     )
-    assert "not found" in refusal(lambda b: b["spec"]["runtimeRef"].update(name="jax-distributed"))
+    assert "specified clusterTrainingRuntime must be created" in refusal(
+        lambda b: b["spec"]["runtimeRef"].update(name="jax-distributed")
+    )
+    assert "specified trainingRuntime must be created" in refusal(
+        lambda b: b["spec"]["runtimeRef"].update(kind="TrainingRuntime")
+    )
     assert "DNS-1035" in refusal(lambda b: b["metadata"].update(name="9-starts-with-a-digit"))
     assert "unknown field" in refusal(lambda b: b["spec"].update(podSpecOverrides=[]))
+    # The CRD's limits (trainer.kubeflow.org_trainjobs.yaml): a command item of at most
+    # 65536 characters, env a list keyed by name.
+    assert "Too long: may not be longer than 65536" in refusal(
+        lambda b: b["spec"]["trainer"]["command"].append("x" * 65_537)
+    )
+    assert "Duplicate value" in refusal(
+        lambda b: b["spec"]["trainer"]["env"].append(dict(b["spec"]["trainer"]["env"][0]))
+    )
     client.create(path, body)
     assert "AlreadyExists" in refusal(lambda b: None)
+
+
+def test_a_trainjob_whose_runtime_restarted_follows_the_current_attempts_pods_only(
+    trainer, k8s, alice
+):
+    job = submitted(alice, k8s)
+    name = job.external_id
+    trainer.run_pods(name, attempt=1)
+    # The first attempt's pods, failed, still going away (listed after the new ones).
+    trainer.run_pods(name, phase="Failed", exit_code=1)
+
+    k8s.sync(job)
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.RUNNING
+    assert set(job.replicas.values_list("status", flat=True)) == {"running"}
+
+
+def test_a_command_a_trainjob_cannot_carry_is_refused_at_the_command_field(trainer, k8s):
+    # A TrainJob's command items are at most 65536 characters (its CRD); the console's own
+    # limit, 256 KB, is a pod's.
+    fits = spec(command="echo " + "x" * 65_000)
+    too_long = spec(command="echo " + "x" * 65_500)
+
+    errors = k8s.check_spec(too_long)
+
+    assert k8s.check_spec(fits) == {}
+    assert list(errors) == ["jobSpec.command"]
+    assert "at most 65,536 characters" in errors["jobSpec.command"][0]
+
+
+def test_a_long_command_is_not_refused_on_a_training_operator_cluster(fake, k8s):
+    assert k8s.check_spec(spec(command="echo " + "x" * 65_500)) == {}

@@ -577,7 +577,7 @@ def test_a_pytorch_job_built_in_the_wizard_runs_as_a_trainjob_and_its_page_follo
     # What the torch runtime gives each node, not the training operator's MASTER_ADDR.
     envs = env_boxes(page)
     assert envs["worker-0"]["PET_NODE_RANK"] == "1"
-    assert envs["master-0"]["PET_MASTER_PORT"] == "29400"
+    assert envs["master-0"]["PET_MASTER_PORT"] == "29500"  # Trainer's ContainerTrainerPort
     assert "MASTER_ADDR" not in envs["master-0"]
 
     alice_client.post(reverse("wizard-submit", args=[draft.id]))
@@ -631,3 +631,31 @@ def test_the_image_step_of_a_pytorch_job_on_a_trainer_cluster_lists_the_torch_ru
     listed = re.findall(r'<th scope="row" class="font-monospace fw-normal">([A-Z_]+)</th>', page)
     assert {"PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR", "AIHC_ROLE"} <= set(listed)
     assert not {"MASTER_ADDR", "RANK", "WORLD_SIZE"} & set(listed)
+    assert re.search(r">PET_MASTER_PORT</th>\s*<td[^>]*>\s*29500\s*<", page)
+
+
+def test_a_pytorchjobs_page_shows_the_pytorchjob_it_was_sent_after_the_setting_becomes_trainer(
+    fake, alice_client, alice, admin_client, settings
+):
+    from jobs.worker import Worker
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **k8s_steps())
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    Worker().dispatch_remote()
+    job.refresh_from_db()
+    assert job.training_api == "v1"
+    settings.KUBERNETES_TRAINING_API = "trainer"
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    admin = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk])).content.decode()
+
+    request = html.unescape(re.search(r'id="api-request"[^>]*>(.*?)</pre>', page, re.S).group(1))
+    assert "POST /apis/kubeflow.org/v1/namespaces/ml/pytorchjobs?fieldValidation=Strict" in request
+    assert '"kind": "PyTorchJob"' in request and "TrainJob" not in request
+    assert "/pytorchjobs?" in html.unescape(admin) and "/trainjobs?" not in html.unescape(admin)
+    # Its instances are told MASTER_ADDR and RANK, as the PyTorchJob's pods are.
+    master = page[page.index('id="replica-env-master-0"') :]
+    names = re.findall(r'<th scope="row"[^>]*>([A-Z_]+)</th>', master[: master.index("</table>")])
+    assert "MASTER_ADDR" in names and "PET_MASTER_ADDR" not in names

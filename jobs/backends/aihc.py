@@ -730,6 +730,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         *,
         job_id: str,
         group_task: tuple[int, int] | None = None,
+        training_api: str = "",
     ) -> dict[str, str]:
         """What AIHC documents injecting (通用环境变量列表) plus the user's envs: none of the
         local runner's extras, unless the user sets one (PYTHONUNBUFFERED) themselves."""
@@ -742,7 +743,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 env.pop(name, None)
         return env
 
-    def request_preview(self, spec: spec_module.JobSpec, *, job_id: str = "") -> RequestPreview:
+    def request_preview(
+        self, spec: spec_module.JobSpec, *, job_id: str = "", training_api: str = ""
+    ) -> RequestPreview:
         """What `AihcClient.create_job` sends for this pool's API version (unsigned); before
         the job exists its id label reads PREVIEW_JOB_ID."""
         try:

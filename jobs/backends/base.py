@@ -395,10 +395,14 @@ class Backend(ABC):
         """Refusals particular to this backend (field path -> messages)."""
         return {}
 
-    def request_preview(self, spec: JobSpec, *, job_id: str = "") -> RequestPreview:
+    def request_preview(
+        self, spec: JobSpec, *, job_id: str = "", training_api: str = ""
+    ) -> RequestPreview:
         """The request that creates this job (`job_id` once it exists). The canonical spec is
         the AIHC CreateJob v1 body, so that is what a backend without an API of its own
-        (local) shows."""
+        (local) shows. `training_api`: a Kubernetes job's Job.training_api, the Kubeflow API
+        it was created under ("": not created yet, the pool's setting); other backends have
+        one API and ignore it."""
         return RequestPreview(
             method="POST",
             path=f"/api/v1/aijobs?resourcePoolId={quote(spec.resource_pool_id, safe='')}",
@@ -413,11 +417,13 @@ class Backend(ABC):
         *,
         job_id: str,
         group_task: tuple[int, int] | None = None,
+        training_api: str = "",
     ) -> dict[str, str]:
         """What one replica will find in its environment (secrets masked), for the review step
         and the admin. A cluster's addresses are the platform's: `<name>-<role>-<index>`.
         `group_task` is a queue task's index from 0 and its group's total (AIHC_GROUP_TASK_*);
-        before the group is submitted the preview shows the range."""
+        before the group is submitted the preview shows the range. `training_api`: as for
+        request_preview."""
         return replica_environment(
             spec, ref, job_id=job_id, group_task=shown_group_task(spec, group_task), masked=True
         )

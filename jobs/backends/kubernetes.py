@@ -292,6 +292,23 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _attempt_of(pod: dict[str, Any]) -> int:
+    """The JobSet restart a pod is of (its restart-attempt label; 0 without one)."""
+    value = str(((pod.get("metadata") or {}).get("labels") or {}).get(M.RESTART_ATTEMPT_LABEL, ""))
+    return int(value) if value.isdigit() else 0
+
+
+def current_attempt_pods(pods: list[dict[str, Any]], attempt: int) -> list[dict[str, Any]]:
+    """A JobSet's pods of its restart `attempt`: a restarted JobSet's earlier pods may still
+    be going (a pod without the label is kept)."""
+    return [
+        p
+        for p in pods
+        if M.RESTART_ATTEMPT_LABEL not in ((p.get("metadata") or {}).get("labels") or {})
+        or _attempt_of(p) == attempt
+    ]
+
+
 def _roles(spec: spec_module.JobSpec | None, resource: dict[str, Any]) -> set[str]:
     """The roles a custom job's pods may be of: the spec's, or, once it no longer reads, the
     names of the JobSet's replicatedJobs as the cluster has them (the console named them)."""
@@ -1032,6 +1049,27 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     _("Kubeflow Trainer sets %(name)s itself for torchrun; choose another name.")
                     % {"name": env.name},
                 )
+        # The TrainJob CRD's trainer.command items are at most 65536 characters (a pod's
+        # command has no such limit: the console's own is 256 KB), the line that sets the
+        # node's role included (M.trainer_command).
+        try:
+            command = M.trainer_command(spec)
+        except ValueError:  # an entrypoint with an unclosed quote: refused on its own field
+            return
+        if max(map(len, command)) > M.TRAINER_COMMAND_ITEM_MAX:
+            err(
+                "jobSpec.command",
+                _(
+                    "On this pool a PyTorch job is a Kubeflow Trainer TrainJob, whose command "
+                    "can be at most %(most)s characters, the %(extra)s-character line the "
+                    "console puts before it included: shorten it, or run a script from a "
+                    "mounted folder."
+                )
+                % {
+                    "most": f"{M.TRAINER_COMMAND_ITEM_MAX:,}",
+                    "extra": len(command[-1]) - len(M.container_command(spec)[-1]),
+                },
+            )
 
     @staticmethod
     def _check_mpi_slots(spec: spec_module.JobSpec, err: Any) -> None:
@@ -1075,17 +1113,22 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         job = M.job_manifest(spec, cluster, name=name, namespace=namespace, job_id=job_id)
         return secret, job
 
-    def request_preview(self, spec: spec_module.JobSpec, *, job_id: str = "") -> RequestPreview:
+    def request_preview(
+        self, spec: spec_module.JobSpec, *, job_id: str = "", training_api: str = ""
+    ) -> RequestPreview:
         """The custom resource's create (a custom job's JobSet), preceded by the Secret's when
         the job has secret envs (its values masked); before the job exists its id reads
         <job-id>. Misconfigured settings show the manifest without the cluster's card mapping
-        and address (the review says what is wrong on submit)."""
+        and address (the review says what is wrong on submit). `training_api`: the kind a job
+        was created as (Job.training_api), whatever KUBERNETES_TRAINING_API says now."""
         try:
             config = self._config()
         except BackendError:
             cluster, server = M.Cluster(), ""
         else:
             cluster, server = config.cluster, config.server
+        if training_api:
+            cluster = replace(cluster, training_api=training_api)
         secret, job = self.manifests(
             spec, job_id=job_id or M.PREVIEW_JOB_ID, masked=True, cluster=cluster
         )
@@ -1121,6 +1164,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         *,
         job_id: str,
         group_task: tuple[int, int] | None = None,
+        training_api: str = "",
     ) -> dict[str, str]:
         """What a pod finds: the operator's variables (its service names, in the pool's
         namespace) plus the ones the manifest sets (AIHC_JOB_ID, AIHC_ROLE, AIHC_ROLE_INDEX
@@ -1131,10 +1175,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         review left it out, though README names it as a pod's index)."""
         namespace = namespace_of(spec.resource_pool_id)
         name = M.object_name(spec, job_id)
-        try:
-            training_api = self._config().cluster.training_api
-        except BackendError:
-            training_api = ""
+        if not training_api:  # not created yet: as it would be now
+            try:
+                training_api = self._config().cluster.training_api
+            except BackendError:
+                training_api = ""
         if M.is_trainjob(spec.framework, training_api):
             return self._trainer_environment(
                 spec, ref, name=name, job_id=job_id, group_task=group_task
@@ -1572,17 +1617,17 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if not self._unanswered_again(job):
                 raise
             unanswered, pods = exc, []
-        if framework == spec_module.CUSTOM:
+        if trainjob:
+            # Trainer's JobSet restarts as a custom job's does (its runtime's failurePolicy),
+            # but a TrainJob's status has no count of it (trainjob_types.go): the current
+            # attempt is the newest its pods carry (the JobSet makes the next attempt's Jobs
+            # once the last one's are deleted).
+            pods = current_attempt_pods(pods, max(map(_attempt_of, pods), default=0))
+        elif framework == spec_module.CUSTOM:
             # A restarted JobSet's old pods may still be going: only the current attempt's.
-            attempt = str((resource.get("status") or {}).get("restarts") or 0)
-            pods = [
-                p
-                for p in pods
-                if ((p.get("metadata") or {}).get("labels") or {}).get(
-                    M.RESTART_ATTEMPT_LABEL, attempt
-                )
-                == attempt
-            ]
+            pods = current_attempt_pods(
+                pods, _count((resource.get("status") or {}).get("restarts"))
+            )
         if unanswered is None:  # (the instances stay as they were: no list to go by)
             self._sync_replicas(job, roles, pods)
             try:

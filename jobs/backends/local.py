@@ -601,6 +601,7 @@ class LocalBackend(Backend):
         *,
         job_id: str,
         group_task: tuple[int, int] | None = None,
+        training_api: str = "",
     ) -> dict[str, str]:
         # As jobs.runner launches replicas: all on this machine, every port picked free when the
         # attempt starts, cards handed out by the scheduler (none for a CPU-only role).

@@ -127,10 +127,17 @@ TRAINER_API = "trainer"
 TRAINJOB = Kind("trainer.kubeflow.org/v1alpha1", "TrainJob", "trainjobs", "trainer", "node", {})
 TRAINER_RUNTIME = "torch-distributed"  # the ClusterTrainingRuntime Trainer installs
 TRAINER_NODE = "node"  # the runtime's replicatedJob and container the trainer runs in
-# Who owns the console's runtimePatches entry (a patch is keyed by its manager).
-TRAINER_PATCH_MANAGER = "ai-job-console"
-# torchrun's rendezvous port the torch plugin sets (constants.ContainerTrainerPort).
-TRAINER_MASTER_PORT = 29400
+# Who owns the console's runtimePatches entry (a patch is keyed by its manager). A
+# domain-prefixed path, as Kueue's "kueue.x-k8s.io/manager" and the SDK's
+# "trainer.kubeflow.org/kubeflow-sdk": Trainer validated v2.1's podTemplateOverrides manager
+# with IsDomainPrefixedPath (plugins/jobset/jobset.go); v2.2's CRD asks 1 to 253 characters.
+TRAINER_PATCH_MANAGER = "ai-job-console/manager"
+# The TrainJob CRD's limit on each item of spec.trainer.command (trainer.kubeflow.org_trainjobs
+# .yaml, v2.2: items maxLength 65536), a pod's command having none.
+TRAINER_COMMAND_ITEM_MAX = 65536
+# torchrun's rendezvous port the torch plugin sets (pkg/constants/constants.go
+# ContainerTrainerPort, 29500 in every release; feat-trainer had read 29400).
+TRAINER_MASTER_PORT = 29500
 # The variables the torch plugin sets in every node; its webhook refuses a TrainJob whose
 # trainer.env names one (constants.TorchRunReservedEnvNames).
 TORCH_RESERVED_ENVS = (
