@@ -637,7 +637,7 @@ class ListPage:
     The list reads one row past the page to know whether a next page exists. The job list
     also counts its jobs (for its page count and its last page's link) in the same query, a
     subquery its rows carry: read from an index of the user's jobs, it costs no query more
-    (test_job_list_order measures it at 3,000 jobs of a user).
+    (test_job_list_order checks its page is read so at 3,000 jobs of a user).
     """
 
     number: int
