@@ -156,6 +156,18 @@ def job_delete_only_stops(job: Job) -> bool:
     )
 
 
+def job_delete_looked_for(job: Job) -> bool:
+    """Whether job_delete keeps the job as one being looked for on its platform: Stopping (a
+    first Delete, or a Stop) after a create of it got no clear answer, while the worker looks
+    for what that create made, to stop it (DELETE_WHILE_LOOKED_FOR)."""
+    return (
+        job.backend != "local"
+        and not job.external_id
+        and job.status == S.STOPPING
+        and get_backend(job.backend).create_unsettled(job)
+    )
+
+
 def job_delete(*, job: Job, for_retention: bool = False) -> bool:
     """Deletes the job; True when it is gone now, False when it goes once it has stopped.
     `for_retention`: the worker deletes it because its retention period passed (said on the
@@ -383,7 +395,7 @@ def job_delete_refusal(job: Job) -> str:
         # A create is on its way to the platform, or one got no clear answer and the worker
         # looks for what it made: deleting the row now would leave whatever the platform has
         # running there with nothing tracking it.
-        if job.status == S.STOPPING and get_backend(job.backend).create_unsettled(job):
+        if job_delete_looked_for(job):
             # Stopped (a first Delete: job_delete_only_stops) after such a create: nothing is
             # being sent. Until left47 this said it was, and to stop the job.
             return str(DELETE_WHILE_LOOKED_FOR)

@@ -49,6 +49,7 @@ from .actions import (
     Outcome,
     deletion_left_secret,
     job_delete,
+    job_delete_looked_for,
     job_delete_only_stops,
     job_delete_refusal,
     job_delete_waits,
@@ -637,7 +638,7 @@ class ListPage:
     The list reads one row past the page to know whether a next page exists. The job list
     also counts its jobs (for its page count and its last page's link) in the same query, a
     subquery its rows carry: read from an index of the user's jobs, it costs no query more
-    (test_job_list_order measures it at 3,000 jobs of a user).
+    (test_job_list_order checks its page is read so at 3,000 jobs of a user).
     """
 
     number: int
@@ -834,8 +835,9 @@ def _live_context(job: Job, *, log: bool = False, every_usage: bool = False) -> 
         # it runs, not only at the end of its events.
         "network_lost": outbound_lost_notice(job=job),
         "final": job.is_final,
-        # Its Delete stops it and keeps it (a create with no clear answer): asked so.
-        "delete_only_stops": job_delete_only_stops(job),
+        # What its Delete asks: stop and keep it, or that it is not deleted yet, for a job
+        # whose create got no clear answer (_delete_question).
+        "delete_question": _delete_question(job),
         # When the worker deletes it for its retention (任务退出后自动删除): said on the page,
         # so nobody is surprised when its logs are gone.
         "deletes_at": deletes_at(job=job),
@@ -1475,6 +1477,14 @@ DELETE_ONLY_STOPS_QUESTION = gettext_lazy(
     "made it: Delete stops it there (the worker looks for it) and keeps the job. Delete it "
     "again once it has stopped."
 )
+# A job Delete keeps as being looked for on its platform (job_delete_looked_for): said before
+# anything is sent. Until left48 it was asked "Delete this job?", and told only after the
+# answer that it was not deleted.
+DELETE_WHILE_LOOKED_FOR_QUESTION = gettext_lazy(
+    "This job cannot be deleted yet: a create of it got no clear answer, so its platform may "
+    "have made it, and the worker is looking for it there to stop it. Delete it again once it "
+    "has stopped."
+)
 
 
 def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpResponse:
@@ -1497,7 +1507,11 @@ def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpRe
 
 
 def _delete_question(job: Job) -> str:
-    return DELETE_ONLY_STOPS_QUESTION if job_delete_only_stops(job) else DELETE_QUESTION
+    if job_delete_only_stops(job):
+        return DELETE_ONLY_STOPS_QUESTION
+    if job_delete_looked_for(job):
+        return DELETE_WHILE_LOOKED_FOR_QUESTION
+    return DELETE_QUESTION
 
 
 def _stop_question(job: Job) -> str:

@@ -1604,6 +1604,153 @@ def test_a_job_stopped_during_an_unanswered_create_waits_then_ends_stopped_when_
     assert old.status == JobStatus.STOPPED and fake.calls("StopJob") == []
 
 
+def test_a_stopped_jobs_look_aihc_refuses_is_made_again_only_at_its_time_then_stops_what_it_made(
+    fake, aihc, alice
+):
+    """Until left48 a look for what an unanswered create made, for a job stopped meanwhile,
+    that AIHC refused (403, a 5xx) was made again at every sync, for ever, saying nothing.
+    It now waits for the job's own next look (30 s, then 60 s, ...), one event a look."""
+    [job] = submit(alice, seed_spec())
+    stopped_during_an_unanswered_create(job, minutes_ago=3)
+    created = made_late(fake, job)
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", message="no list", times=2)
+    start = timezone.now()
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.STOPPING, "")
+    refused = job.events.get(reason="LookRefused")
+    assert refused.type == "Warning"
+    assert refused.message_shown.startswith(
+        "AIHC refused the look for the job its creates may have made, to stop it: "
+    )
+    at = refused.message_shown.removesuffix(".").rsplit(" at ", 1)[1]
+    assert at in minutes_said(start, timezone.now(), seconds=30)
+    assert "AccessDenied" in refused.message_shown
+    events = job.events.count()
+
+    for _ in range(3):  # the worker's next syncs, before the job's time
+        aihc.sync(job)
+        job.refresh_from_db()
+
+    assert len(fake.calls("DescribeJobs")) == 1 and job.events.count() == events
+    refused_looks_earlier(job, seconds=31)
+    aihc.sync(job)  # its time: looked for again, refused again
+    job.refresh_from_db()
+    assert len(fake.calls("DescribeJobs")) == 2
+    assert [e.reason for e in job.events.order_by("pk")[events:]] == ["LookRefused"]
+    refused_looks_earlier(job, seconds=31)
+    aihc.sync(job)  # 31 s is not its time any more: the wait doubled
+    assert len(fake.calls("DescribeJobs")) == 2
+    refused_looks_earlier(job, seconds=30)
+
+    aihc.sync(job)  # AIHC answers the look: what the create made is adopted and stopped
+
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.STOPPING, created.job_id)
+    assert [call.route["job"] for call in fake.calls("StopJob")] == [created.job_id]
+
+
+def test_a_stopped_jobs_look_aihc_has_refused_for_an_hour_ends_it_stopped_saying_where_to_look(
+    fake, aihc, alice
+):
+    [job] = submit(alice, seed_spec())
+    stopped_during_an_unanswered_create(job, minutes_ago=3)
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", times=2)
+    aihc.sync(job)
+    refused_looks_earlier(job, seconds=3600)
+
+    aihc.sync(job)  # refused again, an hour after the first
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert job.events.filter(reason="Stopped").get().type == "Warning"
+    assert job.status_reason_shown.startswith(
+        "AIHC refused the looks for the job its creates may have made for an hour (the last: "
+    )
+    assert job.status_reason_shown.endswith(
+        "so the console stopped looking and ended the job Stopped. AIHC may have made it: look "
+        f"in pool {POOL} for a job named {job.name} labelled ai-job-console/job-id="
+        f"{job.public_id}, and stop it there if it runs."
+    )
+    assert len(fake.calls("DescribeJobs")) == 2 and fake.calls("StopJob") == []
+
+
+def stuck_in_submitting(job: Job) -> None:
+    """The job as a worker that died while sending its create leaves it, 3 minutes ago (past
+    STUCK_SUBMITTING): the next sync looks for what the create made."""
+    job_transition(job=job, to=JobStatus.SUBMITTING, reason="Submitting")
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=3))
+    job.refresh_from_db()
+
+
+def test_a_look_for_a_stuck_submit_aihc_refuses_waits_for_its_time_and_sends_nothing_meanwhile(
+    fake, aihc, alice, settings
+):
+    """Until left48 the look for what the create of a job left Submitting made (the worker
+    died sending it) that AIHC refused was made again at every sync, for ever, saying
+    nothing. It now waits for the job's own next look, the job Submitting (nothing is sent
+    again before a look is answered), one event a look."""
+    settings.AIHC_RETRIES = 0  # each 500 answers one look
+    [job] = submit(alice, seed_spec())
+    stuck_in_submitting(job)
+    created = made_late(fake, job)  # the dead worker's create was made
+    fake.fail_next("DescribeJobs", status=500, code="InternalError", message="list down", times=2)
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.SUBMITTING, "")
+    refused = job.events.get(reason="LookRefused")
+    assert refused.type == "Warning"
+    assert refused.message_shown.startswith(
+        "AIHC refused the look for the job its interrupted submission may have made: "
+    )
+    assert refused.message_shown.endswith("; nothing is sent again before AIHC answers the look.")
+    events = job.events.count()
+    for _ in range(3):  # the worker's next syncs and a hand-back, before the job's time
+        aihc.sync(job)
+        aihc.submit(job)
+        job.refresh_from_db()
+    assert len(fake.calls("DescribeJobs")) == 1 and job.events.count() == events
+    refused_looks_earlier(job, seconds=31)
+    aihc.sync(job)  # its time: refused again
+    refused_looks_earlier(job, seconds=31)
+    aihc.sync(job)  # not its time: the wait doubled
+    job.refresh_from_db()
+    assert len(fake.calls("DescribeJobs")) == 2
+    assert [e.reason for e in job.events.order_by("pk")[events:]] == ["LookRefused"]
+    refused_looks_earlier(job, seconds=30)
+
+    aihc.sync(job)  # AIHC answers the look: what the create made is adopted, not made again
+
+    job.refresh_from_db()
+    assert job.external_id == created.job_id
+    assert fake.calls("CreateJob") == [] and len(fake.jobs) == 1
+
+
+def test_a_look_for_a_stuck_submit_aihc_has_refused_for_an_hour_fails_the_job_saying_where_to_look(
+    fake, aihc, alice
+):
+    [job] = submit(alice, seed_spec())
+    stuck_in_submitting(job)
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", times=2)
+    aihc.sync(job)
+    refused_looks_earlier(job, seconds=3600)
+
+    aihc.sync(job)  # refused again, an hour after the first
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert job.status_reason_shown.endswith(
+        f"look in pool {POOL} for a job named {job.name} labelled "
+        f"ai-job-console/job-id={job.public_id}, and stop it there if it runs, before Submit "
+        "again."
+    )
+    assert fake.calls("CreateJob") == []
+
+
 def test_a_job_aihc_no_longer_has_is_marked_failed(fake, aihc, alice):
     job = submitted(fake, aihc, alice)
     del fake.jobs[job.external_id]

@@ -1781,3 +1781,41 @@ def test_a_second_delete_of_a_job_looked_for_on_its_platform_says_it_is_looked_f
     assert "being sent to its platform" not in again
     assert "正在平台上查找该任务" in chinese
     assert status_of(job) == JobStatus.STOPPING  # kept, until the worker has settled it
+
+
+def test_a_job_delete_keeps_as_looked_for_says_so_before_it_is_asked_with_and_without_javascript(
+    alice, alice_en
+):
+    """Once the first Delete has stopped and kept a job whose create got no clear answer, a
+    Delete again keeps it while the worker looks for what the create made. Until left48 the
+    job page asked "Delete this job?" of it, and the refusal came only after the answer."""
+    from jobs.backends.kubernetes import UNANSWERED_EVENT
+    from jobs.services import job_event
+
+    job = submit(alice, name="unsettled")
+    Job.objects.filter(pk=job.pk).update(backend="kubernetes", external_id="")
+    job_event(job=job, reason=UNANSWERED_EVENT, message="no answer", warning=True)
+    detail = reverse("job-detail", args=[job.public_id])
+    delete = reverse("job-delete", args=[job.public_id])
+    alice_en.post(delete, {"confirmed": "1"})  # the first Delete: stopped and kept
+    assert status_of(job) == JobStatus.STOPPING
+    said = (
+        "This job cannot be deleted yet: a create of it got no clear answer, so its platform "
+        "may have made it, and the worker is looking for it there to stop it. Delete it again "
+        "once it has stopped."
+    )
+
+    page = alice_en.get(detail).content.decode()
+    live = alice_en.get(
+        reverse("job-live", args=[job.public_id]), headers={"HX-Request": "true"}
+    ).content.decode()
+    no_javascript = alice_en.post(delete).content.decode()
+    alice_en.cookies["django_language"] = "zh-hans"
+    chinese = alice_en.get(detail).content.decode()
+
+    assert f'id="job-delete-form" data-confirm="{said}"' in page
+    assert f'id="job-delete-form" data-confirm="{said}"' in live  # the status refresh's too
+    assert "Delete this job?" not in page and "Stop this job and keep it?" not in page
+    assert f'id="delete-question">{said}' in no_javascript
+    assert 'data-confirm="该任务暂不能删除' in chinese
+    assert status_of(job) == JobStatus.STOPPING  # asked, nothing done

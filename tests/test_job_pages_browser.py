@@ -1601,11 +1601,13 @@ def test_a_failed_jobs_page_opens_on_the_log_of_the_replica_that_failed(
     expect(page).to_have_url(re.compile(r"\?replica=master-0"))
 
 
-def test_deleting_a_job_whose_create_got_no_clear_answer_asks_to_stop_and_keep_it(
+def test_deleting_a_job_whose_create_got_no_clear_answer_asks_to_stop_and_keep_it_then_says_why_not(
     logged_in_page, alice
 ):
     """Until left45 the browser asked "Delete this job?" of it, and the page then said it
-    was being sent right now: Delete stops such a job and keeps it (job_delete_only_stops)."""
+    was being sent right now: Delete stops such a job and keeps it (job_delete_only_stops).
+    Pressed again while the worker looks for what its create made, until left48 Delete asked
+    "Delete this job?" once more, and said only after the answer that it was not deleted."""
     from jobs.backends.kubernetes import UNANSWERED_EVENT
     from jobs.services import job_event
 
@@ -1621,5 +1623,14 @@ def test_deleting_a_job_whose_create_got_no_clear_answer_asks_to_stop_and_keep_i
 
     expect(page.get_by_role("alert").filter(has_text="已停止但未删除")).to_be_visible()
     assert questions and questions[0].startswith("停止并保留此任务？")
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+
+    page.goto(f"/jobs/{job.public_id}/")
+    page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.accept()))
+    page.click("#job-delete")
+
+    expect(page.get_by_role("alert").filter(has_text="正在平台上查找该任务")).to_be_visible()
+    assert len(questions) == 2 and questions[1].startswith("该任务暂不能删除：")
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPING

@@ -1075,7 +1075,9 @@ def test_a_job_waiting_for_a_look_the_api_server_refused_is_stopped_where_it_was
 
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPING
+    # 5 minutes on: past the refused look's wait too, which the stop's look keeps (left48).
     Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    refused_looks_earlier(job, seconds=300)
     job.refresh_from_db()
     k8s.sync(job)  # found by its label, adopted and deleted
     job.refresh_from_db()
@@ -1083,6 +1085,85 @@ def test_a_job_waiting_for_a_look_the_api_server_refused_is_stopped_where_it_was
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPED
     assert fake.jobs() == []
+
+
+def stopped_after_a_refused_look(fake, k8s, alice) -> Job:
+    """A job looked for after its fourth unclear create, the look refused, then stopped (the
+    worker looks for it by its label to delete it), its stop 5 minutes ago and its refused
+    look 31 s ago (its next look is due)."""
+    from jobs.actions import job_stop
+
+    job = look_refused_after_four_creates(fake, k8s, alice, refusals=1)
+    job_stop(job=job, actor=alice)
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    refused_looks_earlier(job, seconds=31)
+    job.refresh_from_db()
+    return job
+
+
+def test_a_stopped_jobs_look_the_api_server_refuses_is_made_again_only_at_its_time_one_event_each(
+    fake, k8s, alice
+):
+    """Until left48 the look by label for what an unclear create made, for a job stopped
+    meanwhile, that the API server refused (403, a 5xx) was made again at every sync, for
+    ever, saying nothing. It now goes on at the job's own pace, one event a look."""
+    job = stopped_after_a_refused_look(fake, k8s, alice)
+    assert job.status == JobStatus.STOPPING
+    fake.fail_next("list pytorchjobs", status=403, reason="Forbidden", message="no list", times=2)
+    events = job.events.count()
+
+    k8s.sync(job)  # its second look, refused: the wait is now 60 s
+
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.STOPPING, "")
+    assert reasons(job)[events:] == ["LookRefused"]
+    refused = job.events.filter(reason="LookRefused").latest("pk")
+    assert refused.type == EventType.WARNING
+    assert refused.message_shown.startswith(
+        "Kubernetes refused the look for the job its creates may have made, to delete it: "
+    )
+    assert "no list" in refused.message_shown and "hf_secret_value" not in refused.message_shown
+    for _ in range(3):  # the worker's next syncs, before the job's time
+        k8s.sync(job)
+        job.refresh_from_db()
+    assert len(fake.calls("list pytorchjobs")) == 1 and len(reasons(job)) == events + 1
+    refused_looks_earlier(job, seconds=61)
+    k8s.sync(job)  # its time: refused again
+    refused_looks_earlier(job, seconds=61)
+    k8s.sync(job)  # not its time: the wait doubled
+    assert len(fake.calls("list pytorchjobs")) == 2
+    refused_looks_earlier(job, seconds=60)
+
+    k8s.sync(job)  # found by its label, adopted and deleted
+    job.refresh_from_db()
+    k8s.sync(job)  # gone
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED and fake.jobs() == []
+
+
+def test_a_stopped_jobs_look_the_api_server_has_refused_for_an_hour_ends_it_stopped_saying_where(
+    fake, k8s, alice
+):
+    job = stopped_after_a_refused_look(fake, k8s, alice)
+    fake.fail_next("list pytorchjobs", status=403, reason="Forbidden", message="no list")
+    refused_looks_earlier(job, seconds=3600)  # the first refusal, at the submit, an hour ago
+
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert job.events.filter(reason="Stopped").get().type == EventType.WARNING
+    shown = job.status_reason_shown
+    assert shown.startswith(
+        "Kubernetes refused the looks for the job its creates may have made for an hour (the last: "
+    )
+    assert shown.endswith(
+        "so the console stopped looking and ended the job Stopped. The API server may have made "
+        "it: look in namespace default for a PyTorchJob labelled "
+        f"ai-job-console/job-id={job.public_id}, and delete it there if it runs."
+    )
+    assert len(fake.jobs()) == 1  # what the last create made, left for the person to delete
 
 
 def test_a_look_the_api_server_has_refused_for_an_hour_fails_the_job_saying_where_to_look(

@@ -139,6 +139,15 @@ TIMEOUT_EVENT = "SubmitTimedOut"
 SERVER_ERROR_EVENT = "SubmitServerError"
 # Creates that got no clear answer: each may or may not have created the job.
 UNANSWERED_EVENTS = (TIMEOUT_EVENT, SERVER_ERROR_EVENT)
+# A look for what a create may have made that AIHC has refused for an hour (remote.
+# LOOK_REFUSED_GIVE_UP): said as the job is given up, Submit failed, on the submit's look and on
+# the look for a job the worker died while sending (_reconcile_stuck).
+LOOKS_REFUSED_GIVEN_UP = gettext_noop(
+    "AIHC refused the looks for the job its creates may have made for an hour (the last: "
+    "%(error)s), so the console stopped looking. AIHC may have made it: look in pool %(pool)s "
+    "for a job named %(name)s labelled ai-job-console/job-id=%(id)s, and stop it there if it "
+    "runs, before Submit again."
+)
 
 # AIHC job status -> console status. The full enum is not published; these are the values
 # Baidu's docs and CLIs show, plus the Kubernetes training-operator conditions they wrap.
@@ -902,13 +911,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                         "AIHC refused the look for the job its creates may have made: "
                         "%(error)s. The job stays queued and is looked for again at %(time)s."
                     ),
-                    given_up=gettext_noop(
-                        "AIHC refused the looks for the job its creates may have made for an "
-                        "hour (the last: %(error)s), so the console stopped looking. AIHC may "
-                        "have made it: look in pool %(pool)s for a job named %(name)s labelled "
-                        "ai-job-console/job-id=%(id)s, and stop it there if it runs, before "
-                        "Submit again."
-                    ),
+                    given_up=LOOKS_REFUSED_GIVEN_UP,
                     pool=job.resource_pool,
                     name=spec.name,
                     id=job.public_id,
@@ -1031,8 +1034,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         or requeue it. A look AIHC does not answer (after its retries) raises, as the job
         read of a sync does: the worker's round leaves AIHC's other jobs for the next one
         (until session 33 it was swallowed, and the round went on to wait on the next job);
-        a refusal leaves the job for the next look."""
-        if timezone.now() - job.updated_at < STUCK_SUBMITTING:
+        a refusal (403, a 5xx) waits for the job's own next look, Submitting, and after an hour
+        of them the job is Submit failed (_look_refused; until left48 it was looked for at
+        every sync, for ever)."""
+        if timezone.now() - job.updated_at < STUCK_SUBMITTING or not self._look_due(job):
             return
         try:
             config, client = self._setup()
@@ -1040,6 +1045,22 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         except AihcError as exc:
             if got_no_answer(exc):
                 raise _sync_error(exc, job.secret_values()) from None
+            if not _never_reached_aihc(exc):
+                self._look_refused(
+                    job,
+                    exc,
+                    job.secret_values(),
+                    stays=True,
+                    message=gettext_noop(
+                        "AIHC refused the look for the job its interrupted submission may have "
+                        "made: %(error)s. The job stays submitting and is looked for again at "
+                        "%(time)s; nothing is sent again before AIHC answers the look."
+                    ),
+                    given_up=LOOKS_REFUSED_GIVEN_UP,
+                    pool=job.resource_pool,
+                    name=job.name,
+                    id=job.public_id,
+                )
             return
         except (BackendError, spec_module.SpecError):
             return
@@ -1050,7 +1071,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
 
     def _finish_stop_in_flight(self, job: Job) -> None:
         """A job stopped while a create got no clear answer: whatever AIHC made of it is
-        found and stopped there; when AIHC shows nothing, the job is Stopped."""
+        found and stopped there; when AIHC shows nothing, the job is Stopped. A look AIHC
+        refuses (403, a 5xx) waits for the job's own next look, and after an hour of them the
+        job is Stopped saying where to look (_look_refused; until left48 it was looked for at
+        every sync, for ever)."""
         unanswered = list(
             job.events.filter(reason__in=UNANSWERED_EVENTS).values_list("created_at", flat=True)
         )
@@ -1058,15 +1082,41 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             return  # a slow create may still show up: give it the time a stuck submit gets
         found = ""
         if unanswered:
+            if not self._look_due(job):
+                return
             try:
                 config, client = self._setup()
                 found = self._find_created(
                     job, client, config, job.job_spec(), since=min(unanswered)
                 )
-            except BackendError as exc:
+            except AihcError as exc:
                 if got_no_answer(exc):
                     raise _sync_error(exc, job.secret_values()) from None
-                return  # asked again at the next sync
+                if not _never_reached_aihc(exc):
+                    self._look_refused(
+                        job,
+                        exc,
+                        job.secret_values(),
+                        stays=True,
+                        message=gettext_noop(
+                            "AIHC refused the look for the job its creates may have made, to "
+                            "stop it: %(error)s. The job stays stopping and is looked for again "
+                            "at %(time)s."
+                        ),
+                        given_up=gettext_noop(
+                            "AIHC refused the looks for the job its creates may have made for "
+                            "an hour (the last: %(error)s), so the console stopped looking and "
+                            "ended the job Stopped. AIHC may have made it: look in pool "
+                            "%(pool)s for a job named %(name)s labelled ai-job-console/job-id="
+                            "%(id)s, and stop it there if it runs."
+                        ),
+                        pool=job.resource_pool,
+                        name=job.name,
+                        id=job.public_id,
+                    )
+                return  # throttled, or AIHC not reached: asked again at the next sync
+            except BackendError:
+                return  # the settings cannot be used now: asked again at the next sync
             except spec_module.SpecError:
                 return
         if not found:

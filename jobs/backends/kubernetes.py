@@ -1808,8 +1808,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     def _finish_stop_in_flight(self, job: Job) -> None:
         """Stopped while a create got no clear answer: the resource is looked for by the job's
         id label (not its spec-derived name, so a job whose spec no longer reads is found
-        too); found, it is adopted and deleted; else the job is Stopped."""
-        if timezone.now() - job.updated_at < STUCK_SUBMITTING:
+        too); found, it is adopted and deleted; else the job is Stopped. A look the API server
+        refuses (403, a 5xx) waits for the job's own next look, and after an hour of them the
+        job is Stopped saying where to look (_look_refused; until left48 it was looked for at
+        every sync, for ever)."""
+        if timezone.now() - job.updated_at < STUCK_SUBMITTING or not self._look_due(job):
             return
         try:
             config, client = self._setup()
@@ -1826,7 +1829,29 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if got_no_answer(exc):
                 raise _sync_error(exc, job.secret_values()) from None
             if not _not_found(exc):
-                return  # an error answered (a refusal, a 5xx): looked for again next sync
+                if exc.status != 429:  # throttled: asked again at the next sync
+                    self._look_refused(
+                        job,
+                        exc,
+                        job.secret_values(),
+                        stays=True,
+                        message=gettext_noop(
+                            "Kubernetes refused the look for the job its creates may have made, "
+                            "to delete it: %(error)s. The job stays stopping and is looked for "
+                            "again at %(time)s."
+                        ),
+                        given_up=gettext_noop(
+                            "Kubernetes refused the looks for the job its creates may have made "
+                            "for an hour (the last: %(error)s), so the console stopped looking "
+                            "and ended the job Stopped. The API server may have made it: look in "
+                            "namespace %(namespace)s for a %(kind)s labelled %(label)s, and "
+                            "delete it there if it runs."
+                        ),
+                        namespace=namespace_of(job.resource_pool),
+                        kind=M.kind_of(job.framework, job.training_api).kind,
+                        label=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
+                    )
+                return
             found = []
         except BackendError:
             return

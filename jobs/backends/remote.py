@@ -362,6 +362,12 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             return
         self._move(job, JobStatus.SUBMIT_FAILED, "SubmitFailed", message, warning=True)
 
+    def _look_due(self, job: Job) -> bool:
+        """Whether the job may be looked for now: not before the wait after its last refused
+        look has passed (refused_looks, look_wait)."""
+        refused = refused_looks(job, self.unanswered_events)
+        return not refused or timezone.now() >= refused[-1] + look_wait(len(refused))
+
     def _look_refused(
         self,
         job: Job,
@@ -370,20 +376,31 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         *,
         message: str,
         given_up: str,
+        stays: bool = False,
         **params: Any,
     ) -> None:
         """The platform refused the look for what the job's unanswered creates may have made:
         back to Queued, saying so and when the next look is (`message`, marked with
         gettext_noop, with %(error)s and %(time)s), looked for again then (look_wait);
         once the refusals have lasted LOOK_REFUSED_GIVE_UP, Submit failed (`given_up`, with
-        %(error)s and `params`). A job stopped meanwhile is left to its sync, which looks."""
-        if job.status == JobStatus.STOPPING:
+        %(error)s and `params`). A job stopped meanwhile is left to its sync, which looks.
+
+        `stays`: the look of a sync, for a job that keeps its status while it waits (_look_due):
+        Submitting after a create the worker died in (sent again only once looked for), or
+        Stopping (what was made is to be stopped). The refusal is an event of its own, and
+        the job given up is Submit failed, or Stopped when it was stopping, `given_up` saying
+        where to look. Until left48 such a look was made again at every sync, never given up."""
+        if job.status == JobStatus.STOPPING and not stays:
             return
         error = recorded_error(exc)
         refused = refused_looks(job, self.unanswered_events)
         now = timezone.now()
         if refused and now - refused[0] >= LOOK_REFUSED_GIVE_UP:
-            self._fail(job, recorded(given_up, error=error, **params), secrets)
+            said = recorded(given_up, error=error, **params)
+            if job.status == JobStatus.STOPPING:
+                self._move(job, JobStatus.STOPPED, "Stopped", scrub(said, secrets), warning=True)
+            else:
+                self._fail(job, said, secrets)
             return
         look_again = now + look_wait(len(refused) + 1)
         self.logger.warning(
@@ -393,18 +410,14 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             scrub(str(exc), secrets),
             look_again.isoformat(timespec="seconds"),
         )
-        self._move(
-            job,
-            JobStatus.QUEUED,
-            LOOK_REFUSED,
-            scrub(
-                recorded(
-                    message, error=error, time=timezone.localtime(look_again).strftime("%H:%M")
-                ),
-                secrets,
-            ),
-            warning=True,
+        said = scrub(
+            recorded(message, error=error, time=timezone.localtime(look_again).strftime("%H:%M")),
+            secrets,
         )
+        if stays:
+            job_event(job=job, reason=LOOK_REFUSED, message=said, warning=True)
+        else:
+            self._move(job, JobStatus.QUEUED, LOOK_REFUSED, said, warning=True)
 
     def _reconcile_stuck(self, job: Job) -> None:
         """Left Submitting (the worker died mid-create): back to Queued, sent again."""
