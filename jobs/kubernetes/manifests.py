@@ -559,6 +559,11 @@ def trainjob_manifest(
         pod["tolerations"] = [dict(t) for t in cluster.tolerations]
     if cluster.image_pull_secrets:
         pod["imagePullSecrets"] = [{"name": name} for name in cluster.image_pull_secrets]
+    # The console finds the nodes' pods by this label. Trainer strategic-merges each patched
+    # replicatedJob's template, its pod template's metadata included, into the runtime's
+    # JobSet template (pkg/runtime/core/trainingruntime.go mergeRuntimePatches, the
+    # runtimePatches source), and the JobSet plugin's Build sends that spec as it is
+    # (plugins/jobset/jobset.go WithSpec), so JobSet and Job put the label on the pods.
     labels = {**dict(spec.labels), CONSOLE_JOB_LABEL: job_id}
     node_patch = {
         "name": TRAINER_NODE,
