@@ -1027,8 +1027,11 @@ class FakeKubernetes:
             if key in trainer and (not _whole(trainer[key]) or trainer[key] < 1):
                 check.bad(f"spec.trainer.{key}", "must be 1 or more")
         # The CRD's limits (manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml):
-        # command and args at most 128 items of at most 65536 characters, env at most 128
-        # variables and a list keyed by name, runtimePatches at most 16.
+        # image at most 500 characters, command and args at most 128 items of at most 65536
+        # characters, env at most 128 variables and a list keyed by name, runtimePatches at
+        # most 16.
+        if len(trainer.get("image") or "") > 500:
+            check.bad("spec.trainer.image", "Too long: may not be longer than 500")
         for key, most in (("command", 128), ("args", 128), ("env", 128)):
             items = trainer.get(key) or []
             if len(items) > most:

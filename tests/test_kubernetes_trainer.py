@@ -332,6 +332,9 @@ def test_the_fake_refuses_a_trainjob_as_trainer_and_the_api_server_would(trainer
     assert "Too long: may not be longer than 65536" in refusal(
         lambda b: b["spec"]["trainer"]["command"].append("x" * 65_537)
     )
+    assert "Too long: may not be longer than 500" in refusal(
+        lambda b: b["spec"]["trainer"].update(image="registry.example.com/" + "t" * 480 + ":1.0")
+    )
     assert "Duplicate value" in refusal(
         lambda b: b["spec"]["trainer"]["env"].append(dict(b["spec"]["trainer"]["env"][0]))
     )
@@ -370,3 +373,24 @@ def test_a_command_a_trainjob_cannot_carry_is_refused_at_the_command_field(train
 
 def test_a_long_command_is_not_refused_on_a_training_operator_cluster(fake, k8s):
     assert k8s.check_spec(spec(command="echo " + "x" * 65_500)) == {}
+
+
+def image_of_length(length: int) -> str:
+    return "registry.example.com/" + "t" * (length - len("registry.example.com/:1.0")) + ":1.0"
+
+
+def test_an_image_address_a_trainjob_cannot_carry_is_refused_at_the_image_field(trainer, k8s):
+    # The TrainJob CRD's trainer.image is at most 500 characters; the console's own limit is
+    # 512, so 501 to 512 pass the form's rule and would fail at the API server.
+    too_long = spec(image=image_of_length(501))
+    assert S.validate(too_long) == {}
+
+    errors = k8s.check_spec(too_long)
+
+    assert k8s.check_spec(spec(image=image_of_length(500))) == {}
+    assert list(errors) == ["jobSpec.image"]
+    assert "at most 500 characters; this one has 501" in errors["jobSpec.image"][0]
+
+
+def test_a_long_image_address_is_not_refused_on_a_training_operator_cluster(fake, k8s):
+    assert k8s.check_spec(spec(image=image_of_length(512))) == {}

@@ -990,8 +990,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         TensorFlow (no Trainer runtime, and no training operator v1 for a TFJob); and of a
         PyTorch job's TrainJob, what it has no field for (M.trainjob_manifest): a master
         unlike its workers (one resourcesPerNode for every node; card type and count already
-        match, jobs.spec), restarts, a retention, host network, and envs the torch plugin
-        sets itself (its webhook refuses them)."""
+        match, jobs.spec), restarts, a retention, host network, envs the torch plugin sets
+        itself (its webhook refuses them), and an image or command item longer than its CRD
+        allows."""
         if spec.framework == spec_module.TENSORFLOW:
             err(
                 "jobFramework",
@@ -1049,6 +1050,16 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     _("Kubeflow Trainer sets %(name)s itself for torchrun; choose another name.")
                     % {"name": env.name},
                 )
+        if len(spec.image) > M.TRAINER_IMAGE_MAX:
+            err(
+                "jobSpec.image",
+                _(
+                    "On this pool a PyTorch job is a Kubeflow Trainer TrainJob, whose image "
+                    "address can be at most %(most)s characters; this one has %(length)s: "
+                    "use a shorter address (a shorter registry name or tag, or a digest)."
+                )
+                % {"most": M.TRAINER_IMAGE_MAX, "length": len(spec.image)},
+            )
         # The TrainJob CRD's trainer.command items are at most 65536 characters (a pod's
         # command has no such limit: the console's own is 256 KB), the line that sets the
         # node's role included (M.trainer_command).

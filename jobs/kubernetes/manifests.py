@@ -135,6 +135,9 @@ TRAINER_PATCH_MANAGER = "ai-job-console/manager"
 # The TrainJob CRD's limit on each item of spec.trainer.command (trainer.kubeflow.org_trainjobs
 # .yaml, v2.2: items maxLength 65536), a pod's command having none.
 TRAINER_COMMAND_ITEM_MAX = 65536
+# The same CRD's limit on spec.trainer.image (trainjob_types.go, v2.2: MaxLength=500); the
+# console's own is 512 (jobs.spec), a pod's image having none.
+TRAINER_IMAGE_MAX = 500
 # torchrun's rendezvous port the torch plugin sets (pkg/constants/constants.go
 # ContainerTrainerPort, 29500 in every release; feat-trainer had read 29400).
 TRAINER_MASTER_PORT = 29500
@@ -556,6 +559,11 @@ def trainjob_manifest(
         pod["tolerations"] = [dict(t) for t in cluster.tolerations]
     if cluster.image_pull_secrets:
         pod["imagePullSecrets"] = [{"name": name} for name in cluster.image_pull_secrets]
+    # The console finds the nodes' pods by this label. Trainer strategic-merges each patched
+    # replicatedJob's template, its pod template's metadata included, into the runtime's
+    # JobSet template (pkg/runtime/core/trainingruntime.go mergeRuntimePatches, the
+    # runtimePatches source), and the JobSet plugin's Build sends that spec as it is
+    # (plugins/jobset/jobset.go WithSpec), so JobSet and Job put the label on the pods.
     labels = {**dict(spec.labels), CONSOLE_JOB_LABEL: job_id}
     node_patch = {
         "name": TRAINER_NODE,
