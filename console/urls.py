@@ -11,6 +11,8 @@ urlpatterns = [
     path("login/", accounts.login, name="login"),
     path("logout/", accounts.logout, name="logout"),
     path("account/password/", accounts.password_change, name="password-change"),
+    # One's time zone (jobs.time_zones), chosen on the password page.
+    path("account/time-zone/", accounts.time_zone_set, name="time-zone-set"),
     # Access keys for the AIHC-compatible API, and the API itself (jobs.api_views).
     path("account/keys/", accounts.api_keys, name="api-keys"),
     path("account/keys/revoke-all/", accounts.api_keys_revoke_all, name="api-keys-revoke-all"),

@@ -44,6 +44,8 @@ from .http import (
 from .languages import language_after_login, language_chosen
 from .models import ApiKey, ApiKeyRevokeReason
 from .throttle import ThrottledAuthenticationForm, ThrottledPasswordChangeForm
+from .time_zones import SESSION_KEY as TIME_ZONE_SESSION_KEY
+from .time_zones import known_time_zones, time_zone_chosen, time_zone_groups
 
 
 class ConsoleAddressOnly:
@@ -104,6 +106,55 @@ class PasswordChangeForm(ThrottledPasswordChangeForm):
     )
 
 
+class TimeZoneForm(forms.Form):
+    """The zone one's pages show times in (jobs.time_zones): the console's (empty) or one of
+    the IANA zones this machine knows, grouped by region, the one chosen now first."""
+
+    time_zone = forms.CharField(
+        label=gettext_lazy("Time zone"),
+        required=False,
+        help_text=gettext_lazy(
+            "Times on the console's pages are shown in it, and the job list's dates are days "
+            "in it. Alert mails and chat bots keep the console's time zone: they go to many people."
+        ),
+    )
+
+    def __init__(self, *args: Any, current: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.initial.setdefault("time_zone", current)
+        console = _("The console's (%(zone)s)") % {"zone": settings.TIME_ZONE}
+        first: list[Any] = [("", console)]
+        if current:
+            first.append((_("Chosen now"), [(current, current)]))
+        self.fields["time_zone"].widget = forms.Select(
+            choices=[
+                *first,
+                *(
+                    (region, [(name, name) for name in names])
+                    for region, names in time_zone_groups()
+                ),
+            ]
+        )
+
+    def clean_time_zone(self) -> str:
+        name = self.cleaned_data["time_zone"]
+        if name and name not in known_time_zones():
+            shown = name if len(name) <= 64 else name[:63] + "…"
+            raise forms.ValidationError(
+                _(
+                    "“%(value)s” is not a time zone this console knows: pick one from the list, "
+                    "such as Europe/Berlin or America/Los_Angeles."
+                )
+                % {"value": shown.replace("\x00", "")}
+            )
+        return name
+
+
+def _current_time_zone(request: HttpRequest) -> str:
+    """The zone this session shows times in, "" for the console's (jobs.time_zones)."""
+    return str(request.session.get(TIME_ZONE_SESSION_KEY) or "")
+
+
 class ConsolePasswordChangeView(auth_views.PasswordChangeView):
     """Every user changes their own password here (the admin's page is for staff only).
     Django keeps this session logged in and ends the account's other sessions; with the box
@@ -117,7 +168,12 @@ class ConsolePasswordChangeView(auth_views.PasswordChangeView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         usable = ApiKey.objects.filter(usable_keys(), owner=self.request.user).count()
-        return {**super().get_context_data(**kwargs), "usable_keys": usable}
+        time_zone_form = TimeZoneForm(current=_current_time_zone(self.request))
+        return {
+            **super().get_context_data(**kwargs),
+            "usable_keys": usable,
+            "time_zone_form": time_zone_form,
+        }
 
     def form_valid(self, form: PasswordChangeForm) -> HttpResponse:
         # The keys are revoked where every password set revokes them (jobs.api_keys
@@ -140,6 +196,32 @@ def set_language(request: HttpRequest) -> HttpResponse:
     if settings.LANGUAGE_COOKIE_NAME in response.cookies:  # a language Django accepted
         language_chosen(user=request.user, language=str(request.POST.get("language", "")))
     return response
+
+
+@post_only(lambda: reverse("password-change"))
+@login_required
+def time_zone_set(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The account page's time zone (a plain form: back to the page, the choice said). A zone
+    not known is refused on the field, on the page again."""
+    form = TimeZoneForm(request.POST, current=_current_time_zone(request))
+    if not form.is_valid():
+        usable = ApiKey.objects.filter(usable_keys(), owner=request.user).count()
+        context = {
+            "form": PasswordChangeForm(user=request.user, request=request),
+            "usable_keys": usable,
+            "time_zone_form": form,
+        }
+        return render(request, "registration/password_change_form.html", context)
+    chosen = form.cleaned_data["time_zone"]
+    time_zone_chosen(request=request, user=request.user, time_zone=chosen)
+    messages.success(
+        request,
+        _("Times are now shown in %(zone)s.") % {"zone": chosen}
+        if chosen
+        else _("Times are now shown in the console's time zone (%(zone)s).")
+        % {"zone": settings.TIME_ZONE},
+    )
+    return redirect("password-change")
 
 
 login = ConsoleLoginView.as_view()

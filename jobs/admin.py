@@ -804,7 +804,7 @@ def _query_with(request: HttpRequest, **changes: str) -> str:
 
 def _moment_shown(moment: datetime | None) -> str:
     """A time on a job's admin page as on its owner's page, "2026-12-02 18:41:05" in
-    TIME_ZONE, in either language: the admin's own "Dec. 2, 2026, 6:41 p.m." has no seconds,
+    the reader's time zone (jobs.time_zones), in either language: the admin's own "Dec. 2, 2026, 6:41 p.m." has no seconds,
     so the events of a job that started and ended within a minute read as simultaneous."""
     if moment is None:
         return "—"
@@ -1229,7 +1229,7 @@ class JobAdmin(
 
     @admin.display(description=gettext_lazy("created"), ordering="created_at")
     def created(self, job: Job) -> str:
-        # "2026-12-02 01:17" (TIME_ZONE), in either language, over two lines where the column is
+        # "2026-12-02 01:17" (the reader's zone), in either language, over two lines where the column is
         # narrow: the admin's own "Dec. 2, 2026, 1:17 a.m." (2026年12月2日 01:17) took the widest
         # column of the list and pushed cards, priority and itself out of a tablet's width. The
         # seconds are in the element's title and on the job's page (_moment_shown).

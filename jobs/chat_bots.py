@@ -280,8 +280,9 @@ def moment_with_zone(moment: datetime, written: str) -> str:
     UTC offset: "2026-12-01 18:00:00 CST (UTC+08:00)". The abbreviation alone is read where
     the reader is: Asia/Shanghai's CST is US Central time (UTC-6) to a reader from America,
     14 hours off (qa70). UTC itself is said as UTC; a zone with no abbreviation (its %Z an
-    offset, "+04") by its offset alone."""
-    local = timezone.localtime(moment)
+    offset, "+04") by its offset alone. The console's zone even when sent while a user's page
+    is answered (jobs.time_zones): mails and chat bots go to many people."""
+    local = timezone.localtime(moment, timezone.get_default_timezone())
     name, offset = local.strftime("%Z"), "UTC" + local.strftime("%:z")
     if name == "UTC":
         zone = name

@@ -54,7 +54,12 @@ def language_at_login(*, user: Any, language: str) -> None:
     user who chose one keeps it: the browser they log in from may just not know it)."""
     code = _known(language)
     if code is not None:
-        UserPreference.objects.get_or_create(user_id=user.pk, defaults={"language": code})
+        preference, _made = UserPreference.objects.get_or_create(
+            user_id=user.pk, defaults={"language": code}
+        )
+        if not preference.language:  # a row made when a time zone was chosen (jobs.time_zones)
+            preference.language = code
+            preference.save(update_fields=["language"])
 
 
 @receiver(user_logged_in, dispatch_uid="jobs.languages.logged_in")

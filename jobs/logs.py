@@ -457,7 +457,7 @@ def shown_lines(lines: Iterable[str], *, secrets: Iterable[str] = ()) -> list[Sh
     """Lines as the pages show them: without terminal escape sequences, with the job's
     secrets masked (again: a colour code inside a value hid it from the mask applied when
     the line was written), cut at SHOWN_LINE_CHARS, and each line's UTC stamp in the
-    console's time zone, as every other time on the page is, to the millisecond. A download
+    reader's time zone (jobs.time_zones), as every other time on the page is, to the millisecond. A download
     keeps the file as is."""
     secrets = list(secrets)
     shown = []
@@ -479,7 +479,7 @@ def _shown_text(line: str, secrets: list[str]) -> tuple[re.Match[str] | None, st
 
 
 def _shown_stamp(found: re.Match[str] | None) -> str:
-    """A line's UTC stamp in the console's time zone, to the millisecond ("" for none)."""
+    """A line's UTC stamp in the reader's time zone, to the millisecond ("" for none)."""
     if found is None:
         return ""
     zone = timezone.get_current_timezone()

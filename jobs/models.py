@@ -438,10 +438,11 @@ class AlertChannel(models.TextChoices):
 
 
 class UserPreference(models.Model):
-    """What a user chose for themselves, kept on the server (jobs.languages): the language the
-    console's mails to them are written in. The language cookie says it to the browser it was
-    set in; a mail sent by the worker has no browser to ask. No row: not chosen yet (mails in
-    the console's language, LANGUAGE_CODE)."""
+    """What a user chose for themselves, kept on the server: the language the console's mails
+    to them are written in (jobs.languages), and the time zone their pages show times in
+    (jobs.time_zones). The language cookie says the language to the browser it was set in; a
+    mail sent by the worker has no browser to ask. No row: neither chosen yet (mails in the
+    console's language, LANGUAGE_CODE; times in its TIME_ZONE)."""
 
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL,
@@ -449,8 +450,11 @@ class UserPreference(models.Model):
         primary_key=True,
         related_name="preference",
     )
-    # A code of LANGUAGES, as the language cookie holds it.
+    # A code of LANGUAGES, as the language cookie holds it; empty: none chosen (the row was
+    # made for the time zone).
     language = models.CharField(max_length=16)
+    # The IANA zone the user reads times in (jobs.time_zones); empty: the console's TIME_ZONE.
+    time_zone = models.CharField(max_length=64, blank=True, default="")
 
     def __str__(self) -> str:
         return f"{self.user_id} {self.language}"

@@ -80,7 +80,8 @@ HOUR = timedelta(hours=1)
 
 @dataclass(frozen=True)
 class Period:
-    """Whole days in the console's time zone, `first` to `last` included."""
+    """Whole days in the current time zone (the reader's on a page: jobs.time_zones; the
+    console's TIME_ZONE elsewhere), `first` to `last` included."""
 
     first: date
     last: date

@@ -220,8 +220,9 @@ def _filter_date(text: str) -> date:
 
 def _created_between(jobs: Any, *, first: date | None, last: date | None) -> Any:
     """`jobs` created from the start of day `first` to the end of day `last` (both included;
-    either may be None), days in the console's time zone (TIME_ZONE, as the list shows
-    times): a range on created_at, which the index of jobs by owner and creation serves."""
+    either may be None), days in the user's time zone (jobs.time_zones; the console's
+    TIME_ZONE if they chose none), as the list shows times: a range on created_at, which
+    the index of jobs by owner and creation serves."""
     if first is not None:
         jobs = jobs.filter(
             created_at__gte=timezone.make_aware(datetime.combine(first, datetime.min.time()))
@@ -256,7 +257,7 @@ class JobFilterForm(forms.Form):
     # alone). Those no job can have are said so here and left out, the others applied.
     label = forms.Field(required=False, label=gettext_lazy("Label"))
     # Created on or after this day, and on or before that one (创建时间 from / to), each a day
-    # in the console's time zone (_created_between); either may be empty.
+    # in the user's time zone (_created_between); either may be empty.
     created_from = forms.CharField(required=False, label=gettext_lazy("Created from"))
     created_to = forms.CharField(required=False, label=gettext_lazy("Created to"))
 

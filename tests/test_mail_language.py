@@ -323,6 +323,17 @@ def test_logging_in_keeps_the_language_of_the_login_page_when_none_was_chosen(al
     assert language_of(alice) == "en"
 
 
+def test_logging_in_keeps_the_login_pages_language_for_a_user_who_chose_only_a_time_zone(alice):
+    UserPreference.objects.create(user=alice, time_zone="Europe/Berlin")  # jobs.time_zones
+    client = Client()
+    client.cookies["django_language"] = "en"
+
+    log_in(client, "alice", "alice-password")
+
+    assert language_of(alice) == "en"
+    assert UserPreference.objects.get(user=alice).time_zone == "Europe/Berlin"
+
+
 def test_logging_in_in_another_language_keeps_the_one_chosen_before(alice):
     UserPreference.objects.create(user=alice, language="zh-hans")
     client = Client()

@@ -410,10 +410,10 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             scrub(str(exc), secrets),
             look_again.isoformat(timespec="seconds"),
         )
-        said = scrub(
-            recorded(message, error=error, time=timezone.localtime(look_again).strftime("%H:%M")),
-            secrets,
-        )
+        # In the console's zone, as everyone reads the event's text (a user's page may have
+        # another active: jobs.time_zones).
+        at = timezone.localtime(look_again, timezone.get_default_timezone()).strftime("%H:%M")
+        said = scrub(recorded(message, error=error, time=at), secrets)
         if stays:
             job_event(job=job, reason=LOOK_REFUSED, message=said, warning=True)
         else:

@@ -1,0 +1,113 @@
+"""Each user's time zone: the IANA zone their pages show times in, and read days in (the job
+list's date filters, usage periods), chosen on the account page (jobs.accounts.time_zone_set).
+
+Kept on the server (UserPreference.time_zone) so that it follows the user to any browser, and
+in the session (SESSION_KEY) when chosen and at log-in, so that a page does not read it with a
+query of its own: UserTimeZoneMiddleware activates it from there for the request. A visitor,
+a user who chose none, an API call signed with a key (no session) and the worker get the
+console's TIME_ZONE. Chosen on one browser, it applies on the others from their next log-in.
+
+What goes to many readers stays in the console's zone and says which: alert mails and chat
+bots (jobs.chat_bots.moment_with_zone), the server's log. The API writes UTC.
+"""
+
+from __future__ import annotations
+
+import functools
+import zoneinfo
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.signals import user_logged_in
+from django.db import Error as DatabaseLibraryError
+from django.dispatch import receiver
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from .models import UserPreference
+
+# The zone chosen, "" for the console's; absent in a session from before this was kept.
+SESSION_KEY = "jobs_time_zone"
+
+
+@functools.cache
+def known_time_zones() -> frozenset[str]:
+    """The IANA zones this machine knows (the system's tz database, or the tzdata package)."""
+    return frozenset(zoneinfo.available_timezones())
+
+
+def time_zone_groups() -> list[tuple[str, list[str]]]:
+    """The known zones grouped by region (the part before the first "/"), regions and zones in
+    alphabetical order, for a select's optgroups; last, "Other", those without (UTC, Japan)."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    others = []
+    for name in sorted(known_time_zones()):
+        region, slash, _place = name.partition("/")
+        if slash:
+            groups[region].append(name)
+        else:
+            others.append(name)
+    return [*sorted(groups.items()), (_("Other"), others)]
+
+
+def user_time_zone(*, user: Any) -> str:
+    """The zone `user` chose, "" for none (the console's)."""
+    chosen = UserPreference.objects.filter(user_id=user.pk).values_list("time_zone", flat=True)
+    name = chosen.first() or ""
+    return name if name in known_time_zones() else ""
+
+
+def time_zone_chosen(*, request: HttpRequest, user: Any, time_zone: str) -> None:
+    """`user` chose `time_zone` ("" for the console's, else a known zone: the form checks):
+    kept for them, and for this session."""
+    UserPreference.objects.update_or_create(user_id=user.pk, defaults={"time_zone": time_zone})
+    request.session[SESSION_KEY] = time_zone
+
+
+@receiver(user_logged_in, dispatch_uid="jobs.time_zones.logged_in")
+def _logged_in(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any) -> None:
+    # Every log-in (the console's page, the admin's, a test client's): the session starts in
+    # the user's zone, chosen on this browser or another.
+    if request is not None and hasattr(request, "session"):
+        request.session[SESSION_KEY] = user_time_zone(user=user)
+
+
+def _session_time_zone(request: HttpRequest) -> str:
+    """The zone the request's session was given; "" for the console's."""
+    session = getattr(request, "session", None)
+    if session is None or settings.SESSION_COOKIE_NAME not in request.COOKIES:
+        return ""  # no session to read: a visitor's first page, an API call, a probe
+    name = session.get(SESSION_KEY)
+    if name is None:
+        # A session from before zones were kept: read once, kept for its next pages.
+        if not request.user.is_authenticated:
+            return ""
+        name = session[SESSION_KEY] = user_time_zone(user=request.user)
+    return name if name in known_time_zones() else ""
+
+
+class UserTimeZoneMiddleware:
+    """Shows and reads times in the request's user's zone (django.utils.timezone.activate),
+    the console's for anyone else. After AuthenticationMiddleware."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            name = _session_time_zone(request)
+        except DatabaseLibraryError:
+            # The view meets the database's trouble too and answers its 503
+            # (jobs.http.DatabaseUnreachableMiddleware); this one sees only what a view raises.
+            name = ""
+        if name:
+            timezone.activate(zoneinfo.ZoneInfo(name))
+        else:
+            timezone.deactivate()
+        try:
+            return self.get_response(request)
+        finally:
+            timezone.deactivate()

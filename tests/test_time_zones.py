@@ -1,0 +1,219 @@
+"""Each user's own time zone (jobs.time_zones): chosen on the account page, kept for them on
+the server and in their session, and applied to the times and days of their pages; anyone
+else, and what goes to many people, in the console's TIME_ZONE (Asia/Shanghai in the tests)."""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+from datetime import UTC, datetime
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.sessions.backends.db import SessionStore
+from django.http import HttpResponse
+from django.test import Client, RequestFactory
+from django.urls import reverse
+from django.utils import timezone
+
+from jobs.chat_bots import moment_with_zone
+from jobs.models import UserPreference
+from jobs.time_zones import SESSION_KEY, UserTimeZoneMiddleware
+
+from .runner_helpers import runner_settings  # noqa: F401
+from .test_job_list_dates import shown, submit
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+ACCOUNT = "/account/password/"
+CHOOSE = "/account/time-zone/"
+# Shanghai's 2026-12-01 00:00:00 (UTC+8) is Berlin's 2026-11-30 17:00:00 (UTC+1 in winter).
+MIDNIGHT_IN_SHANGHAI = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)
+
+
+def choose(client: Client, zone: str):
+    return client.post(CHOOSE, {"time_zone": zone})
+
+
+def list_time(client: Client) -> str:
+    """The Created column's first time on the job list, as "YYYY-MM-DD HH:MM:SS"."""
+    page = client.get(reverse("job-list")).content.decode()
+    found = re.search(
+        r'<td><span class="text-nowrap">([0-9-]+)</span> <span class="text-nowrap">([0-9:]+)</span></td>',
+        page,
+    )
+    assert found, "no Created column"
+    return f"{found[1]} {found[2]}"
+
+
+def job_page_created(client: Client, job) -> str:
+    page = client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    found = re.search(r'Created</dt><dd class="col-sm-4">([^<]*)</dd>', page)
+    assert found, "no Created on the job page"
+    return found[1]
+
+
+def field_error(page: str) -> str:
+    found = re.search(r'id="error_1_id_time_zone"[^>]*>(.*?)</', page, re.S)
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", found[1])).strip() if found else ""
+
+
+def test_choosing_berlin_shows_the_job_list_and_job_page_times_in_berlin(alice, alice_en):
+    job = submit(alice, "midnight", MIDNIGHT_IN_SHANGHAI)
+    assert list_time(alice_en) == "2026-12-01 00:00:00"
+    assert job_page_created(alice_en, job) == "2026-12-01 00:00:00"
+
+    r = choose(alice_en, "Europe/Berlin")
+
+    assert r.status_code == 302 and r["Location"] == ACCOUNT
+    assert "Times are now shown in Europe/Berlin." in alice_en.get(ACCOUNT).content.decode()
+    assert list_time(alice_en) == "2026-11-30 17:00:00"
+    assert job_page_created(alice_en, job) == "2026-11-30 17:00:00"
+    assert UserPreference.objects.get(user=alice).time_zone == "Europe/Berlin"
+
+
+def test_choosing_the_console_time_zone_again_shows_times_in_time_zone(alice, alice_en):
+    submit(alice, "midnight", MIDNIGHT_IN_SHANGHAI)
+    choose(alice_en, "America/Los_Angeles")
+    assert list_time(alice_en) == "2026-11-30 08:00:00"
+
+    choose(alice_en, "")
+
+    page = alice_en.get(ACCOUNT).content.decode()
+    assert "Times are now shown in the console&#x27;s time zone (Asia/Shanghai)." in page
+    assert list_time(alice_en) == "2026-12-01 00:00:00"
+
+
+def test_a_new_user_sees_the_console_time_zone_chosen_on_the_account_page(alice, alice_en):
+    submit(alice, "midnight", MIDNIGHT_IN_SHANGHAI)
+
+    assert list_time(alice_en) == "2026-12-01 00:00:00"
+    page = alice_en.get(ACCOUNT).content.decode()
+    assert re.search(
+        r'<option value="" selected>The console&#x27;s \(Asia/Shanghai\)</option>', page
+    )
+    assert '<optgroup label="Europe">' in page and '<option value="Europe/Berlin">' in page
+    assert not UserPreference.objects.filter(user=alice).exists()
+
+
+def test_the_zone_chosen_now_is_offered_first_after_the_console_one(alice_en):
+    choose(alice_en, "Asia/Tokyo")
+
+    page = alice_en.get(ACCOUNT).content.decode()
+    options = re.findall(r'<option value="([^"]*)"( selected)?>', page)
+    assert options[:2] == [("", ""), ("Asia/Tokyo", " selected")]
+
+
+def test_another_user_keeps_the_console_time_zone_when_one_chooses_theirs(alice, bob, alice_en):
+    submit(alice, "alices", MIDNIGHT_IN_SHANGHAI)
+    submit(bob, "bobs", MIDNIGHT_IN_SHANGHAI)
+    bob_client = Client()
+    bob_client.force_login(bob)
+
+    choose(alice_en, "Europe/Berlin")
+
+    assert list_time(alice_en) == "2026-11-30 17:00:00"
+    assert list_time(bob_client) == "2026-12-01 00:00:00"
+
+
+def test_the_zone_follows_the_user_to_another_browser_at_log_in(alice, alice_en):
+    submit(alice, "midnight", MIDNIGHT_IN_SHANGHAI)
+    choose(alice_en, "Europe/Berlin")
+    other_browser = Client()
+
+    r = other_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+
+    assert r.status_code == 302
+    assert list_time(other_browser) == "2026-11-30 17:00:00"
+
+
+def test_a_session_from_before_zones_were_kept_reads_the_users_zone_once(alice, alice_client):
+    submit(alice, "midnight", MIDNIGHT_IN_SHANGHAI)
+    UserPreference.objects.create(user=alice, language="en", time_zone="Europe/Berlin")
+    session = alice_client.session
+    del session[SESSION_KEY]
+    session.save()
+
+    assert list_time(alice_client) == "2026-11-30 17:00:00"
+    assert alice_client.session[SESSION_KEY] == "Europe/Berlin"
+
+
+def test_the_date_filter_reads_days_in_the_users_zone(alice, alice_en):
+    jobs = {
+        # Berlin's last second of November 30th and its first of December 1st: both December
+        # 1st in Shanghai.
+        "nov-30-berlin": submit(alice, "a", datetime(2026, 11, 30, 22, 59, 59, tzinfo=UTC)),
+        "dec-01-berlin": submit(alice, "b", datetime(2026, 11, 30, 23, 0, tzinfo=UTC)),
+    }
+    assert shown(alice_en, jobs, created_to="2026-11-30") == set()
+
+    choose(alice_en, "Europe/Berlin")
+
+    assert shown(alice_en, jobs, created_to="2026-11-30") == {"nov-30-berlin"}
+    assert shown(alice_en, jobs, created_from="2026-12-01") == {"dec-01-berlin"}
+    page = alice_en.get(reverse("job-list")).content.decode()
+    assert 'title="A day in Europe/Berlin time, included"' in page
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("en", "“Mars/Olympus_Mons” is not a time zone this console knows"),
+        ("zh-hans", "“Mars/Olympus_Mons”不是本控制台认识的时区"),
+    ],
+)
+def test_an_unknown_zone_is_refused_on_its_field_and_changes_nothing(
+    alice, alice_client, language, words
+):
+    alice_client.cookies["django_language"] = language
+    choose(alice_client, "Asia/Tokyo")
+
+    r = choose(alice_client, "Mars/Olympus_Mons")
+
+    assert r.status_code == 200
+    assert words in field_error(r.content.decode())
+    assert 'id="id_old_password"' in r.content.decode()  # the rest of the page is there
+    assert UserPreference.objects.get(user=alice).time_zone == "Asia/Tokyo"
+    assert alice_client.session[SESSION_KEY] == "Asia/Tokyo"
+
+
+def test_the_time_zone_address_opened_goes_to_the_account_page(alice_client):
+    r = alice_client.get(CHOOSE)
+
+    assert r.status_code == 302 and r["Location"] == ACCOUNT
+
+
+def test_a_visitor_gets_the_console_time_zone():
+    seen = {}
+
+    def view(request):
+        seen["zone"] = timezone.get_current_timezone_name()
+        return HttpResponse()
+
+    request = RequestFactory().get("/login/")
+    request.session, request.user = SessionStore(), AnonymousUser()
+    UserTimeZoneMiddleware(view)(request)
+
+    assert seen["zone"] == "Asia/Shanghai"
+    assert Client().get("/login/").status_code == 200
+
+
+def test_a_chosen_zone_costs_the_job_list_no_query_more(
+    alice, alice_client, django_assert_num_queries
+):
+    submit(alice, "midnight", MIDNIGHT_IN_SHANGHAI)
+    choose(alice_client, "Europe/Berlin")
+    alice_client.get(reverse("job-list"))  # warm the session
+    # As test_job_list_dates' count: session, user, the page of jobs, the worker, the pools,
+    # labels.
+    with django_assert_num_queries(6):
+        alice_client.get(reverse("job-list"))
+    with django_assert_num_queries(4):
+        alice_client.get(reverse("job-list"), headers={"HX-Request": "true"})
+
+
+def test_alert_times_stay_in_the_console_time_zone_while_a_users_page_is_answered():
+    with timezone.override("Europe/Berlin"):
+        written = moment_with_zone(MIDNIGHT_IN_SHANGHAI, "%Y-%m-%d %H:%M:%S")
+
+    assert written == "2026-12-01 00:00:00 CST (UTC+08:00)"
