@@ -197,7 +197,7 @@ RULES = [
         "same path",
     ),
     (W.DATA, data_data([("hostpath", "", "/a")]), "id_mounts-0-name", "Choose a file system"),
-    (W.DATA, data_data([("pfs", "scratch", "/a")]), "id_mounts-0-type", "valid choice"),
+    (W.DATA, data_data([("pfs", "scratch", "/a")]), "id_mounts-0-type", "cannot mount"),
     (
         W.DATA,
         data_data([("hostpath", "scratch", "/a")], **{"mounts-0-source_path": "../x"}),
