@@ -538,7 +538,17 @@ def _task_spec_checked(job: Job, *, unreadable: str, rerun: bool = False) -> Job
     ).items():
         refusals.setdefault(path, []).extend(messages)
     if refusals:
-        raise ActionError(" ".join(m for messages in refusals.values() for m in messages))
+        said = " ".join(m for messages in refusals.values() for m in messages)
+        # A rule's refusal asks for a change (turn fault tolerance off, fewer cards), which
+        # Run again and Submit again cannot make: it says where one is made, as the spec
+        # rules' refusal above does. What holds only now (idle cards, a pool gone) is not
+        # changed by a copy.
+        if set(refusals) - {"submission.mode", "resourcePoolId"}:
+            said = _(
+                "%(refusals)s The job is sent as it is: copy it (Copy & edit) and change "
+                "what this names there."
+            ) % {"refusals": said}
+        raise ActionError(said)
     return spec
 
 

@@ -790,9 +790,17 @@ class FaultForm(StepForm):
         ),
     )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, trainer_pool: bool = False, **kwargs: Any) -> None:
+        """`trainer_pool`: the pool runs PyTorch jobs as Kubeflow Trainer TrainJobs, which
+        refuse fault tolerance (its restarts are the training runtime's): said where it is
+        turned on, not only after."""
         super().__init__(*args, **kwargs)
         _mark_required(self, "hang_minutes")
+        if trainer_pool:
+            self.fields["fault_tolerance"].help_text = _(
+                "Not on this pool: a PyTorch job here is a Kubeflow Trainer TrainJob, whose "
+                "training runtime on the cluster decides restarts. Leave it off."
+            )
         # A switch's own settings show only while it is on (console.css).
         self.helper = _helper(
             WizardField("hang_detection"),

@@ -162,7 +162,10 @@ FIELD_OF_PATH: dict[str, tuple[str, str | None]] = {
     "enableBccl": (FAULT, "enable_bccl"),
     "tensorboardConfig.logPath": (ADVANCED, "tensorboard_path"),
     "tensorboardConfig": (ADVANCED, "tensorboard"),
-    "retentionPeriod": (ADVANCED, "retention_value"),
+    # A platform's refusal of retentionPeriod is of automatic deletion itself (AIHC v1, a
+    # Kubeflow Trainer pool): it sits under the checkbox it asks to turn off. The form checks
+    # the kept time itself.
+    "retentionPeriod": (ADVANCED, "auto_delete"),
     "alertConfig.instanceId": (ADVANCED, "alert_instance_id"),
     "alertConfig.notifyRuleId": (ADVANCED, "alert_notify_rule_id"),
     "alertConfig": (ADVANCED, "alert_items"),
@@ -256,11 +259,14 @@ def example_commands() -> list[dict[str, Any]]:
 def offered_examples(pool: Pool | None) -> list[dict[str, Any]]:
     """The examples 查看示例 offers on `pool`: one naming its `backends` only on those, as it
     reads a variable only they set (MPICH's $HYDRA_HOST_FILE, the local runner's; on AIHC
-    `mpiexec.hydra -f $HYDRA_HOST_FILE` took the next option for the hostfile)."""
+    `mpiexec.hydra -f $HYDRA_HOST_FILE` took the next option for the hostfile). A Kubeflow
+    Trainer pool refuses TensorFlow, so it offers no TensorFlow example."""
+    trainer = pool is not None and pool.training_api == "trainer"
     return [
         e
         for e in example_commands()
-        if "backends" not in e or (pool is not None and pool.backend in e["backends"])
+        if ("backends" not in e or (pool is not None and pool.backend in e["backends"]))
+        and not (trainer and e["framework"] == S.TENSORFLOW)
     ]
 
 
@@ -627,15 +633,24 @@ KUBERNETES_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
 }
 
 
-# What Kubeflow Trainer's torch runtime sets in each node of a PyTorch job's TrainJob
-# (KUBERNETES_TRAINING_API=trainer) instead of the training operator's MASTER_ADDR and RANK.
+# What each node of a PyTorch job's TrainJob (KUBERNETES_TRAINING_API=trainer) finds:
+# Kubeflow Trainer's torch runtime sets the PET_* ones, the Job controller the completion
+# index, and the console's role line (manifests.trainer_command) the AIHC names from PET_*.
 TRAINER_INJECTED: list[tuple[str, Any]] = [
     ("PET_NNODES", gettext_lazy("number of instances (nodes); torchrun reads the PET_* ones")),
     ("PET_NPROC_PER_NODE", gettext_lazy("cards per instance")),
     ("PET_NODE_RANK", gettext_lazy("master 0, workers 1, 2, …")),
     ("PET_MASTER_ADDR", "<job>-node-0-0.<job>"),
     ("PET_MASTER_PORT", "29500"),  # Trainer's ContainerTrainerPort (manifests.TRAINER_MASTER_PORT)
+    ("MASTER_ADDR", gettext_lazy("as PET_MASTER_ADDR, for commands written for AIHC")),
+    ("MASTER_PORT", gettext_lazy("as PET_MASTER_PORT")),
+    ("RANK", gettext_lazy("as PET_NODE_RANK, the node's rank (torchrun sets each process's own)")),
+    ("WORLD_SIZE", gettext_lazy("as PET_NNODES, the number of nodes")),
     ("NPROC_PER_NODE", gettext_lazy("cards per instance")),
+    (
+        "JOB_COMPLETION_INDEX",
+        gettext_lazy("as PET_NODE_RANK (the Job controller sets it)"),
+    ),
 ]
 
 
@@ -1154,6 +1169,10 @@ def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -
         form_kwargs.update(pools=state.pools, pool=pool, templates=aiak_template_choices())
     elif step == IMAGE:
         form_kwargs["locked_image"] = state.template["image"] if state.template else ""
+    elif step == FAULT:
+        form_kwargs["trainer_pool"] = (
+            state.pool is not None and state.pool.training_api == "trainer"
+        )
     elif step == ADVANCED:
         form_kwargs["aihc_alerts"] = state.pool is not None and state.pool.backend == "aihc"
         # The local pool never sends nodeFT (its check refuses it, saying why).

@@ -129,5 +129,8 @@ def test_run_again_of_a_template_job_made_before_the_rule_is_refused_saying_the_
 
     assert page.status_code == 200
     said = [str(m) for m in page.context["messages"]]
-    assert said == [f"It cannot run again now: {MISFIT.removeprefix('jobSpec.replicas: ')}"]
+    assert said == [
+        f"It cannot run again now: {MISFIT.removeprefix('jobSpec.replicas: ')} The job is sent "
+        "as it is: copy it (Copy & edit) and change what this names there."
+    ]
     assert Job.objects.count() == 1

@@ -5,7 +5,9 @@ server; what such a cluster cannot run is refused on its field."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 
 import pytest
 
@@ -284,9 +286,7 @@ def test_the_same_specs_are_not_refused_on_a_training_operator_cluster(fake, k8s
     assert k8s.check_spec(spec(fault_tolerance=True, host_network=True)) == {}
 
 
-def test_the_review_lists_what_the_torch_runtime_gives_each_node_instead_of_master_addr(
-    trainer, k8s
-):
+def test_the_review_lists_what_the_torch_runtime_and_the_role_line_give_each_node(trainer, k8s):
     pytorch = spec(roles=[S.Role("master", 1, A800, 8), S.Role("worker", 2, A800, 8)])
     name = M.object_name(pytorch, "<job-id>")
 
@@ -299,7 +299,33 @@ def test_the_review_lists_what_the_torch_runtime_gives_each_node_instead_of_mast
     assert (master["PET_NNODES"], master["PET_NPROC_PER_NODE"]) == ("3", "8")
     assert (master["PET_NODE_RANK"], worker["PET_NODE_RANK"]) == ("0", "2")
     assert (worker["AIHC_ROLE"], worker["AIHC_ROLE_INDEX"]) == ("worker", "1")
-    assert not {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"} & set(worker)
+    # AIHC's names, per node, as the role line sets them from the PET_* ones (qa73).
+    assert worker["MASTER_ADDR"] == f"{name}-node-0-0.{name}"
+    assert (worker["MASTER_PORT"], worker["RANK"], worker["WORLD_SIZE"]) == ("29500", "2", "3")
+    assert worker["JOB_COMPLETION_INDEX"] == "2"
+
+
+def test_a_trainjob_nodes_command_reads_aihcs_master_and_rank_set_from_the_torch_runtimes(
+    trainer, k8s
+):
+    """qa73: seed 001's command reads $MASTER_ADDR, $RANK, $WORLD_SIZE and $MASTER_PORT, which
+    the torch plugin does not set; the TrainJob's command sets them from its PET_* ones."""
+    pytorch = spec(
+        roles=[S.Role("master", 1, A800, 8), S.Role("worker", 2, A800, 8)],
+        command='echo "$MASTER_ADDR:$MASTER_PORT node $RANK of $WORLD_SIZE $AIHC_ROLE-$AIHC_ROLE_INDEX"',
+    )
+    command = k8s.request_preview(pytorch, job_id="<job-id>").body["spec"]["trainer"]["command"]
+    node_env = {
+        "PATH": os.environ["PATH"],
+        "PET_MASTER_ADDR": "job-node-0-0.job",
+        "PET_MASTER_PORT": "29500",
+        "PET_NODE_RANK": "2",
+        "PET_NNODES": "3",
+    }
+
+    done = subprocess.run(command, env=node_env, capture_output=True, text=True, check=True)
+
+    assert done.stdout.strip() == "job-node-0-0.job:29500 node 2 of 3 worker-1"
 
 
 def test_the_fake_refuses_a_trainjob_as_trainer_and_the_api_server_would(trainer, k8s):

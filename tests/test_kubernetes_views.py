@@ -574,11 +574,11 @@ def test_a_pytorch_job_built_in_the_wizard_runs_as_a_trainjob_and_its_page_follo
     assert line == (
         "POST /apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs?fieldValidation=Strict"
     )
-    # What the torch runtime gives each node, not the training operator's MASTER_ADDR.
+    # What the torch runtime gives each node, and AIHC's MASTER_ADDR set from it.
     envs = env_boxes(page)
     assert envs["worker-0"]["PET_NODE_RANK"] == "1"
     assert envs["master-0"]["PET_MASTER_PORT"] == "29500"  # Trainer's ContainerTrainerPort
-    assert "MASTER_ADDR" not in envs["master-0"]
+    assert envs["master-0"]["MASTER_ADDR"] == envs["master-0"]["PET_MASTER_ADDR"]
 
     alice_client.post(reverse("wizard-submit", args=[draft.id]))
     job = Job.objects.get(owner=alice)
@@ -630,8 +630,61 @@ def test_the_image_step_of_a_pytorch_job_on_a_trainer_cluster_lists_the_torch_ru
 
     listed = re.findall(r'<th scope="row" class="font-monospace fw-normal">([A-Z_]+)</th>', page)
     assert {"PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR", "AIHC_ROLE"} <= set(listed)
-    assert not {"MASTER_ADDR", "RANK", "WORLD_SIZE"} & set(listed)
+    # AIHC's names, which the console's role line sets from the PET_* ones (qa73).
+    assert {"MASTER_ADDR", "RANK", "WORLD_SIZE", "JOB_COMPLETION_INDEX"} <= set(listed)
     assert re.search(r">PET_MASTER_PORT</th>\s*<td[^>]*>\s*29500\s*<", page)
+
+
+def test_the_pytorch_example_on_a_trainer_cluster_reads_only_variables_its_nodes_are_given(
+    fake, alice_client, settings
+):
+    """qa73, failing: the example shown first (and written in by Fill in this example) for a
+    PyTorch job on a Kubeflow Trainer cluster is the training operator's torchrun line, reading
+    $WORLD_SIZE, $RANK, $MASTER_ADDR and $MASTER_PORT, which a TrainJob's nodes do not get (the
+    same page lists PET_* instead): torchrun is given empty --nnodes/--node_rank/--master_addr
+    and every node fails at start. A bare `torchrun` reads the PET_* variables itself."""
+    settings.KUBERNETES_TRAINING_API = "trainer"
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE, **k8s_steps())
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    shown = html.unescape(page[page.index('id="example-command"') :])
+    shown = shown[: shown.index("</pre>")]
+    assert "torchrun" in shown
+    read = set(re.findall(r"\$\{?([A-Z_][A-Z0-9_]*)", shown))
+    listed = set(
+        re.findall(r'<th scope="row" class="font-monospace fw-normal">([A-Z_]+)</th>', page)
+    )
+    assert read <= listed, f"the example reads {sorted(read - listed)}, which no node is given"
+
+
+def test_a_command_written_for_aihc_finds_its_master_and_rank_on_a_trainer_clusters_nodes(
+    fake, alice_client, settings
+):
+    """qa73, failing: seed 001's command (AIHC's own example) reads $WORLD_SIZE, $RANK,
+    $MASTER_ADDR and $MASTER_PORT, as AIHC and a v1 cluster set them. On a Kubeflow Trainer
+    cluster it is taken (wizard, import, API v1/v2), and each node runs `torch.distributed.launch
+    --nnodes --node_rank --master_addr --master_port` with nothing after them and fails at start.
+    The console's role line (manifests.trainer_command) could set them from the PET_* ones (node
+    count, node rank, node 0's address and port: AIHC's meaning), which torchrun ignores and
+    overrides in the processes it starts; or the image step could say so on the command."""
+    settings.KUBERNETES_TRAINING_API = "trainer"
+    command = (
+        'DISTRIBUTED_ARGS="--nproc_per_node 8 --nnodes $WORLD_SIZE --node_rank $RANK '
+        '--master_addr $MASTER_ADDR --master_port $MASTER_PORT"\n'
+        "python -m torch.distributed.launch $DISTRIBUTED_ARGS pretrain_llama.py"
+    )
+    steps = k8s_steps()
+    steps[W.IMAGE] = image_data(command=command)
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **steps)
+
+    envs = env_boxes(alice_client.get(step_url(draft, W.REVIEW)).content.decode())
+
+    for node in ("master-0", "worker-0"):
+        assert {"WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT"} <= set(envs[node]), node
+    assert (envs["worker-0"]["RANK"], envs["worker-0"]["WORLD_SIZE"]) == ("1", "2")
 
 
 def test_a_pytorchjobs_page_shows_the_pytorchjob_it_was_sent_after_the_setting_becomes_trainer(
@@ -659,3 +712,68 @@ def test_a_pytorchjobs_page_shows_the_pytorchjob_it_was_sent_after_the_setting_b
     master = page[page.index('id="replica-env-master-0"') :]
     names = re.findall(r'<th scope="row"[^>]*>([A-Z_]+)</th>', master[: master.index("</table>")])
     assert "MASTER_ADDR" in names and "PET_MASTER_ADDR" not in names
+
+
+def test_the_image_step_on_a_trainer_cluster_offers_no_tensorflow_example(
+    fake, alice_client, settings
+):
+    """qa73: a Kubeflow Trainer cluster refuses TensorFlow, so its example is not offered."""
+    settings.KUBERNETES_TRAINING_API = "trainer"
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE, **k8s_steps())
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert "show-example-PyTorchJob" in page
+    assert "show-example-TFJob" not in page
+
+
+def test_fault_tolerance_on_a_trainer_cluster_says_beside_its_switch_that_the_pool_has_none(
+    fake, alice_client, settings
+):
+    settings.KUBERNETES_TRAINING_API = "trainer"
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.FAULT, **k8s_steps())
+
+    page = alice_client.get(step_url(draft, W.FAULT)).content.decode()
+
+    assert "此资源池不支持：这里的 PyTorch 任务是 Kubeflow Trainer 的 TrainJob" in page
+    assert "检测到故障时自动重启任务" not in page
+
+
+def test_automatic_deletion_on_a_trainer_cluster_is_refused_at_its_checkbox(
+    fake, alice_client, settings
+):
+    from tests.test_wizard import advanced_data, field_errors
+
+    settings.KUBERNETES_TRAINING_API = "trainer"
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED, **k8s_steps())
+
+    r = post_step(alice_client, draft, W.ADVANCED, advanced_data(auto_delete="on"))
+
+    assert field_errors(r, "id_auto_delete") == [
+        "在此资源池中，PyTorch 任务是 Kubeflow Trainer 的 TrainJob，它没有此设置：请关闭自动删除。"
+    ]
+    assert field_errors(r, "id_retention_value") == []
+
+
+def test_run_again_of_a_job_a_trainer_cluster_now_refuses_says_to_change_it_in_a_copy(
+    fake, alice_client, alice, settings
+):
+    """qa73: Run again cannot turn fault tolerance off, as the refusal asked."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **k8s_steps())
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    Job.objects.filter(pk=job.pk).update(
+        spec={**job.spec, "faultTolerance": True}, status=JobStatus.SUCCEEDED
+    )
+    settings.KUBERNETES_TRAINING_API = "trainer"
+
+    page = alice_client.post(reverse("job-rerun", args=[job.public_id]), follow=True)
+
+    said = [str(m) for m in page.context["messages"]][-1]  # after the first submit's
+    assert said.startswith("现在无法再次运行：在此资源池中，PyTorch 任务是 Kubeflow Trainer")
+    assert said.endswith("任务会按原样发送：请复制该任务（复制）并在副本中修改所列内容。")
+    assert Job.objects.count() == 1

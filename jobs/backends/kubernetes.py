@@ -1226,22 +1226,28 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         the torch plugin sets for torchrun (torch.go): PET_NNODES, PET_NPROC_PER_NODE,
         PET_NODE_RANK (the node's completion index: 0 the master, i+1 worker i),
         PET_MASTER_ADDR (node 0's JobSet hostname) and PET_MASTER_PORT, and the Job
-        controller's JOB_COMPLETION_INDEX. No MASTER_ADDR, MASTER_PORT, RANK or WORLD_SIZE:
-        torchrun reads the PET_* ones and sets those for each process it starts."""
+        controller's JOB_COMPLETION_INDEX; and MASTER_ADDR, MASTER_PORT, RANK (the node's
+        rank) and WORLD_SIZE (the node count), which the role line sets from the PET_* ones
+        for commands written for AIHC (torchrun sets them afresh in each process it starts)."""
         env = replica_environment(
             spec, ref, job_id=job_id, group_task=shown_group_task(spec, group_task), masked=True
         )
-        for variable in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
-            env.pop(variable, None)
         node = 0 if ref.role == "master" else ref.index + 1
+        nodes = str(M.trainer_nodes(spec))
+        master_addr = f"{name}-{M.TRAINER_NODE}-0-0.{name}"
+        master_port = str(M.TRAINER_MASTER_PORT)
         env.update(
             {
-                "PET_NNODES": str(M.trainer_nodes(spec)),
+                "PET_NNODES": nodes,
                 "PET_NPROC_PER_NODE": str(M.trainer_processes(spec)),
                 "PET_NODE_RANK": str(node),
-                "PET_MASTER_ADDR": f"{name}-{M.TRAINER_NODE}-0-0.{name}",
-                "PET_MASTER_PORT": str(M.TRAINER_MASTER_PORT),
+                "PET_MASTER_ADDR": master_addr,
+                "PET_MASTER_PORT": master_port,
                 "JOB_COMPLETION_INDEX": str(node),
+                "MASTER_ADDR": master_addr,
+                "MASTER_PORT": master_port,
+                "RANK": str(node),
+                "WORLD_SIZE": nodes,
             }
         )
         return env

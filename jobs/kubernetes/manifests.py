@@ -497,11 +497,17 @@ def trainer_command(spec: S.JobSpec) -> list[str]:
     """A TrainJob node's command: the job's, run as container_command runs it, once the node's
     console role and index are set from the torch plugin's PET_NODE_RANK (the Job's
     completion index): node 0 is the master, node i worker i-1. The trainer's env is one for
-    every node, so it cannot carry them."""
+    every node, so it cannot carry them. It also sets what a command written for AIHC (or a
+    training operator v1 cluster) reads, which the torch plugin does not set (it sets only
+    PET_*): MASTER_ADDR and MASTER_PORT (node 0's), and RANK and WORLD_SIZE in AIHC's per-node
+    meaning, the node's rank and the node count (qa73). torchrun takes its settings from the
+    PET_* ones and sets these four afresh in each process it starts."""
     *shell, script = container_command(spec)
     prelude = (
         'if [ "$PET_NODE_RANK" = 0 ]; then export AIHC_ROLE=master AIHC_ROLE_INDEX=0; '
         "else export AIHC_ROLE=worker AIHC_ROLE_INDEX=$((PET_NODE_RANK - 1)); fi; "
+        "export MASTER_ADDR=$PET_MASTER_ADDR MASTER_PORT=$PET_MASTER_PORT "
+        "RANK=$PET_NODE_RANK WORLD_SIZE=$PET_NNODES; "
     )
     return [*shell, prelude + script]
 
@@ -532,7 +538,8 @@ def trainjob_manifest(
     a retention (ttlSecondsAfterFinished), a priority class and host network (check_spec
     refuses what a user asked for)."""
     master = next(role for role in spec.roles if role.name == "master")
-    per_node = {"AIHC_ROLE", "AIHC_ROLE_INDEX"}  # set by the command (trainer_command)
+    # Set by the command (trainer_command); user envs of these names are refused (spec).
+    per_node = {"AIHC_ROLE", "AIHC_ROLE_INDEX", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"}
     trainer: dict[str, Any] = {
         "image": spec.image,
         "command": trainer_command(spec),
