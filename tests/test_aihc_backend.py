@@ -1782,11 +1782,11 @@ def test_a_look_for_a_stuck_submit_aihc_has_refused_for_an_hour_fails_the_job_sa
 def test_a_job_stopped_while_a_dead_worker_left_it_submitting_is_looked_for_and_stopped_on_aihc(
     fake, aihc, alice
 ):
-    """qa73, failing: a job a worker died sending (left Submitting; since left48 kept so for up
-    to an hour while AIHC refuses the look) is stopped by its owner, as the page's Delete
-    advises ("Stop it, or wait a moment"). Its create left no SubmitTimedOut event, so the
-    stop's look (AihcBackend._finish_stop_in_flight) is never made: the job ends "Stopped
-    before AIHC created the job." while the job the create made runs on AIHC, untracked."""
+    """qa73: a job a worker died sending (left Submitting; since left48 kept so for up to an
+    hour while AIHC refuses the look) is stopped by its owner. Its create left no
+    SubmitTimedOut event, so until lookfix the stop's look (AihcBackend._finish_stop_in_flight)
+    was never made: the job ended "Stopped before AIHC created the job." while the job the
+    create made ran on AIHC, untracked."""
     from jobs.actions import job_stop
 
     [job] = submit(alice, seed_spec())
@@ -1808,12 +1808,11 @@ def test_a_job_stopped_while_a_dead_worker_left_it_submitting_is_looked_for_and_
 def test_submit_again_after_the_looks_were_given_up_takes_what_the_unclear_create_made(
     fake, aihc, alice, settings
 ):
-    """qa73, failing: a job given up after an hour of refused looks (Submit failed: "AIHC may
-    have made it ... stop it there if it runs, before Submit again") and submitted again once
-    AIHC answers again is created a second time: the first job, made by the unclear create,
-    runs on on AIHC untracked, holding its cards. Submit again sends a create without a look
-    (its unanswered creates were counted in the submission that ended). On Kubernetes the same
-    Submit again adopts the first (the create's 409 by name)."""
+    """qa73: a job given up after an hour of refused looks and submitted again once AIHC
+    answers again was created a second time, the first job (made by the unclear create)
+    running on AIHC untracked: Submit again sent a create without a look (its unanswered
+    creates were counted in the submission that ended). On Kubernetes the same Submit again
+    adopts the first (the create's 409 by name)."""
     from jobs.actions import job_submit_again
 
     settings.AIHC_RETRIES = 0
@@ -1834,6 +1833,38 @@ def test_submit_again_after_the_looks_were_given_up_takes_what_the_unclear_creat
     job.refresh_from_db()
     assert list(fake.jobs) == [made]
     assert job.external_id == made
+
+
+def test_submit_again_whose_look_gets_no_answer_stays_queued_and_sends_no_create(
+    fake, aihc, alice, settings
+):
+    from jobs.actions import job_submit_again
+
+    settings.AIHC_RETRIES = 0
+    fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # created, then failed
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", times=2)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    refused_looks_earlier(job, seconds=3600)
+    aihc.submit(job)  # given up
+    job.refresh_from_db()
+    job_submit_again(job=job, actor=alice)
+    job.refresh_from_db()
+    fake.drop_next("DescribeJobs")
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+    with translation.override("en"):
+        assert job.status_reason_shown.startswith(
+            "AIHC did not answer the look for the job the last submission may have made: "
+        )
+    assert len(fake.calls("CreateJob")) == 1
+    submit_pause_over(aihc)
+    aihc.submit(job)  # AIHC answers the look
+    job.refresh_from_db()
+    assert job.external_id == next(iter(fake.jobs)) and len(fake.jobs) == 1
 
 
 def test_a_job_aihc_no_longer_has_is_marked_failed(fake, aihc, alice):

@@ -1169,11 +1169,10 @@ def test_a_stopped_jobs_look_the_api_server_has_refused_for_an_hour_ends_it_stop
 def test_a_job_ended_stopped_after_an_hour_of_refused_looks_says_where_to_look_in_the_job_list(
     fake, k8s, alice, alice_en
 ):
-    """qa73, failing: after an hour of refused looks a stopped job ends Stopped with a warning
-    that what its unclear create made may run on the cluster ("look in namespace ... and delete
-    it there"), but the job list shows a bare Stopped, as for any job its owner stopped: the
-    list explains Submit failed and Failed (views.EXPLAINED_STATUSES), not a Stopped that asks
-    the user to act, and the job the create made holds its cards up to its time limit."""
+    """qa73: after an hour of refused looks a stopped job ends Stopped with a warning that
+    what its unclear create made may run on the cluster ("look in namespace ... and delete it
+    there"); until lookfix the job list showed a bare Stopped, as for any job its owner
+    stopped (views.LISTED_REASONS)."""
     from django.urls import reverse
 
     job = stopped_after_a_refused_look(fake, k8s, alice)

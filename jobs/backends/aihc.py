@@ -965,6 +965,16 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 ),
                 n=unanswered,
             )
+        elif not unanswered:
+            # Submit again's look for what the submission given up on refused looks made
+            # (given_up_submission_start): this submission has sent no create yet.
+            reason = recorded(
+                gettext_noop(
+                    "AIHC did not answer the look for the job the last submission may have "
+                    "made: %(error)s."
+                ),
+                error=recorded_error(why),
+            )
         else:
             # Until left41 this said "shows no such job" too, of a look AIHC had not
             # answered, and after the last create gave the job up: AIHC may have made it.
