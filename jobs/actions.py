@@ -67,6 +67,15 @@ DELETE_WHILE_LOOKED_FOR = gettext_lazy(
     "again once it has stopped."
 )
 
+# Why Delete keeps a job left Submitting by a worker that died sending it, while the worker
+# waits to look again for what that create made (its platform refused the look).
+DELETE_WHILE_SUBMIT_LOOKED_FOR = gettext_lazy(
+    "The job is being looked for on its platform: its submission was interrupted, so the "
+    "platform may have made it, and the platform refused the look so far. Nothing is sent "
+    "again before the look is answered. Stop it to have what is found stopped there, or "
+    "delete it once the look has been answered."
+)
+
 
 class ActionError(Exception):
     """The action cannot be done now; the message is safe to show."""
@@ -399,6 +408,9 @@ def job_delete_refusal(job: Job) -> str:
             # Stopped (a first Delete: job_delete_only_stops) after such a create: nothing is
             # being sent. Until left47 this said it was, and to stop the job.
             return str(DELETE_WHILE_LOOKED_FOR)
+        if get_backend(job.backend).submit_looked_for(job):
+            # Until lookfix this said it was being sent right now, to wait a moment.
+            return str(DELETE_WHILE_SUBMIT_LOOKED_FOR)
         return _(
             "The job is being sent to its platform right now. Stop it, or wait a moment; "
             "it can be deleted once the platform has answered."

@@ -60,7 +60,7 @@ from .actions import (
     jobs_delete,
     jobs_stop,
 )
-from .backends import BackendError, NoLog, get_backend, no_log_yet
+from .backends import BackendError, NoLog, aihc, get_backend, kubernetes, no_log_yet
 from .compare import (
     MAX_ASKED,
     MAX_COMPARED,
@@ -155,6 +155,18 @@ EXPLAINED_STATUSES = frozenset(
         JobStatus.FAILED,
         JobStatus.SUBMIT_FAILED,
         JobStatus.TIMED_OUT,
+    }
+)
+# Reasons the list shows whatever the job's status (by their message): a remote job waiting
+# on a look for what its create made that the platform refuses, and one ended Stopped after an
+# hour of them, whose create's job may run there still, to be looked for and stopped by hand.
+LISTED_REASONS = frozenset(
+    {
+        aihc.QUEUED_LOOK_REFUSED,
+        aihc.SUBMITTING_LOOK_REFUSED,
+        aihc.STOP_LOOKS_REFUSED_GIVEN_UP,
+        kubernetes.QUEUED_LOOK_REFUSED,
+        kubernetes.STOP_LOOKS_REFUSED_GIVEN_UP,
     }
 )
 LOG_TAIL_LINES = 200
@@ -543,6 +555,7 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         ),
         "safe_address_length": SAFE_ADDRESS_LENGTH,
         "explained": EXPLAINED_STATUSES,
+        "listed_reasons": LISTED_REASONS,
         "selected": set(selection.ids),
         # Stop / Delete selected come back to this list as it was (filters and page); the
         # selection goes in the form itself.

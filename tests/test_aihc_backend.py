@@ -857,8 +857,8 @@ def test_a_look_aihc_has_refused_for_an_hour_fails_the_job_saying_where_to_look_
     )
     assert (
         f"look in pool {POOL} for a job named {job.name} labelled "
-        f"ai-job-console/job-id={job.public_id}, and stop it there if it runs, before Submit "
-        "again."
+        f"ai-job-console/job-id={job.public_id}. Submit again looks for it first and follows it "
+        "as this job; to drop it instead, stop it there."
     ) in shown
     assert len(fake.calls("CreateJob")) == 1 and len(fake.calls("DescribeJobs")) == 2
 
@@ -1730,6 +1730,34 @@ def test_a_look_for_a_stuck_submit_aihc_refuses_waits_for_its_time_and_sends_not
     assert fake.calls("CreateJob") == [] and len(fake.jobs) == 1
 
 
+def test_a_stuck_submit_whose_look_aihc_refused_says_why_in_the_list_and_on_delete(
+    fake, aihc, alice, alice_en
+):
+    """Until lookfix such a job showed a bare Submitting in the list and on its page, and
+    Delete said it was being sent right now, to wait a moment, for up to an hour."""
+    from django.urls import reverse
+
+    from jobs.actions import job_delete_refusal
+
+    [job] = submit(alice, seed_spec())
+    stuck_in_submitting(job)
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", message="no list")
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMITTING
+    assert job.status_reason_shown == job.events.get(reason="LookRefused").message_shown
+    listed = alice_en.get(reverse("job-list")).content.decode()
+    row = listed[listed.index(f'data-job="{job.public_id}"') :]
+    row = row[: row.index("</tr>")]
+    assert "job-status-reason" in row
+    assert "AIHC refused the look for the job its interrupted submission may have made" in row
+    assert job_delete_refusal(job).startswith(
+        "The job is being looked for on its platform: its submission was interrupted"
+    )
+
+
 def test_a_look_for_a_stuck_submit_aihc_has_refused_for_an_hour_fails_the_job_saying_where_to_look(
     fake, aihc, alice
 ):
@@ -1745,10 +1773,98 @@ def test_a_look_for_a_stuck_submit_aihc_has_refused_for_an_hour_fails_the_job_sa
     assert job.status == JobStatus.SUBMIT_FAILED
     assert job.status_reason_shown.endswith(
         f"look in pool {POOL} for a job named {job.name} labelled "
-        f"ai-job-console/job-id={job.public_id}, and stop it there if it runs, before Submit "
-        "again."
+        f"ai-job-console/job-id={job.public_id}. Submit again looks for it first and follows it "
+        "as this job; to drop it instead, stop it there."
     )
     assert fake.calls("CreateJob") == []
+
+
+def test_a_job_stopped_while_a_dead_worker_left_it_submitting_is_looked_for_and_stopped_on_aihc(
+    fake, aihc, alice
+):
+    """qa73: a job a worker died sending (left Submitting; since left48 kept so for up to an
+    hour while AIHC refuses the look) is stopped by its owner. Its create left no
+    SubmitTimedOut event, so until lookfix the stop's look (AihcBackend._finish_stop_in_flight)
+    was never made: the job ended "Stopped before AIHC created the job." while the job the
+    create made ran on AIHC, untracked."""
+    from jobs.actions import job_stop
+
+    [job] = submit(alice, seed_spec())
+    stuck_in_submitting(job)
+    created = made_late(fake, job)  # the dead worker's create was made
+    job_stop(job=job, actor=alice)
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    job.refresh_from_db()
+
+    for _ in range(2):  # found and adopted, then its stop sent
+        aihc.sync(job)
+        job.refresh_from_db()
+
+    assert job.status_reason_shown != "Stopped before AIHC created the job."
+    assert job.external_id == created.job_id
+    assert [call.route["job"] for call in fake.calls("StopJob")] == [created.job_id]
+
+
+def test_submit_again_after_the_looks_were_given_up_takes_what_the_unclear_create_made(
+    fake, aihc, alice, settings
+):
+    """qa73: a job given up after an hour of refused looks and submitted again once AIHC
+    answers again was created a second time, the first job (made by the unclear create)
+    running on AIHC untracked: Submit again sent a create without a look (its unanswered
+    creates were counted in the submission that ended). On Kubernetes the same Submit again
+    adopts the first (the create's 409 by name)."""
+    from jobs.actions import job_submit_again
+
+    settings.AIHC_RETRIES = 0
+    fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # created, then failed
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", times=2)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    refused_looks_earlier(job, seconds=3600)
+    aihc.submit(job)  # refused again, an hour after the first: given up
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    [made] = list(fake.jobs)
+
+    job_submit_again(job=job, actor=alice)  # AIHC answers looks again
+    job.refresh_from_db()
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert list(fake.jobs) == [made]
+    assert job.external_id == made
+
+
+def test_submit_again_whose_look_gets_no_answer_stays_queued_and_sends_no_create(
+    fake, aihc, alice, settings
+):
+    from jobs.actions import job_submit_again
+
+    settings.AIHC_RETRIES = 0
+    fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # created, then failed
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", times=2)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    refused_looks_earlier(job, seconds=3600)
+    aihc.submit(job)  # given up
+    job.refresh_from_db()
+    job_submit_again(job=job, actor=alice)
+    job.refresh_from_db()
+    fake.drop_next("DescribeJobs")
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+    with translation.override("en"):
+        assert job.status_reason_shown.startswith(
+            "AIHC did not answer the look for the job the last submission may have made: "
+        )
+    assert len(fake.calls("CreateJob")) == 1
+    submit_pause_over(aihc)
+    aihc.submit(job)  # AIHC answers the look
+    job.refresh_from_db()
+    assert job.external_id == next(iter(fake.jobs)) and len(fake.jobs) == 1
 
 
 def test_a_job_aihc_no_longer_has_is_marked_failed(fake, aihc, alice):

@@ -1160,10 +1160,34 @@ def test_a_stopped_jobs_look_the_api_server_has_refused_for_an_hour_ends_it_stop
     )
     assert shown.endswith(
         "so the console stopped looking and ended the job Stopped. The API server may have made "
-        "it: look in namespace default for a PyTorchJob labelled "
+        "it: look in namespace default for a resource of kind PyTorchJob labelled "
         f"ai-job-console/job-id={job.public_id}, and delete it there if it runs."
     )
     assert len(fake.jobs()) == 1  # what the last create made, left for the person to delete
+
+
+def test_a_job_ended_stopped_after_an_hour_of_refused_looks_says_where_to_look_in_the_job_list(
+    fake, k8s, alice, alice_en
+):
+    """qa73: after an hour of refused looks a stopped job ends Stopped with a warning that
+    what its unclear create made may run on the cluster ("look in namespace ... and delete it
+    there"); until lookfix the job list showed a bare Stopped, as for any job its owner
+    stopped (views.LISTED_REASONS)."""
+    from django.urls import reverse
+
+    job = stopped_after_a_refused_look(fake, k8s, alice)
+    fake.fail_next("list pytorchjobs", status=403, reason="Forbidden", message="no list")
+    refused_looks_earlier(job, seconds=3600)
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED and len(fake.jobs()) == 1
+
+    listed = alice_en.get(reverse("job-list")).content.decode()
+
+    row = listed[listed.index(f'data-job="{job.public_id}"') :]
+    row = row[: row.index("</tr>")]
+    assert "job-status-reason" in row
+    assert f"ai-job-console/job-id={job.public_id}" in row
 
 
 def test_a_look_the_api_server_has_refused_for_an_hour_fails_the_job_saying_where_to_look(
@@ -1182,8 +1206,8 @@ def test_a_look_the_api_server_has_refused_for_an_hour_fails_the_job_saying_wher
         "Kubernetes refused the looks for the job its creates may have made for an hour (the last: "
     )
     assert shown.endswith(
-        f"look in namespace default for the PyTorchJob named {name}, and delete it there if it "
-        "runs, before Submit again."
+        f"look in namespace default for the PyTorchJob named {name}. Submit again takes it as "
+        "this job if it is there; to drop it instead, delete it there."
     )
 
 

@@ -97,8 +97,10 @@ from .remote import (
     STUCK_SUBMITTING,
     UNANSWERED_SYNCS_BEFORE_STATUS,
     RemoteBackend,
+    given_up_submission_start,
     recorded_error,
     scrub,
+    submission_start,
     unanswered_creates,
 )
 
@@ -145,8 +147,27 @@ UNANSWERED_EVENTS = (TIMEOUT_EVENT, SERVER_ERROR_EVENT)
 LOOKS_REFUSED_GIVEN_UP = gettext_noop(
     "AIHC refused the looks for the job its creates may have made for an hour (the last: "
     "%(error)s), so the console stopped looking. AIHC may have made it: look in pool %(pool)s "
-    "for a job named %(name)s labelled ai-job-console/job-id=%(id)s, and stop it there if it "
-    "runs, before Submit again."
+    "for a job named %(name)s labelled ai-job-console/job-id=%(id)s. Submit again looks for it "
+    "first and follows it as this job; to drop it instead, stop it there."
+)
+# A look AIHC refused, said on the job as it waits for the next (the job list shows these
+# reasons: views.LISTED_REASONS): queued after a create that got no clear answer, or left
+# Submitting by a worker that died sending it.
+QUEUED_LOOK_REFUSED = gettext_noop(
+    "AIHC refused the look for the job its creates may have made: %(error)s. The job stays "
+    "queued and is looked for again at %(time)s."
+)
+SUBMITTING_LOOK_REFUSED = gettext_noop(
+    "AIHC refused the look for the job its interrupted submission may have made: %(error)s. "
+    "The job stays submitting and is looked for again at %(time)s; nothing is sent again "
+    "before AIHC answers the look."
+)
+# The same, said as a stopped job whose look AIHC refused for an hour ends Stopped.
+STOP_LOOKS_REFUSED_GIVEN_UP = gettext_noop(
+    "AIHC refused the looks for the job its creates may have made for an hour (the last: "
+    "%(error)s), so the console stopped looking and ended the job Stopped. AIHC may have made "
+    "it: look in pool %(pool)s for a job named %(name)s labelled ai-job-console/job-id=%(id)s, "
+    "and stop it there if it runs."
 )
 
 # AIHC job status -> console status. The full enum is not published; these are the values
@@ -804,7 +825,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             unanswered_creates(job, UNANSWERED_EVENTS).values_list("created_at", flat=True)
         )
         # A create that got no clear answer may still have happened: look before trying again.
-        look_since = min(unanswered) if unanswered else None
+        # So may one of the submission Submit failed ended, its looks refused for an hour.
+        look_since = min(unanswered) if unanswered else given_up_submission_start(job)
         for _attempt in range(2):
             if look_since is not None:
                 if self._settled_by_looking(
@@ -907,10 +929,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                     job,
                     exc,
                     secrets,
-                    message=gettext_noop(
-                        "AIHC refused the look for the job its creates may have made: "
-                        "%(error)s. The job stays queued and is looked for again at %(time)s."
-                    ),
+                    message=QUEUED_LOOK_REFUSED,
                     given_up=LOOKS_REFUSED_GIVEN_UP,
                     pool=job.resource_pool,
                     name=spec.name,
@@ -945,6 +964,16 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                     "shows no such job."
                 ),
                 n=unanswered,
+            )
+        elif not unanswered:
+            # Submit again's look for what the submission given up on refused looks made
+            # (given_up_submission_start): this submission has sent no create yet.
+            reason = recorded(
+                gettext_noop(
+                    "AIHC did not answer the look for the job the last submission may have "
+                    "made: %(error)s."
+                ),
+                error=recorded_error(why),
             )
         else:
             # Until left41 this said "shows no such job" too, of a look AIHC had not
@@ -1051,11 +1080,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                     exc,
                     job.secret_values(),
                     stays=True,
-                    message=gettext_noop(
-                        "AIHC refused the look for the job its interrupted submission may have "
-                        "made: %(error)s. The job stays submitting and is looked for again at "
-                        "%(time)s; nothing is sent again before AIHC answers the look."
-                    ),
+                    message=SUBMITTING_LOOK_REFUSED,
                     given_up=LOOKS_REFUSED_GIVEN_UP,
                     pool=job.resource_pool,
                     name=job.name,
@@ -1069,56 +1094,58 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         else:
             super()._reconcile_stuck(job)
 
+    def submit_looked_for(self, job: Job) -> bool:
+        # _look_refused says it on the job (its reason) as the job waits, Submitting.
+        return (
+            job.status == JobStatus.SUBMITTING
+            and not job.external_id
+            and (job.status_reason_source or {}).get("key") == SUBMITTING_LOOK_REFUSED
+        )
+
     def _finish_stop_in_flight(self, job: Job) -> None:
-        """A job stopped while a create got no clear answer: whatever AIHC made of it is
-        found and stopped there; when AIHC shows nothing, the job is Stopped. A look AIHC
-        refuses (403, a 5xx) waits for the job's own next look, and after an hour of them the
-        job is Stopped saying where to look (_look_refused; until left48 it was looked for at
-        every sync, for ever)."""
+        """A job stopped while a create got no clear answer, or while Submitting: whatever
+        AIHC made of it is found and stopped there; when AIHC shows nothing, the job is
+        Stopped. A look AIHC refuses (403, a 5xx) waits for the job's own next look, and after
+        an hour of them the job is Stopped saying where to look (_look_refused; until left48 it
+        was looked for at every sync, for ever)."""
         unanswered = list(
             job.events.filter(reason__in=UNANSWERED_EVENTS).values_list("created_at", flat=True)
         )
-        if unanswered and timezone.now() - max(unanswered) < STUCK_SUBMITTING:
-            return  # a slow create may still show up: give it the time a stuck submit gets
-        found = ""
-        if unanswered:
-            if not self._look_due(job):
-                return
-            try:
-                config, client = self._setup()
-                found = self._find_created(
-                    job, client, config, job.job_spec(), since=min(unanswered)
+        # A slow create may still show up: give it the time a stuck submit gets, after the last
+        # create that got no clear answer, or after the stop of a job left Submitting.
+        last_sent = max(unanswered) if unanswered else job.updated_at
+        if timezone.now() - last_sent < STUCK_SUBMITTING or not self._look_due(job):
+            return
+        # Looked for also with no such create: a worker that died sending the job leaves none
+        # (until lookfix that job was Stopped unlooked-for, AIHC's job left running untracked).
+        since = min([*unanswered, submission_start(job)])
+        try:
+            config, client = self._setup()
+            found = self._find_created(job, client, config, job.job_spec(), since=since)
+        except AihcError as exc:
+            if got_no_answer(exc):
+                raise _sync_error(exc, job.secret_values()) from None
+            if not _never_reached_aihc(exc):
+                self._look_refused(
+                    job,
+                    exc,
+                    job.secret_values(),
+                    stays=True,
+                    message=gettext_noop(
+                        "AIHC refused the look for the job its creates may have made, to "
+                        "stop it: %(error)s. The job stays stopping and is looked for again "
+                        "at %(time)s."
+                    ),
+                    given_up=STOP_LOOKS_REFUSED_GIVEN_UP,
+                    pool=job.resource_pool,
+                    name=job.name,
+                    id=job.public_id,
                 )
-            except AihcError as exc:
-                if got_no_answer(exc):
-                    raise _sync_error(exc, job.secret_values()) from None
-                if not _never_reached_aihc(exc):
-                    self._look_refused(
-                        job,
-                        exc,
-                        job.secret_values(),
-                        stays=True,
-                        message=gettext_noop(
-                            "AIHC refused the look for the job its creates may have made, to "
-                            "stop it: %(error)s. The job stays stopping and is looked for again "
-                            "at %(time)s."
-                        ),
-                        given_up=gettext_noop(
-                            "AIHC refused the looks for the job its creates may have made for "
-                            "an hour (the last: %(error)s), so the console stopped looking and "
-                            "ended the job Stopped. AIHC may have made it: look in pool "
-                            "%(pool)s for a job named %(name)s labelled ai-job-console/job-id="
-                            "%(id)s, and stop it there if it runs."
-                        ),
-                        pool=job.resource_pool,
-                        name=job.name,
-                        id=job.public_id,
-                    )
-                return  # throttled, or AIHC not reached: asked again at the next sync
-            except BackendError:
-                return  # the settings cannot be used now: asked again at the next sync
-            except spec_module.SpecError:
-                return
+            return  # throttled, or AIHC not reached: asked again at the next sync
+        except BackendError:
+            return  # the settings cannot be used now: asked again at the next sync
+        except spec_module.SpecError:
+            return
         if not found:
             self._move(
                 job,

@@ -440,6 +440,11 @@ class Backend(ABC):
         Such a job is stopped through stop(), never as one nothing runs for."""
         return False
 
+    def submit_looked_for(self, job: Job) -> bool:
+        """Whether the job, left Submitting by a worker that died sending it, waits on a look
+        for what that create made which the platform refused: nothing is being sent."""
+        return False
+
     def stop_asks_platform(self, job: Job) -> bool:
         """Whether stop(job) waits on the job's platform to answer (a page waits with it)."""
         return False

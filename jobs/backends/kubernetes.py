@@ -119,6 +119,26 @@ logger = logging.getLogger("jobs.kubernetes")
 
 NAME = "kubernetes"
 EVENT_PREFIX = "K8s:"
+# A look the API server refused for what a create that got no clear answer may have made:
+# said as the job waits for the next (the job list shows it: views.LISTED_REASONS), as the
+# job is given up after an hour of them (Submit again sends the create, whose 409 by name
+# adopts what the first made), and as a stopped job is given up, ended Stopped.
+QUEUED_LOOK_REFUSED = gettext_noop(
+    "Kubernetes refused the look for the job its creates may have made: %(error)s. The job "
+    "stays queued and is looked for again at %(time)s."
+)
+LOOKS_REFUSED_GIVEN_UP = gettext_noop(
+    "Kubernetes refused the looks for the job its creates may have made for an hour (the "
+    "last: %(error)s), so the console stopped looking. The API server may have made it: look "
+    "in namespace %(namespace)s for the %(kind)s named %(name)s. Submit again takes it as this "
+    "job if it is there; to drop it instead, delete it there."
+)
+STOP_LOOKS_REFUSED_GIVEN_UP = gettext_noop(
+    "Kubernetes refused the looks for the job its creates may have made for an hour (the "
+    "last: %(error)s), so the console stopped looking and ended the job Stopped. The API "
+    "server may have made it: look in namespace %(namespace)s for a resource of kind %(kind)s "
+    "labelled %(label)s, and delete it there if it runs."
+)
 # Creates that got no clear answer (a timeout, a 5xx) before the job is Submit failed.
 MAX_UNANSWERED_CREATES = 4
 # The kubelet's words for the log of a container that has not started (its pod Pending,
@@ -1516,17 +1536,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     job,
                     exc,
                     secrets,
-                    message=gettext_noop(
-                        "Kubernetes refused the look for the job its creates may have made: "
-                        "%(error)s. The job stays queued and is looked for again at %(time)s."
-                    ),
-                    given_up=gettext_noop(
-                        "Kubernetes refused the looks for the job its creates may have made for "
-                        "an hour (the last: %(error)s), so the console stopped looking. The API "
-                        "server may have made it: look in namespace %(namespace)s for the "
-                        "%(kind)s named %(name)s, and delete it there if it runs, before Submit "
-                        "again."
-                    ),
+                    message=QUEUED_LOOK_REFUSED,
+                    given_up=LOOKS_REFUSED_GIVEN_UP,
                     namespace=meta["namespace"],
                     kind=manifest["kind"],
                     name=meta["name"],
@@ -1857,13 +1868,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                             "to delete it: %(error)s. The job stays stopping and is looked for "
                             "again at %(time)s."
                         ),
-                        given_up=gettext_noop(
-                            "Kubernetes refused the looks for the job its creates may have made "
-                            "for an hour (the last: %(error)s), so the console stopped looking "
-                            "and ended the job Stopped. The API server may have made it: look in "
-                            "namespace %(namespace)s for a %(kind)s labelled %(label)s, and "
-                            "delete it there if it runs."
-                        ),
+                        given_up=STOP_LOOKS_REFUSED_GIVEN_UP,
                         namespace=namespace_of(job.resource_pool),
                         kind=M.kind_of(job.framework, job.training_api).kind,
                         label=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",

@@ -38,6 +38,7 @@ from jobs.models import (
 from jobs.runtime_env import with_group_task
 from jobs.services import job_event, job_fail_unreadable, job_transition, recorded
 from jobs.spec import SpecError
+from jobs.texts import source_of
 
 from .base import Backend, BackendError, Pool
 
@@ -109,6 +110,46 @@ def refused_looks(job: Job, unanswered: tuple[str, ...]) -> list[datetime]:
             break
         times.append(at)
     return times[::-1]
+
+
+def submission_start(job: Job) -> datetime:
+    """When the job's submission now began: its first "Submitting" since its last Submit
+    failed (the job's creation, if none). What a create of it made is not older."""
+    ended = (
+        job.events.filter(reason="SubmitFailed").order_by("-pk").values_list("pk", flat=True)
+    ).first()
+    started = job.events.filter(reason="Submitting")
+    if ended is not None:
+        started = started.filter(pk__gt=ended)
+    first = started.order_by("pk").values_list("created_at", flat=True).first()
+    return first or job.created_at
+
+
+def given_up_submission_start(job: Job) -> datetime | None:
+    """When the job's last ended submission began, if it ended Submit failed because the
+    platform refused the looks for what its creates may have made for an hour (a LookRefused
+    its last word before the SubmitFailed): the platform may have the job, so a Submit again
+    looks for it before sending a create (until lookfix it sent one, and AIHC had two jobs).
+    None when no submission ended so."""
+    start: datetime | None = None
+    seen_end = given_up = False
+    for reason, at in (
+        job.events.filter(reason__in=[LOOK_REFUSED, "SubmitFailed", "Submitting"])
+        .order_by("-pk")
+        .values_list("reason", "created_at")
+    ):
+        if not seen_end:
+            seen_end = reason == "SubmitFailed"
+        elif reason == "SubmitFailed":
+            break  # the submission before it
+        elif not given_up and reason == "Submitting":
+            continue  # the move _fail makes on the way to Submit failed
+        elif not given_up and reason != LOOK_REFUSED:
+            return None  # it ended on something else than a refused look: settled
+        else:
+            given_up = True
+            start = at
+    return start if given_up else None
 
 
 def look_wait(refusals: int) -> timedelta:
@@ -416,6 +457,13 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         said = scrub(recorded(message, error=error, time=at), secrets)
         if stays:
             job_event(job=job, reason=LOOK_REFUSED, message=said, warning=True)
+            if job.status == JobStatus.SUBMITTING:
+                # Said on the job too: its page and the list said "Submitting" with no reason
+                # while it waited. Its time in Submitting (updated_at) stays as it was.
+                Job.objects.filter(pk=job.pk, status=job.status).update(
+                    status_reason=said, status_reason_source=source_of(said)
+                )
+                job.status_reason, job.status_reason_source = said, source_of(said)
         else:
             self._move(job, JobStatus.QUEUED, LOOK_REFUSED, said, warning=True)
 
