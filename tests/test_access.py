@@ -101,6 +101,8 @@ RULES: dict[str, Rule] = {
     "healthz": Rule(owned=False, public=True, probe=True),
     "logout": Rule(methods=GET_POST, owned=False, public=True, logged_in_get=200),
     "password-change": Rule(methods=GET_POST, owned=False),
+    # The account page's time zone form (feat-tz): a GET goes to the page it is on.
+    "time-zone-set": Rule(methods=POST, owned=False, get_to=lambda w: reverse("password-change")),
     "job-list": Rule(owned=False),
     # Stop / Delete selected: the ids come in the form, and only the user's own are taken.
     "job-bulk": Rule(methods=POST, owned=False, get_to=lambda w: reverse("job-list")),
