@@ -503,12 +503,20 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # run's running alert past 0010 (not due), a draft's New draft key past 0012 (none), a
     # local run's runner past 0015 (none: followed by whichever worker is active) and the API
     # key of its Delete past 0037 (none; a deleted job's key is null: not recorded), and a
-    # job's stop sent past 0040 (none: none of these jobs had one out).
+    # job's stop sent past 0040 (none: none of these jobs had one out), the Kubernetes
+    # training API a job was created under past 0042 (none: read as v1, as before the setting)
+    # and a user's time zone past 0043 (none: the console's).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
     }
-    assert dropped["Job"] <= {"group_index", "status_reason_source", "cards", "stop_sent_at"}
+    assert dropped["Job"] <= {
+        "group_index",
+        "status_reason_source",
+        "cards",
+        "stop_sent_at",
+        "training_api",
+    }
     defaults = {
         "allow_self_approval": False,
         "reason": "",
@@ -516,6 +524,8 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "create_key": "",
         "runner": "",
         "delete_api_key": "",
+        "training_api": "",
+        "time_zone": "",
     }
     for name, rows in before.items():
         gone = dropped[name] - {"group_index", "cards"}
