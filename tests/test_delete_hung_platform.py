@@ -95,7 +95,9 @@ def test_a_delete_whose_secret_the_cluster_does_not_answer_about_is_done_and_say
     waited = time.monotonic() - started
 
     assert page.status_code == 200
-    assert waited < 3  # one 0.3 s look; with the worker's client: three of 5 s
+    # One 0.3 s look; with the worker's client three of 5 s. The bound sits between the two,
+    # not at the look's own time: a loaded machine adds seconds to any page.
+    assert waited < 4.5
     assert not Job.objects.filter(pk=job.pk).exists()
     assert cluster.jobs() == []
     assert "the worker removes it once the cluster answers" in page.content.decode()
@@ -463,7 +465,7 @@ def test_an_aihc_delete_aihc_does_not_answer_keeps_the_job_within_the_pages_shor
     waited = time.monotonic() - started
 
     assert page.status_code == 200
-    assert waited < 3  # one 0.3 s try; with the worker's client: one of 5 s
+    assert waited < 4.5  # one 0.3 s try; with the worker's client one of 5 s (between the two)
     shown = page.content.decode()
     assert AIHC_KEPT in shown and AIHC_AGAIN in shown
     assert Job.objects.filter(pk=job.pk).exists()  # kept: nothing lost
@@ -508,7 +510,7 @@ def test_delete_selected_of_aihc_jobs_aihc_does_not_answer_takes_a_short_try_eac
     waited = time.monotonic() - started
 
     assert page.status_code == 200
-    assert waited < 4  # two 0.3 s tries; with the worker's client: two of 5 s
+    assert waited < 8  # two 0.3 s tries; with the worker's client two of 5 s (between the two)
     assert page.content.decode().count(AIHC_AGAIN) == 2
     assert Job.objects.filter(pk__in=[job.pk for job in jobs]).count() == 2
 
@@ -534,7 +536,7 @@ def test_the_apis_delete_aihc_does_not_answer_is_a_503_to_send_again_and_keeps_t
     )
     waited = time.monotonic() - started
 
-    assert waited < 3
+    assert waited < 4.5  # one 0.3 s try; the worker's client would wait 5 s
     assert (error.status, error.code) == (503, "ServiceUnavailable")
     assert AIHC_AGAIN in str(error)
     assert Job.objects.filter(pk=job.pk).exists()
