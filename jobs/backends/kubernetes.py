@@ -256,17 +256,8 @@ def status_from_jobset(
         return JobStatus.FAILED, "Failed", said("Failed")
     if "Suspended" in true:
         return JobStatus.QUEUED, "Suspended", said("Suspended")
-    started = {"running", "succeeded", "failed"}
-    if any(
-        str((pod.get("status") or {}).get("phase") or "").lower() in started for pod in pods or []
-    ):
+    if _a_node_started(pods, status.get("replicatedJobsStatus")):
         return JobStatus.RUNNING, "Running", ""
-    replicated = status.get("replicatedJobsStatus")
-    for one in replicated if isinstance(replicated, list) else []:
-        if isinstance(one, dict) and any(
-            _count(one.get(k)) for k in ("ready", "succeeded", "failed")
-        ):
-            return JobStatus.RUNNING, "Running", ""
     if _count(status.get("restarts")):
         return JobStatus.RUNNING, "Running", ""
     return JobStatus.QUEUED, "", ""
@@ -294,18 +285,24 @@ def status_from_trainjob(
         return JobStatus.FAILED, "Failed", said("Failed")
     if "Suspended" in true:
         return JobStatus.QUEUED, "Suspended", said("Suspended")
+    if _a_node_started(pods, status.get("jobsStatus")):
+        return JobStatus.RUNNING, "Running", ""
+    return JobStatus.QUEUED, "Created" if "Created" in true else "", ""
+
+
+def _a_node_started(pods: list[dict[str, Any]] | None, jobs_status: Any) -> bool:
+    """Whether a JobSet (a custom job's, or the one a TrainJob runs as) has started: one of
+    its `pods` Running or ended, or a Job of its status list (a JobSet's replicatedJobsStatus,
+    a TrainJob's jobsStatus) with a pod ready, succeeded or failed."""
     started = {"running", "succeeded", "failed"}
     if any(
         str((pod.get("status") or {}).get("phase") or "").lower() in started for pod in pods or []
     ):
-        return JobStatus.RUNNING, "Running", ""
-    jobs = status.get("jobsStatus")
-    for one in jobs if isinstance(jobs, list) else []:
-        if isinstance(one, dict) and any(
-            _count(one.get(k)) for k in ("ready", "succeeded", "failed")
-        ):
-            return JobStatus.RUNNING, "Running", ""
-    return JobStatus.QUEUED, "Created" if "Created" in true else "", ""
+        return True
+    return any(
+        isinstance(one, dict) and any(_count(one.get(k)) for k in ("ready", "succeeded", "failed"))
+        for one in (jobs_status if isinstance(jobs_status, list) else [])
+    )
 
 
 def _count(value: Any) -> int:
