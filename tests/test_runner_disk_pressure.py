@@ -437,7 +437,9 @@ def test_a_job_printing_while_its_logs_disk_is_full_runs_on_and_its_log_says_wha
     where = lines.index(said)
     before, after = (int(lines[where + step].split("line-")[1].split("-")[0]) for step in (-1, 1))
     missing = range(before + 1, after)
-    assert len(missing) > 10 and numbers == sorted(set(numbers))  # a gap there, and only there
+    # A gap there, and only there (how many lines fell in it depends on how often the job ran
+    # in those 2 s: on a loaded machine, few).
+    assert len(missing) > 0 and numbers == sorted(set(numbers))
     assert numbers[-1] - numbers[0] + 1 == len(numbers) + len(missing)
     # Each dropped line counted as the log would have held it: its stamp, the line, "\n".
     assert int(found.group(1)) == sum(28 + len(f"line-{n}-{padding}\n") for n in missing)
