@@ -126,11 +126,11 @@ def submission_start(job: Job) -> datetime:
 
 
 def given_up_submission_start(job: Job) -> datetime | None:
-    """When the job's last ended submission began, if it ended Submit failed because the
-    platform refused the looks for what its creates may have made for an hour (a LookRefused
-    its last word before the SubmitFailed): the platform may have the job, so a Submit again
-    looks for it before sending a create (until lookfix it sent one, and AIHC had two jobs).
-    None when no submission ended so."""
+    """When the job's last ended submission began, if it ended Submit failed with a refused
+    look in it (as the hour of refused looks ends one): the platform may have the job, so a
+    Submit again looks for it before sending a create (until lookfix it sent one, and AIHC had
+    two jobs). None when no submission ended so. A submission whose refused look was answered
+    later, then ended on a clear refusal, is taken so too: one look more, never a job twice."""
     start: datetime | None = None
     seen_end = given_up = False
     for reason, at in (
@@ -144,9 +144,7 @@ def given_up_submission_start(job: Job) -> datetime | None:
             break  # the submission before it
         elif not given_up and reason == "Submitting":
             continue  # the move _fail makes on the way to Submit failed
-        elif not given_up and reason != LOOK_REFUSED:
-            return None  # it ended on something else than a refused look: settled
-        else:
+        else:  # a refused look of that submission, then its older events: back to its start
             given_up = True
             start = at
     return start if given_up else None
