@@ -57,10 +57,16 @@ format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# Test processes (pytest-xdist): most tests wait on a job, a browser or a server, so two share
+# 2 cores well; each test file stays in one process (--dist loadfile). TEST_PROCESSES=0 runs
+# everything in this process (as `pytest` does alone).
+TEST_PROCESSES ?= 2
+XDIST := -n $(TEST_PROCESSES) --dist loadfile
+
 # --durations: the slowest tests are listed at the end, so a CI log shows where its time went.
 test: lint
 	$(PY) manage.py makemigrations --check --dry-run
-	$(VENV)/bin/pytest --durations=30 $(PYTEST_ARGS)
+	$(VENV)/bin/pytest $(XDIST) --durations=30 $(PYTEST_ARGS)
 
 # The tests that lean on the database (window functions, JSON lookups, date and duration
 # arithmetic, row locks, LIKE) against PostgreSQL at $DATABASE_URL; `make test` runs on SQLite.
@@ -80,7 +86,7 @@ POSTGRES_TESTS := tests/test_pools.py tests/test_usage_report.py tests/test_usag
 test-postgres: $(VENV)/.installed-postgres
 	@case "$$DATABASE_URL" in postgres://*|postgresql://*|pgsql://*) ;; \
 	  *) echo "test-postgres: set DATABASE_URL=postgres://user:pass@127.0.0.1/db (README: PostgreSQL)" >&2; exit 1;; esac
-	$(VENV)/bin/pytest $(POSTGRES_TESTS) $(PYTEST_ARGS)
+	$(VENV)/bin/pytest $(XDIST) $(POSTGRES_TESTS) $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-dev
 	$(PY) bench/run.py

@@ -144,9 +144,19 @@ def _secret_key() -> str:
         return given
     key_file = VAR_DIR / "secret_key"
     if not key_file.exists():
-        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        # Written whole beside it, then linked into place: two processes starting at once on a
+        # fresh VAR_DIR (the web server and the worker, or two test processes) agree on the
+        # first key linked, and neither reads a key file still empty.
+        draft = VAR_DIR / f".secret_key.{os.getpid()}"
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(secrets.token_urlsafe(50))
+        try:
+            os.link(draft, key_file)
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
     return key_file.read_text().strip()
 
 

@@ -86,12 +86,21 @@ def restore_jobs_parent(before: dict[Path, str]) -> None:
                 path.write_text("-1" if value == "9223372036854771712" else value)
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _jobs_parent_restored() -> Iterator[None]:
-    """Tests that start a worker leave the jobs' parent as it was before the run."""
-    before = jobs_parent_files()
-    yield
-    restore_jobs_parent(before)
+JOBS_PARENT_BEFORE = pytest.StashKey[dict[Path, str]]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Tests that start a worker leave the jobs' parent as it was before the run: read here, put
+    back in pytest_sessionfinish. Only by the process that runs the session (pytest alone, or
+    pytest-xdist's controller, which finishes after every test process): a test process that
+    finished first would otherwise put back the parent while the other's jobs ran under it."""
+    if not hasattr(session.config, "workerinput"):
+        session.config.stash[JOBS_PARENT_BEFORE] = jobs_parent_files()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if (before := session.config.stash.get(JOBS_PARENT_BEFORE, None)) is not None:
+        restore_jobs_parent(before)
 
 
 @pytest.fixture
