@@ -1805,6 +1805,33 @@ def test_a_job_stopped_while_a_dead_worker_left_it_submitting_is_looked_for_and_
     assert [call.route["job"] for call in fake.calls("StopJob")] == [created.job_id]
 
 
+def given_up_on_refused_looks(fake, aihc, alice, settings, *, made: bool) -> Job:
+    """A job whose create AIHC answered with a 502 (`made`: after creating it) and whose looks
+    for it AIHC refused for an hour: Submit failed, saying where to look."""
+    settings.AIHC_RETRIES = 0  # each 502 and 403 answers one request
+    if made:
+        fake.fail_after_next("CreateJob", status=502, code="BadGateway")
+    else:
+        fake.fail_next("CreateJob", status=502, code="BadGateway")
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", times=2)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    refused_looks_earlier(job, seconds=3600)
+    aihc.submit(job)  # refused again, an hour after the first: given up
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    return job
+
+
+def submission_an_hour_ago(fake, job: Job) -> None:
+    """The job's events and what AIHC has were made an hour ago (the submission given up
+    lasted that long): its create is past the wait a slow create gets, as it is for real."""
+    job.events.update(created_at=F("created_at") - timedelta(hours=1))
+    with fake.lock:
+        for made in fake.jobs.values():
+            made.created_at = (timezone.now() - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def test_submit_again_after_the_looks_were_given_up_takes_what_the_unclear_create_made(
     fake, aihc, alice, settings
 ):
@@ -1815,15 +1842,7 @@ def test_submit_again_after_the_looks_were_given_up_takes_what_the_unclear_creat
     adopts the first (the create's 409 by name)."""
     from jobs.actions import job_submit_again
 
-    settings.AIHC_RETRIES = 0
-    fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # created, then failed
-    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", times=2)
-    [job] = submit(alice, seed_spec())
-    aihc.submit(job)
-    refused_looks_earlier(job, seconds=3600)
-    aihc.submit(job)  # refused again, an hour after the first: given up
-    job.refresh_from_db()
-    assert job.status == JobStatus.SUBMIT_FAILED
+    job = given_up_on_refused_looks(fake, aihc, alice, settings, made=True)
     [made] = list(fake.jobs)
 
     job_submit_again(job=job, actor=alice)  # AIHC answers looks again
@@ -1840,14 +1859,7 @@ def test_submit_again_whose_look_gets_no_answer_stays_queued_and_sends_no_create
 ):
     from jobs.actions import job_submit_again
 
-    settings.AIHC_RETRIES = 0
-    fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # created, then failed
-    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", times=2)
-    [job] = submit(alice, seed_spec())
-    aihc.submit(job)
-    refused_looks_earlier(job, seconds=3600)
-    aihc.submit(job)  # given up
-    job.refresh_from_db()
+    job = given_up_on_refused_looks(fake, aihc, alice, settings, made=True)
     job_submit_again(job=job, actor=alice)
     job.refresh_from_db()
     fake.drop_next("DescribeJobs")
@@ -1865,6 +1877,143 @@ def test_submit_again_whose_look_gets_no_answer_stays_queued_and_sends_no_create
     aihc.submit(job)  # AIHC answers the look
     job.refresh_from_db()
     assert job.external_id == next(iter(fake.jobs)) and len(fake.jobs) == 1
+
+
+def test_a_job_given_up_submitted_again_and_stopped_while_queued_stops_what_aihc_made_there(
+    fake, aihc, alice, settings
+):
+    """left49: Submit again looks for what the given-up submission made before it sends a
+    create; stopped while Queued, before that look, the job had no unanswered create in its
+    submission, so it was Stopped at once, unlooked-for, and the job AIHC had made ran on,
+    untracked and billed. It is Stopping now; the worker looks for it and stops it there."""
+    from jobs.actions import job_stop, job_submit_again
+
+    job = given_up_on_refused_looks(fake, aihc, alice, settings, made=True)
+    [made] = list(fake.jobs)
+    submission_an_hour_ago(fake, job)
+    job_submit_again(job=job, actor=alice)
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+
+    job_stop(job=job, actor=alice)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert "the worker looks for it and stops it" in job.status_reason_shown
+    aihc.sync(job)  # found by its label, adopted, its stop sent
+    job.refresh_from_db()
+    assert job.external_id == made
+    assert [call.route["job"] for call in fake.calls("StopJob")] == [made]
+    aihc.sync(job)  # AIHC reports it stopped
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert len(fake.calls("CreateJob")) == 1 and list(fake.jobs) == [made]
+
+
+def test_a_job_given_up_submitted_again_and_stopped_ends_stopped_once_aihc_shows_none(
+    fake, aihc, alice, settings
+):
+    from jobs.actions import job_stop, job_submit_again
+
+    job = given_up_on_refused_looks(fake, aihc, alice, settings, made=False)
+    assert fake.jobs == {}
+    submission_an_hour_ago(fake, job)
+    job_submit_again(job=job, actor=alice)
+    job.refresh_from_db()
+    job_stop(job=job, actor=alice)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    looks = len(fake.calls("DescribeJobs"))
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert len(fake.calls("DescribeJobs")) == looks + 1  # looked for, then ended
+    assert job.status == JobStatus.STOPPED
+    assert job.status_reason_shown == "Stopped before AIHC created the job."
+    assert len(fake.calls("CreateJob")) == 1 and fake.calls("StopJob") == []
+
+
+def test_deleting_a_job_submitted_again_after_its_looks_were_given_up_stops_it_and_keeps_it(
+    fake, aihc, alice, settings
+):
+    """Deleting the row at once, as until left49, would leave what the given-up submission
+    made running on AIHC with nothing tracking it."""
+    from jobs.actions import ActionError, job_delete, job_submit_again
+
+    job = given_up_on_refused_looks(fake, aihc, alice, settings, made=True)
+    job_submit_again(job=job, actor=alice)
+    job.refresh_from_db()
+
+    with pytest.raises(ActionError, match="The job was stopped, not deleted: a create of it"):
+        job_delete(job=job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING and len(fake.jobs) == 1
+
+
+def test_a_job_given_up_submitted_again_for_review_and_stopped_is_withdrawn_and_stopped(
+    fake, aihc, alice, settings
+):
+    """Pending review goes only to Stopped (withdrawn), never Stopping: the stop of a job
+    Submit again held for review does not wait on a look it could never end with."""
+    from jobs.actions import job_stop, job_submit_again
+    from jobs.models import ReviewMode, ReviewPolicy, ReviewState
+
+    job = given_up_on_refused_looks(fake, aihc, alice, settings, made=True)
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    job_submit_again(job=job, actor=alice)
+    job.refresh_from_db()
+    assert job.status == JobStatus.PENDING_REVIEW
+
+    assert job_stop(job=job, actor=alice)
+
+    job.refresh_from_db()
+    assert (job.status, job.review_state) == (JobStatus.STOPPED, ReviewState.WITHDRAWN)
+
+
+def test_a_stuck_submit_given_up_submitted_again_and_stopped_is_looked_for_from_its_start(
+    fake, aihc, alice
+):
+    """The given-up submission was one a worker died sending (no unanswered create event);
+    Submit again's look was refused, then the job stopped. The stop's look waits for the
+    job's own time (look_wait), and looks from the given-up submission's start: from this
+    submission's, it missed the job AIHC made an hour before, and ended the job Stopped."""
+    from jobs.actions import job_stop, job_submit_again
+
+    [job] = submit(alice, seed_spec())
+    stuck_in_submitting(job)
+    made = made_late(fake, job).job_id  # the dead worker's create was made
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", times=2)
+    aihc.sync(job)
+    refused_looks_earlier(job, seconds=3600)
+    aihc.sync(job)  # refused again, an hour after the first: given up
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    submission_an_hour_ago(fake, job)
+    job_submit_again(job=job, actor=alice)
+    job.refresh_from_db()
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied")
+    aihc.submit(job)  # Submit again's look for what the given-up submission made: refused
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+
+    job_stop(job=job, actor=alice)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    # Past the wait a create that may still show up gets after the stop (STUCK_SUBMITTING).
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    job.refresh_from_db()
+    looks = len(fake.calls("DescribeJobs"))
+    aihc.sync(job)  # the refused look's 30 s have not passed
+    assert len(fake.calls("DescribeJobs")) == looks
+    refused_looks_earlier(job, seconds=31)
+    aihc.sync(job)  # found by its label, adopted, its stop sent
+    job.refresh_from_db()
+    assert job.external_id == made
+    assert [call.route["job"] for call in fake.calls("StopJob")] == [made]
+    assert fake.calls("CreateJob") == []
 
 
 def test_a_job_aihc_no_longer_has_is_marked_failed(fake, aihc, alice):

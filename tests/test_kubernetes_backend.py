@@ -996,15 +996,16 @@ def test_a_look_after_the_last_create_that_gets_no_answer_pauses_submits_not_eve
     assert fake.calls("create pytorchjobs") == []
 
 
-def look_refused_after_four_creates(fake, k8s, alice, *, refusals: int) -> Job:
+def look_refused_after_four_creates(fake, k8s, alice, *, refusals: int, **changes) -> Job:
     """A job whose fourth create got no clear answer (the API server made it all the same)
-    and whose look for it the API server refused (403), `refusals` times in all."""
+    and whose look for it the API server refused (403), `refusals` times in all. `changes`:
+    to its spec."""
     fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=3)
     fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
     fake.fail_next(
         "get pytorchjobs", status=403, reason="Forbidden", message="cannot get", times=refusals
     )
-    job = submitted(alice, k8s)
+    job = submitted(alice, k8s, **changes)
     for _ in range(3):
         k8s.submit(job)
         job.refresh_from_db()
@@ -1209,6 +1210,42 @@ def test_a_look_the_api_server_has_refused_for_an_hour_fails_the_job_saying_wher
         f"look in namespace default for the PyTorchJob named {name}. Submit again takes it as "
         "this job if it is there; to drop it instead, delete it there."
     )
+
+
+def test_a_job_given_up_on_refused_looks_submitted_again_and_stopped_queued_is_deleted_there(
+    fake, k8s, alice
+):
+    """left49: stopped while Queued after Submit again, before its create (whose 409 adopts
+    what the given-up submission made), the job had no unanswered create in its submission:
+    Stopped at once, and the PyTorchJob the last create made ran on, unwatched. It is
+    Stopping now; the worker looks for it by its label and deletes it."""
+    from jobs.actions import job_stop, job_submit_again
+
+    # Cards the pool has idle beside what the last create made (a standalone job submitted
+    # again must find its cards).
+    roles = [S.Role("master", 1, A800, 4), S.Role("worker", 1, A800, 4)]
+    job = look_refused_after_four_creates(fake, k8s, alice, refusals=2, roles=roles)
+    refused_looks_earlier(job, seconds=3600)
+    k8s.submit(job)  # refused again, an hour after the first: given up
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED and len(fake.jobs()) == 1
+    job_submit_again(job=job, actor=alice)
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+
+    job_stop(job=job, actor=alice)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert "the worker looks for it and stops it" in job.status_reason_shown
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    job.refresh_from_db()
+    k8s.sync(job)  # found by its label, adopted and deleted
+    job.refresh_from_db()
+    k8s.sync(job)  # gone
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert fake.jobs() == []
 
 
 def test_submit_again_after_the_creates_were_given_up_sends_a_create_again(fake, k8s, alice):

@@ -1118,7 +1118,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             return
         # Looked for also with no such create: a worker that died sending the job leaves none
         # (until lookfix that job was Stopped unlooked-for, AIHC's job left running untracked).
-        since = min([*unanswered, submission_start(job)])
+        # And from the start of the submission given up on refused looks this one submits
+        # again (create_unsettled): what that one sent is older than this one (left49).
+        given_up = given_up_submission_start(job)
+        since = min([*unanswered, submission_start(job), *([given_up] if given_up else [])])
         try:
             config, client = self._setup()
             found = self._find_created(job, client, config, job.job_spec(), since=since)

@@ -436,8 +436,9 @@ class Backend(ABC):
 
     def create_unsettled(self, job: Job) -> bool:
         """Whether the platform may have made the job though the console has no id for it:
-        a create of it got no clear answer, and no look since has found it or shown none.
-        Such a job is stopped through stop(), never as one nothing runs for."""
+        a create of it got no clear answer, and no look since has found it or shown none (or
+        the submission before this one was given up so). Such a job is stopped through
+        stop(), never as one nothing runs for."""
         return False
 
     def submit_looked_for(self, job: Job) -> bool:

@@ -64,7 +64,9 @@ STOP_LOOKING = gettext_noop(
     "Stop requested. A create of the job got no clear answer, so the platform may have made "
     "it: the worker looks for it and stops it, or ends the job Stopped if there is none."
 )
-# A job's stop a Stop selected had no time left to send (BULK_ACTION_SECONDS): stop_unsent.
+# The statuses in which a job submitted again after a submission given up on refused looks
+# (given_up_submission_start) is stopped as one whose create is unsettled (create_unsettled).
+SUBMITTED_AGAIN = frozenset({JobStatus.QUEUED, JobStatus.SUBMITTING, JobStatus.STOPPING})
 # A look for what an unanswered create made that the platform answered with a refusal (403,
 # a 5xx, any error but "not found"): the job is looked for again at its own pace, not at every
 # worker pass (two events each until left46) and not by pausing the platform's submits (the
@@ -77,6 +79,7 @@ LOOK_REFUSED = "LookRefused"
 LOOK_RETRY_FIRST = timedelta(seconds=30)
 LOOK_RETRY_MAX = timedelta(minutes=10)
 LOOK_REFUSED_GIVE_UP = timedelta(hours=1)
+# A job's stop a Stop selected had no time left to send (BULK_ACTION_SECONDS): stop_unsent.
 STOP_NOT_SENT = gettext_noop(
     "Stop requested; Stop selected ran out of time before it was sent. The worker sends it, "
     "and again until the job has ended."
@@ -479,7 +482,27 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
     # -- a person's stop or delete -------------------------------------------------------
 
     def create_unsettled(self, job: Job) -> bool:
-        return not job.external_id and unanswered_creates(job, self.unanswered_events).exists()
+        """Also a job submitted again after a submission given up on an hour of refused looks
+        (given_up_submission_start), until this submission's own create or look settles it:
+        what that submission sent may run on the platform. Until left49 such a job stopped
+        while Queued, before Submit again's look, was Stopped at once, unlooked-for, and the
+        platform's job ran on untracked. A look that showed none (then a create that never
+        arrived, Queued again) leaves it so: one look more, never a job left running.
+
+        Decided: computed here, where a Stop or Delete asks (jobs.actions, the backends' stop,
+        the Delete question and Delete selected's list of what it does to each chosen job), not
+        prefetched: no list page asks it, so their query counts stay as they were, and the
+        given-up submission's query runs only for a job not on the platform with no unanswered
+        create in this submission.
+
+        Not for the job Submit failed itself (its reason says where to look, and Submit again
+        looks), nor for one Submit again held for review: Pending review goes only to Stopped
+        (withdrawn), never Stopping, so its stop cannot wait on a look."""
+        if job.external_id:
+            return False
+        if unanswered_creates(job, self.unanswered_events).exists():
+            return True
+        return job.status in SUBMITTED_AGAIN and given_up_submission_start(job) is not None
 
     def stop_asks_platform(self, job: Job) -> bool:
         return bool(job.external_id)  # before the platform has it, its stop is the database's
