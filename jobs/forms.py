@@ -872,11 +872,15 @@ class AdvancedForm(StepForm):
         widget=forms.CheckboxSelectMultiple,
         # Seed 000 lists SMS, email, WeChat, Feishu and custom webhooks: the console sends
         # email and webhooks, chat bots among them; SMS needs a gateway it does not have.
+        # The two events that need a switch of step 5 say so before any refusal: without
+        # it neither ever comes (jobHang is refused on every pool, jobFT on the local one;
+        # AIHC takes jobFT without fault tolerance, and no restart ever sends it).
         help_text=_(
             "The console sends them by email and webhook (Feishu/Lark, WeCom, DingTalk or "
             "Slack group bots, or a URL of your own). It sends no SMS itself: use a webhook "
             "of a service that does, or on an AIHC pool a notify policy with SMS. “Job hangs” "
-            "needs hang detection, on step 5 (Fault tolerance & diagnostics)."
+            "needs hang detection and “Fault tolerance happens” needs fault tolerance, both on "
+            "step 5 (Fault tolerance & diagnostics)."
         ),
     )
     alert_emails = forms.CharField(

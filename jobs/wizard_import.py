@@ -439,7 +439,24 @@ def import_notices(draft: Draft) -> list[str]:
             _("The wizard has no field for %(fields)s: left out of the draft.")
             % {"fields": ", ".join(left_out)}
         )
-    if notices.get("no_console"):
+    # One notice for what a request without the console's part cannot carry (seed 001's
+    # import showed two, each telling where to check again). Roles read imply no console
+    # part: both are read from the same body (draft_import).
+    if roles_read := notices.get("roles_read"):
+        said.append(
+            _(
+                "This request has no console part (what only this console keeps; AIHC's "
+                "request body has no place for it), so the job timeout, alert emails and "
+                "webhooks, shared memory and exclusive CPU are the defaults in this draft; its "
+                "roles were read from jobSpec.replicas as %(roles)s, every instance with the "
+                "same resources; and it is one job, not a queue group. A job's page shows its "
+                "own under “Console settings beyond the API”: check them before you submit: "
+                "roles and shared memory on step Resources, a queue group on step Submission, "
+                "the others on step Advanced."
+            )
+            % {"roles": roles_read}
+        )
+    elif notices.get("no_console"):
         said.append(
             _(
                 "This request has no console part, which holds what only this console keeps: "
@@ -448,18 +465,6 @@ def import_notices(draft: Draft) -> list[str]:
                 "settings beyond the API”: check them before you submit: shared memory on step "
                 "Resources, the others on step Advanced."
             )
-        )
-    if roles_read := notices.get("roles_read"):
-        said.append(
-            _(
-                "Its roles were read from jobSpec.replicas as %(roles)s, every instance with "
-                "the same resources, and it is one job, not a queue group: AIHC's request "
-                "body has neither. A job whose roles differ (a master without cards; TensorFlow's "
-                "chief, ps and evaluator) or that was a queue group's task lists them under "
-                "“Console settings beyond the API” on its page: set them on steps Resources "
-                "and Submission."
-            )
-            % {"roles": roles_read}
         )
     return said
 

@@ -12,7 +12,14 @@ from jobs import wizard as W
 from jobs.models import Draft, Job
 from tests.test_job_pages_browser import submitted, worker_thread  # noqa: F401
 from tests.test_volume_access_browser import _team_volumes, to_the_data_step  # noqa: F401
-from tests.test_wizard_browser import fill_basic, fill_image, next_step, settled, start
+from tests.test_wizard_browser import (  # noqa: F401
+    aihc_pool,
+    fill_basic,
+    fill_image,
+    next_step,
+    settled,
+    start,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -104,6 +111,57 @@ def test_a_volume_chosen_while_the_rows_redraw_for_the_one_before_is_slow_is_kep
     page.click(".wizard-steps button[value='goto-data']")
     page.wait_for_url(re.compile(r"/data/$"))
     expect(page.locator("#id_mounts-0-name")).to_have_value("scratch")
+
+
+def choose_aiak_template(page, template) -> None:
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.check("input[name=creation_mode][value=aiak]")
+    page.select_option("#id_training_mode", "Post-Pretrain")
+    page.select_option("#id_training_method", "full")
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.select_option("#id_aiak_template", template)
+    settled(page)
+
+
+def test_the_aiak_preview_follows_the_pool_chosen_while_the_template_chosen_before_is_slow(
+    logged_in_page,
+    aihc_pool,  # noqa: F811
+):
+    page = logged_in_page
+    start(page)
+    page.select_option("select[name=resource_pool]", aihc_pool)  # 32 A800
+    choose_aiak_template(page, "llama2-7b")
+    slow = HeldAnswer(page, "/aiak/")
+
+    page.select_option("#id_aiak_template", "llama2-70b")  # 32 cards: fits this pool
+    slow.wait_held()
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.select_option("select[name=resource_pool]", "local")  # fewer than 32 cards
+    slow.let_go()
+
+    # Before, the template's answer, for the AIHC pool, landed last and took the warning away.
+    expect(page.locator("#aiak-fill")).to_contain_text("llama2 70b")
+    expect(page.locator("#aiak-misfit")).to_contain_text("32")
+
+
+def test_the_aiak_preview_follows_the_template_chosen_while_the_pool_chosen_before_is_slow(
+    logged_in_page,
+    aihc_pool,  # noqa: F811
+):
+    page = logged_in_page
+    start(page)
+    choose_aiak_template(page, "llama2-70b")
+    slow = HeldAnswer(page, "/aiak/")
+
+    page.select_option("select[name=resource_pool]", aihc_pool)
+    slow.wait_held()
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.select_option("#id_aiak_template", "llama2-7b")
+    slow.let_go()
+
+    # Before, the pool's answer, drawn for llama2 70b, landed last over the template chosen.
+    expect(page.locator("#aiak-fill")).to_contain_text("llama2 7b")
+    expect(page.locator("#aiak-misfit")).to_have_count(0)
 
 
 def test_a_step_sent_while_offline_says_so_keeps_what_was_typed_and_goes_on_once_back(

@@ -1527,14 +1527,12 @@ def test_a_v2_request_is_not_told_its_roles_were_read_because_a_v1_body_has_none
 
     shown = " ".join(error_texts(import_body(alice_client, v2_from_v1(body), follow=True)).split())
 
-    assert "Its roles were read from jobSpec.replicas as master × 1, worker × 2" in shown
-    assert "not a queue group: AIHC's request body has neither." in shown
+    assert "its roles were read from jobSpec.replicas as master × 1, worker × 2" in shown
+    assert "AIHC's request body has no place for it" in shown
     assert "v1 body" not in shown
     alice_client.cookies["django_language"] = "zh-hans"
     draft = Draft.objects.get()
-    assert "而非队列任务组：AIHC 的请求体不含这两项。" in error_texts(
-        alice_client.get(step_url(draft, W.BASIC))
-    )
+    assert "AIHC 的请求体没有它的位置" in error_texts(alice_client.get(step_url(draft, W.BASIC)))
 
 
 def test_the_no_console_part_notice_sends_shared_memory_to_the_step_that_has_it(
@@ -1547,7 +1545,10 @@ def test_the_no_console_part_notice_sends_shared_memory_to_the_step_that_has_it(
     draft = Draft.objects.get(owner=alice)
     notices = error_texts(response)
 
-    assert "提交前请检查：共享内存在“资源配置”步骤，其余在“高级配置”步骤。" in notices
+    assert (
+        "提交前请检查：角色和共享内存在“资源配置”步骤，队列任务组在“投递方式”步骤，其余在“高级配置”步骤。"
+        in notices
+    )
     assert (
         'name="shared_memory_gi"' in alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
     )
@@ -1560,6 +1561,6 @@ def test_the_no_console_part_notice_sends_shared_memory_to_the_step_that_has_it(
     alice_client.cookies["django_language"] = "en"
     english = error_texts(alice_client.get(step_url(draft, W.BASIC)))
     assert (
-        "check them before you submit: shared memory on step Resources, the others on step "
-        "Advanced."
+        "check them before you submit: roles and shared memory on step Resources, a queue "
+        "group on step Submission, the others on step Advanced."
     ) in " ".join(english.split())

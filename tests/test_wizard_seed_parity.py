@@ -164,18 +164,23 @@ def test_alerts_name_their_channels_and_say_the_console_sends_no_sms(alice_clien
     assert "控制台本身不发送短信" in text
 
 
-def test_the_alerts_say_before_any_refusal_that_a_hang_alert_needs_hang_detection(
+def test_the_alerts_say_before_any_refusal_that_hang_and_fault_tolerance_alerts_need_step_5(
     alice_client, alice_en, draft_at
 ):
+    # qa72: the local pool refuses “Fault tolerance happens” without fault tolerance (only a
+    # restart sends it), but the help named only the hang alert's switch.
     draft = draft_at(W.ADVANCED)
     alice_client.cookies["django_language"] = "zh-hans"
     chinese = help_text(alice_client.get(step_url(draft, W.ADVANCED)), "id_alert_items")
     alice_client.cookies["django_language"] = "en"
     english = help_text(alice_client.get(step_url(draft, W.ADVANCED)), "id_alert_items")
 
-    assert chinese.endswith("“任务hang”需在第 5 步（容错&诊断）开启任务hang检测。")
+    assert chinese.endswith(
+        "“任务hang”需在第 5 步（容错&诊断）开启任务hang检测，“任务发生容错”需在同一步开启容错。"
+    )
     assert english.endswith(
-        "“Job hangs” needs hang detection, on step 5 (Fault tolerance & diagnostics)."
+        "“Job hangs” needs hang detection and “Fault tolerance happens” needs fault "
+        "tolerance, both on step 5 (Fault tolerance & diagnostics)."
     )
 
 
@@ -391,6 +396,23 @@ def test_seed_001s_example_imports_into_a_draft_whose_review_sends_that_very_bod
     # The console's own label, which finds the job on AIHC again, is all it adds.
     assert sent.pop("labels") == [{"key": "ai-job-console/job-id", "value": "<job-id>"}]
     assert sent == SEED_001
+
+
+def test_seed_001s_example_imported_says_in_one_notice_what_its_request_cannot_carry(
+    alice_client, aihc_pool
+):
+    import_body(alice_client, SEED_001, pool="cce-pool1")
+
+    page = alice_client.get(step_url(Draft.objects.get(), W.BASIC)).content.decode()
+    box = re.search(r'id="import-notices">(.*?)<button', page, re.S)[1]
+    notices = [html.unescape(p) for p in re.findall(r"<p[^>]*>(.*?)</p>", box, re.S)]
+    # Before, two: the console settings at their defaults, and the roles read (master × 1,
+    # as step Resources shows), each saying where to check again.
+    assert len(notices) == 1, notices
+    [notice] = notices
+    assert "任务超时、告警邮箱与 Webhook、共享内存和独占 CPU 均为默认值" in notice
+    assert "角色按 jobSpec.replicas 读作 master × 1" in notice
+    assert notice.count("提交前请检查") == 1
 
 
 def test_the_mpi_roles_note_says_horovod_and_deepspeed_fit_started_through_mpirun(alice_client):
