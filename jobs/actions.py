@@ -96,6 +96,8 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "", send: bo
             and (job.backend == "local" or not job.external_id)
             # Until left42 a job queued again after a create with no clear answer was
             # Stopped here, though the platform may have made it: left running unwatched.
+            # And until left51 one Submit again held for review after its looks were given
+            # up: its backend's stop now withdraws it and looks for it (Stopping).
             and not get_backend(job.backend).create_unsettled(job)
         ):
             stopped = message or (

@@ -35,7 +35,9 @@ S = JobStatus
 # backends pass through Submitting (and may report Queued again while the cloud queues it).
 # Submit failed and Rejected are not final: the owner may fix and resubmit.
 TRANSITIONS: dict[str, frozenset[str]] = {
-    S.PENDING_REVIEW: frozenset({S.QUEUED, S.REJECTED, S.STOPPED}),
+    # Pending review -> Stopping: only a job Submit again held for review after its last
+    # submission was given up on refused looks, whose platform may have made it (left51).
+    S.PENDING_REVIEW: frozenset({S.QUEUED, S.REJECTED, S.STOPPING, S.STOPPED}),
     # Queued -> Stopping: a job queued on a platform whose stop the platform has not confirmed.
     S.QUEUED: frozenset(
         {S.SUBMITTING, S.RUNNING, S.STOPPING, S.STOPPED, S.PENDING_REVIEW, S.FAILED}

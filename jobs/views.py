@@ -852,6 +852,9 @@ def _live_context(job: Job, *, log: bool = False, every_usage: bool = False) -> 
         # What its Delete asks: stop and keep it, or that it is not deleted yet, for a job
         # whose create got no clear answer (_delete_question).
         "delete_question": _delete_question(job),
+        # And its Stop: withdrawn from review unsent, or, held for review after its last
+        # submission was given up on refused looks, looked for on its platform (left51).
+        "stop_question": _stop_question(job),
         # When the worker deletes it for its retention (任务退出后自动删除): said on the page,
         # so nobody is surprised when its logs are gone.
         "deletes_at": deletes_at(job=job),
@@ -1481,6 +1484,13 @@ STOP_UNSTARTED_QUESTION = gettext_lazy(
     "Stop this job? It is still waiting for review and has not started: it is withdrawn from "
     "review and will not be sent or started. It cannot be resumed."
 )
+# A job Submit again held for review after its last submission was given up on refused looks:
+# its platform may have made it, so its Stop looks for it there (create_unsettled; left51).
+STOP_LOOKED_FOR_REVIEW_QUESTION = gettext_lazy(
+    "Stop this job? It is waiting for review, but its platform may have made it from its last "
+    "submission: it is withdrawn from review, and the worker looks for it there and stops it. "
+    "It cannot be resumed."
+)
 DELETE_QUESTION = gettext_lazy(
     "Delete this job? Its logs and files are deleted too; a running job is stopped first."
 )
@@ -1529,7 +1539,19 @@ def _delete_question(job: Job) -> str:
 
 
 def _stop_question(job: Job) -> str:
-    return STOP_UNSTARTED_QUESTION if job.status == JobStatus.PENDING_REVIEW else STOP_QUESTION
+    if job.status != JobStatus.PENDING_REVIEW:
+        return STOP_QUESTION
+    return STOP_UNSTARTED_QUESTION if _never_sent(job) else STOP_LOOKED_FOR_REVIEW_QUESTION
+
+
+def _never_sent(job: Job) -> bool:
+    """Whether Stop withdraws the job from review and Stops it at once: waiting for review,
+    and not Submit again's of a submission given up on refused looks, whose platform may have
+    made it (create_unsettled: withdrawn, and looked for there). Asked only of Pending review
+    jobs, so a list of others runs no query for it."""
+    if job.status != JobStatus.PENDING_REVIEW:
+        return False
+    return not get_backend(job.backend).create_unsettled(job)
 
 
 def _bulk_back(request: HttpRequest, **_url_kwargs: Any) -> str:
@@ -1814,7 +1836,7 @@ def _list_query(query: str) -> str:
 
 def _bulk_stop_question(jobs: list[Job]) -> str:
     stopped = [job for job in jobs if job_stoppable(job)]
-    unstarted = sum(1 for job in stopped if job.status == JobStatus.PENDING_REVIEW)
+    unstarted = sum(1 for job in stopped if _never_sent(job))
     if not unstarted:
         return BULK_STOP_QUESTION
     return BULK_STOP_UNSTARTED_QUESTION if unstarted == len(stopped) else BULK_STOP_MIXED_QUESTION
@@ -1823,7 +1845,12 @@ def _bulk_stop_question(jobs: list[Job]) -> str:
 def _stop_plan(job: Job) -> tuple[str, bool]:
     """What Stop does to the job, as its confirmation page says it; True: it changes."""
     if job.status == JobStatus.PENDING_REVIEW:
-        return _("Waiting for review: will be withdrawn, and not sent or started."), True
+        if _never_sent(job):
+            return _("Waiting for review: will be withdrawn, and not sent or started."), True
+        return _(
+            "Waiting for review: will be withdrawn. Its last submission may have been made on "
+            "its platform: the worker looks for it there and stops it."
+        ), True
     if job_stoppable(job):
         return _("Will be stopped."), True
     if job.status == JobStatus.STOPPING:

@@ -1952,24 +1952,129 @@ def test_deleting_a_job_submitted_again_after_its_looks_were_given_up_stops_it_a
     assert job.status == JobStatus.STOPPING and len(fake.jobs) == 1
 
 
-def test_a_job_given_up_submitted_again_for_review_and_stopped_is_withdrawn_and_stopped(
-    fake, aihc, alice, settings
-):
-    """Pending review goes only to Stopped (withdrawn), never Stopping: the stop of a job
-    Submit again held for review does not wait on a look it could never end with."""
-    from jobs.actions import job_stop, job_submit_again
-    from jobs.models import ReviewMode, ReviewPolicy, ReviewState
+def given_up_and_held_for_review(fake, aihc, alice, settings, *, made: bool) -> Job:
+    """A job given up on refused looks (given_up_on_refused_looks) that Submit again held for
+    review, the review policy asking for every job: Pending review, not sent."""
+    from jobs.actions import job_submit_again
+    from jobs.models import ReviewMode, ReviewPolicy
 
-    job = given_up_on_refused_looks(fake, aihc, alice, settings, made=True)
+    job = given_up_on_refused_looks(fake, aihc, alice, settings, made=made)
+    submission_an_hour_ago(fake, job)
     ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
     job_submit_again(job=job, actor=alice)
     job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.PENDING_REVIEW, "")
+    return job
+
+
+def test_a_job_given_up_held_for_review_and_stopped_is_withdrawn_and_what_aihc_made_stopped(
+    fake, aihc, alice, settings
+):
+    """left51: Pending review went only to Stopped, so the Stop of a job Submit again held
+    for review withdrew it and Stopped it at once, unlooked-for: the job the given-up
+    submission made ran on AIHC, untracked and billed. It is withdrawn and Stopping now; the
+    worker looks for it and stops it there."""
+    from jobs.actions import job_stop
+    from jobs.models import ReviewState
+
+    job = given_up_and_held_for_review(fake, aihc, alice, settings, made=True)
+    [made] = list(fake.jobs)
+
+    assert job_stop(job=job, actor=alice)
+
+    job.refresh_from_db()
+    assert (job.status, job.review_state) == (JobStatus.STOPPING, ReviewState.WITHDRAWN)
+    assert "the worker looks for it and stops it" in job.status_reason_shown
+    aihc.sync(job)  # found by its label, adopted, its stop sent
+    job.refresh_from_db()
+    assert job.external_id == made
+    assert [call.route["job"] for call in fake.calls("StopJob")] == [made]
+    aihc.sync(job)  # AIHC reports it stopped
+    job.refresh_from_db()
+    assert (job.status, job.review_state) == (JobStatus.STOPPED, ReviewState.WITHDRAWN)
+    assert len(fake.calls("CreateJob")) == 1 and list(fake.jobs) == [made]
+
+
+def test_a_job_given_up_held_for_review_and_stopped_ends_stopped_once_aihc_shows_none(
+    fake, aihc, alice, settings
+):
+    from jobs.actions import job_stop
+    from jobs.models import ReviewState
+
+    job = given_up_and_held_for_review(fake, aihc, alice, settings, made=False)
+    assert fake.jobs == {}
+    job_stop(job=job, actor=alice)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    looks = len(fake.calls("DescribeJobs"))
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert len(fake.calls("DescribeJobs")) == looks + 1  # looked for, then ended
+    assert (job.status, job.review_state) == (JobStatus.STOPPED, ReviewState.WITHDRAWN)
+    assert job.status_reason_shown == "Stopped before AIHC created the job."
+    assert len(fake.calls("CreateJob")) == 1 and fake.calls("StopJob") == []
+
+
+def test_a_job_given_up_held_for_review_whose_stop_look_aihc_refuses_waits_its_turn(
+    fake, aihc, alice, settings
+):
+    """Its look is paced as the others' are: refused, the job stays Stopping and is not
+    looked for again before its wait has passed."""
+    from jobs.actions import job_stop
+
+    job = given_up_and_held_for_review(fake, aihc, alice, settings, made=True)
+    job_stop(job=job, actor=alice)
+    job.refresh_from_db()
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied")
+    aihc.sync(job)  # refused
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    looks = len(fake.calls("DescribeJobs"))
+
+    aihc.sync(job)  # the refused look's 30 s have not passed
+
+    assert len(fake.calls("DescribeJobs")) == looks
+    refused_looks_earlier(job, seconds=31)
+    aihc.sync(job)
+    job.refresh_from_db()
+    assert job.external_id == next(iter(fake.jobs))
+
+
+def test_deleting_a_job_given_up_and_held_for_review_withdraws_it_stops_it_and_keeps_it(
+    fake, aihc, alice, settings
+):
+    from jobs.actions import ActionError, job_delete
+    from jobs.models import ReviewState
+
+    job = given_up_and_held_for_review(fake, aihc, alice, settings, made=True)
+
+    with pytest.raises(ActionError, match="The job was stopped, not deleted: a create of it"):
+        job_delete(job=job)
+
+    job.refresh_from_db()
+    assert (job.status, job.review_state) == (JobStatus.STOPPING, ReviewState.WITHDRAWN)
+    assert len(fake.jobs) == 1
+
+
+def test_a_job_held_for_review_on_its_first_submit_is_still_withdrawn_and_stopped_at_once(
+    fake, aihc, alice
+):
+    """Only a job whose last submission was given up goes Stopping out of review: one never
+    sent to AIHC is Stopped at once, asking AIHC nothing."""
+    from jobs.actions import job_stop
+    from jobs.models import ReviewMode, ReviewPolicy, ReviewState
+
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    [job] = submit(alice, seed_spec())
     assert job.status == JobStatus.PENDING_REVIEW
 
     assert job_stop(job=job, actor=alice)
 
     job.refresh_from_db()
     assert (job.status, job.review_state) == (JobStatus.STOPPED, ReviewState.WITHDRAWN)
+    assert fake.calls("DescribeJobs") == [] and fake.calls("StopJob") == []
 
 
 def test_a_stuck_submit_given_up_submitted_again_and_stopped_is_looked_for_from_its_start(

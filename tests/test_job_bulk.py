@@ -23,6 +23,8 @@ from .runner_helpers import (  # noqa: F401
     runner_settings,
     status_of,
 )
+from .test_aihc_backend import fake as fake_aihc  # noqa: F401 (the strict fake AIHC)
+from .test_aihc_backend import given_up_and_held_for_review
 from .test_job_pages import awaiting_review, finish, submit
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
@@ -162,6 +164,35 @@ def test_stop_selected_says_a_job_awaiting_review_will_not_be_sent_or_started(al
     alice_en.post(BULK, {"action": "stop", "jobs": [waiting.public_id], "confirmed": "1"})
 
     assert status_of(waiting) == JobStatus.STOPPED
+
+
+def test_stop_selected_says_a_job_held_for_review_after_its_looks_were_given_up_is_looked_for(
+    alice,
+    alice_en,
+    settings,
+    fake_aihc,  # noqa: F811 (a fixture)
+):
+    """left51: not "not sent or started" (its platform may have made it): withdrawn, and
+    looked for there by the worker, Stopping."""
+    from jobs.backends import get_backend
+
+    held = given_up_and_held_for_review(fake_aihc, get_backend("aihc"), alice, settings, made=True)
+    waiting = awaiting_review(alice, "waiting")
+    form = {"action": "stop", "jobs": [held.public_id, waiting.public_id]}
+
+    html = alice_en.post(BULK, form).content.decode()
+
+    assert plans(html) == {
+        held.public_id: "Waiting for review: will be withdrawn. Its last submission may have "
+        "been made on its platform: the worker looks for it there and stops it.",
+        waiting.public_id: "Waiting for review: will be withdrawn, and not sent or started.",
+    }
+    question = re.search(r'<p id="bulk-question">([^<]*)</p>', html).group(1)
+    assert question.startswith("Stopped jobs cannot be resumed: the instances of those that")
+
+    alice_en.post(BULK, {**form, "confirmed": "1"})
+
+    assert [status_of(held), status_of(waiting)] == [JobStatus.STOPPING, JobStatus.STOPPED]
 
 
 def test_sending_the_same_confirmed_stop_again_changes_nothing_more(alice, alice_en):

@@ -30,6 +30,8 @@ from jobs.shim import UsageLog
 from jobs.worker import Worker
 
 from .runner_helpers import CARD, make_spec, run_until, runner_settings, status_of  # noqa: F401
+from .test_aihc_backend import fake as fake_aihc  # noqa: F401 (the strict fake AIHC)
+from .test_aihc_backend import given_up_and_held_for_review
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
@@ -836,6 +838,43 @@ def test_the_stop_question_of_a_job_awaiting_review_says_it_will_not_be_sent_or_
     assert status_of(job) == JobStatus.STOPPED
     job.refresh_from_db()
     assert job.review_state == ReviewState.WITHDRAWN
+
+
+def test_the_stop_question_of_a_job_held_for_review_after_its_looks_were_given_up_says_it_is_looked_for(
+    alice,
+    alice_client,
+    settings,
+    fake_aihc,  # noqa: F811 (a fixture)
+):
+    """left51: its platform may have made it, so it is not "not sent or started": its Stop
+    withdraws it and has the worker look for it there (Stopping), and says so."""
+    from jobs.backends import get_backend
+
+    job = given_up_and_held_for_review(fake_aihc, get_backend("aihc"), alice, settings, made=True)
+    stop = reverse("job-stop", args=[job.public_id])
+    alice_client.cookies["django_language"] = "en"
+
+    asked = alice_client.post(stop).content.decode()
+
+    question = (
+        "Stop this job? It is waiting for review, but its platform may have made it from its "
+        "last submission: it is withdrawn from review, and the worker looks for it there and "
+        "stops it. It cannot be resumed."
+    )
+    assert re.search(r'<p id="stop-question">([^<]*)</p>', asked).group(1) == question
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert f'data-confirm="{question}"' in page
+    alice_client.cookies["django_language"] = "zh-hans"
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert (
+        'data-confirm="确定停止该任务吗？该任务正在等待审核，但平台可能已按其上次提交创建了它'
+        in page
+    )
+
+    alice_client.post(stop, {"confirmed": "1"})
+
+    job.refresh_from_db()
+    assert (job.status, job.review_state) == (JobStatus.STOPPING, ReviewState.WITHDRAWN)
 
 
 def test_deleting_a_finished_job_removes_it(alice, alice_client):

@@ -1248,6 +1248,42 @@ def test_a_job_given_up_on_refused_looks_submitted_again_and_stopped_queued_is_d
     assert fake.jobs() == []
 
 
+def test_a_job_given_up_on_refused_looks_held_for_review_and_stopped_is_deleted_there(
+    fake, k8s, alice
+):
+    """left51: Submit again held the job for review, and Pending review went only to Stopped:
+    its Stop withdrew it and Stopped it at once, and the PyTorchJob the last create made ran
+    on, unwatched. It is withdrawn and Stopping now; the worker looks for it by its label and
+    deletes it."""
+    from jobs.actions import job_stop, job_submit_again
+    from jobs.models import ReviewMode, ReviewPolicy, ReviewState
+
+    roles = [S.Role("master", 1, A800, 4), S.Role("worker", 1, A800, 4)]
+    job = look_refused_after_four_creates(fake, k8s, alice, refusals=2, roles=roles)
+    refused_looks_earlier(job, seconds=3600)
+    k8s.submit(job)  # refused again, an hour after the first: given up
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED and len(fake.jobs()) == 1
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    job_submit_again(job=job, actor=alice)
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.PENDING_REVIEW, "")
+
+    job_stop(job=job, actor=alice)
+
+    job.refresh_from_db()
+    assert (job.status, job.review_state) == (JobStatus.STOPPING, ReviewState.WITHDRAWN)
+    assert "the worker looks for it and stops it" in job.status_reason_shown
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    job.refresh_from_db()
+    k8s.sync(job)  # found by its label, adopted and deleted
+    job.refresh_from_db()
+    k8s.sync(job)  # gone
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert fake.jobs() == []
+
+
 def test_submit_again_after_the_creates_were_given_up_sends_a_create_again(fake, k8s, alice):
     """The unanswered creates are counted in one submission: until left42 they were counted
     over the job's life, so Submit again on a job given up after its fourth was failed

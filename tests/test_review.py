@@ -6,6 +6,7 @@ from django.utils import translation
 
 from jobs import spec as S
 from jobs.actions import ActionError, job_stop
+from jobs.backends import get_backend
 from jobs.models import (
     CardQuota,
     Job,
@@ -24,6 +25,8 @@ from jobs.review import (
 )
 from jobs.services import jobs_submit
 from tests.conftest import run_queued_tasks
+from tests.test_aihc_backend import fake as fake_aihc  # noqa: F401 (the strict fake AIHC)
+from tests.test_aihc_backend import given_up_and_held_for_review
 from tests.test_concurrent_limits import at_once
 
 A800 = "baidu.com/a800_80g_cgpu"
@@ -283,6 +286,54 @@ def test_a_job_its_owner_stops_while_it_waits_for_review_leaves_the_reviewers_pe
     assert job.review_state == ReviewState.WITHDRAWN
     pending = admin_client.get("/admin/jobs/job/?review_state__exact=pending")
     assert job.public_id not in pending.content.decode()
+
+
+def test_a_job_held_for_review_after_its_looks_were_given_up_leaves_the_list_as_it_stops(
+    alice,
+    admin_client,
+    settings,
+    fake_aihc,  # noqa: F811 (a fixture)
+):
+    """left51: its Stop makes it Stopping, to look for what the given-up submission made on
+    AIHC (until then: Stopped at once, that job left running); withdrawn all the same, so no
+    reviewer is asked to approve a job being stopped."""
+    job = given_up_and_held_for_review(fake_aihc, get_backend("aihc"), alice, settings, made=True)
+
+    assert job_stop(job=job, actor=alice) is True
+
+    job.refresh_from_db()
+    assert (job.status, job.review_state) == (JobStatus.STOPPING, ReviewState.WITHDRAWN)
+    pending = admin_client.get("/admin/jobs/job/?review_state__exact=pending")
+    assert job.public_id not in pending.content.decode()
+    page = admin_client.get(f"/admin/jobs/job/{job.pk}/change/").content.decode()
+    assert f"/admin/jobs/job/{job.pk}/review/approve/" not in page
+
+
+def test_approving_a_job_stopped_out_of_review_to_be_looked_for_is_skipped_and_it_stays_stopping(
+    alice,
+    reviewer,
+    admin_client,
+    settings,
+    fake_aihc,  # noqa: F811 (a fixture)
+):
+    """The approval a reviewer sends from a page loaded before the owner's Stop: skipped,
+    said so, no error page; the job is not queued to be sent again."""
+    job = given_up_and_held_for_review(fake_aihc, get_backend("aihc"), alice, settings, made=True)
+    job_stop(job=job, actor=alice)
+
+    done = admin_client.post(
+        "/admin/jobs/job/",
+        {"action": "approve_jobs", "_selected_action": [job.pk], "post": "yes", "_single": "1"},
+        follow=True,
+    )
+
+    assert done.status_code == 200
+    said = [str(m) for m in done.context["messages"]]
+    assert any("跳过" in m for m in said), said
+    assert job_approve(job=job, reviewer=reviewer) is False
+    job.refresh_from_db()
+    assert (job.status, job.review_state) == (JobStatus.STOPPING, ReviewState.WITHDRAWN)
+    assert not job.events.filter(reason="Approved").exists()
 
 
 def test_a_finished_job_cannot_be_stopped(alice, reviewer):

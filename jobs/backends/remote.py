@@ -34,6 +34,7 @@ from jobs.models import (
     JobReplica,
     JobStatus,
     ReplicaStatus,
+    ReviewState,
 )
 from jobs.runtime_env import with_group_task
 from jobs.services import job_event, job_fail_unreadable, job_transition, recorded
@@ -66,7 +67,11 @@ STOP_LOOKING = gettext_noop(
 )
 # The statuses in which a job submitted again after a submission given up on refused looks
 # (given_up_submission_start) is stopped as one whose create is unsettled (create_unsettled).
-SUBMITTED_AGAIN = frozenset({JobStatus.QUEUED, JobStatus.SUBMITTING, JobStatus.STOPPING})
+# Pending review too: Submit again held it for review, and its Stop withdraws it and looks
+# (until left51 it was Stopped at once, what the given-up submission made left running).
+SUBMITTED_AGAIN = frozenset(
+    {JobStatus.PENDING_REVIEW, JobStatus.QUEUED, JobStatus.SUBMITTING, JobStatus.STOPPING}
+)
 # A look for what an unanswered create made that the platform answered with a refusal (403,
 # a 5xx, any error but "not found"): the job is looked for again at its own pace, not at every
 # worker pass (two events each until left46) and not by pausing the platform's submits (the
@@ -496,8 +501,9 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         create in this submission.
 
         Not for the job Submit failed itself (its reason says where to look, and Submit again
-        looks), nor for one Submit again held for review: Pending review goes only to Stopped
-        (withdrawn), never Stopping, so its stop cannot wait on a look."""
+        looks). For one Submit again held for review (Pending review) too: its Stop withdraws
+        it from review and makes it Stopping (_move), the one way out of Pending review but
+        Stopped; until left51 it was Stopped at once, unlooked-for."""
         if job.external_id:
             return False
         if unanswered_creates(job, self.unanswered_events).exists():
@@ -577,6 +583,11 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
     ) -> bool:
         if to == job.status or to not in TRANSITIONS[job.status]:
             return False
+        if job.status == JobStatus.PENDING_REVIEW:
+            # A backend moves a job out of review only to stop it (Stopping, to look for what
+            # a given-up submission made: create_unsettled): withdrawn, as jobs.actions.job_stop
+            # withdraws the one it Stops, so off the reviewers' list (left51).
+            fields.setdefault("review_state", ReviewState.WITHDRAWN)
         return job_transition(
             job=job, to=to, reason=reason, message=message, warning=warning, event=event, **fields
         )
