@@ -1212,6 +1212,20 @@ def test_a_look_the_api_server_has_refused_for_an_hour_fails_the_job_saying_wher
     )
 
 
+def looked_for_deleted_and_stopped(fake, k8s, job) -> None:
+    """A stopped job with no name on the cluster, 5 minutes on (past the wait for a job left
+    Stopping): the worker finds what its create made by its label and deletes it, then sees it
+    gone and ends the job Stopped, nothing of it left on the cluster."""
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    job.refresh_from_db()
+    k8s.sync(job)  # found by its label, adopted and deleted
+    job.refresh_from_db()
+    k8s.sync(job)  # gone
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert fake.jobs() == []
+
+
 def test_a_job_given_up_on_refused_looks_submitted_again_and_stopped_queued_is_deleted_there(
     fake, k8s, alice
 ):
@@ -1238,14 +1252,7 @@ def test_a_job_given_up_on_refused_looks_submitted_again_and_stopped_queued_is_d
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPING
     assert "the worker looks for it and stops it" in job.status_reason_shown
-    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
-    job.refresh_from_db()
-    k8s.sync(job)  # found by its label, adopted and deleted
-    job.refresh_from_db()
-    k8s.sync(job)  # gone
-    job.refresh_from_db()
-    assert job.status == JobStatus.STOPPED
-    assert fake.jobs() == []
+    looked_for_deleted_and_stopped(fake, k8s, job)
 
 
 def test_a_job_given_up_on_refused_looks_held_for_review_and_stopped_is_deleted_there(
@@ -1274,14 +1281,7 @@ def test_a_job_given_up_on_refused_looks_held_for_review_and_stopped_is_deleted_
     job.refresh_from_db()
     assert (job.status, job.review_state) == (JobStatus.STOPPING, ReviewState.WITHDRAWN)
     assert "the worker looks for it and stops it" in job.status_reason_shown
-    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
-    job.refresh_from_db()
-    k8s.sync(job)  # found by its label, adopted and deleted
-    job.refresh_from_db()
-    k8s.sync(job)  # gone
-    job.refresh_from_db()
-    assert job.status == JobStatus.STOPPED
-    assert fake.jobs() == []
+    looked_for_deleted_and_stopped(fake, k8s, job)
 
 
 def test_submit_again_after_the_creates_were_given_up_sends_a_create_again(fake, k8s, alice):
@@ -1565,14 +1565,7 @@ def test_a_job_queued_again_after_a_create_with_no_clear_answer_is_stopped_where
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPING
     assert "the worker looks for it and stops it" in job.status_reason_shown
-    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
-    job.refresh_from_db()
-    k8s.sync(job)  # found by its label, adopted and deleted
-    job.refresh_from_db()
-    k8s.sync(job)  # gone
-    job.refresh_from_db()
-    assert job.status == JobStatus.STOPPED
-    assert fake.jobs() == []
+    looked_for_deleted_and_stopped(fake, k8s, job)
 
 
 def test_deleting_a_job_queued_again_after_an_unsettled_create_stops_it_and_keeps_it(
