@@ -14,6 +14,7 @@ import re
 import secrets
 import shutil
 import ssl
+import time
 import zoneinfo
 from pathlib import Path
 
@@ -143,21 +144,21 @@ def _secret_key() -> str:
     if given:
         return given
     key_file = VAR_DIR / "secret_key"
-    if not key_file.exists():
-        # Written whole beside it, then linked into place: two processes starting at once on a
-        # fresh VAR_DIR (the web server and the worker, or two test processes) agree on the
-        # first key linked, and neither reads a key file still empty.
-        draft = VAR_DIR / f".secret_key.{os.getpid()}"
-        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
         with os.fdopen(fd, "w") as f:
             f.write(secrets.token_urlsafe(50))
-        try:
-            os.link(draft, key_file)
-        except FileExistsError:
-            pass
-        finally:
-            draft.unlink()
-    return key_file.read_text().strip()
+    # Two processes starting at once on a fresh VAR_DIR (the web server and the worker, or
+    # two test processes): the one that did not make the file may find it still empty, for
+    # the moment between the other's create and its write.
+    for _attempt in range(100):
+        if key := key_file.read_text().strip():
+            return key
+        time.sleep(0.05)
+    raise ImproperlyConfigured(f"{key_file} is empty: delete it, and a new key is made.")
 
 
 SECRET_KEY = _secret_key()

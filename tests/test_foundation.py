@@ -597,6 +597,43 @@ def test_an_empty_variable_means_its_default_and_an_empty_secret_file_is_refused
     assert refused.stderr.strip() == f"Configuration error: SECRET_KEY_FILE={empty} is empty"
 
 
+def test_processes_starting_together_on_a_fresh_var_folder_share_one_secret_key(tmp_path):
+    """The web server and the worker (or two test processes) start at once on a fresh
+    CONSOLE_VAR_DIR: each makes or reads the same key, none fails on the other's file."""
+    show = "from django.conf import settings as s; print(s.SECRET_KEY)"
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path)}
+    env.pop("SECRET_KEY", None)
+    starts = [
+        subprocess.Popen(
+            [sys.executable, "manage.py", "shell", "-c", show],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    answers = [start.communicate(timeout=120) for start in starts]
+
+    assert [start.returncode for start in starts] == [0] * 4, [err for _, err in answers]
+    keys = {out.strip().splitlines()[-1] for out, _ in answers}
+    assert keys == {(tmp_path / "secret_key").read_text().strip()}
+    assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_secret_key_file_left_empty_is_refused_saying_to_delete_it(tmp_path):
+    (tmp_path / "secret_key").write_text("")
+
+    refused = manage(tmp_path, "check")
+
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        f"Configuration error: {tmp_path / 'secret_key'} is empty: delete it, and a new key is "
+        "made."
+    )
+
+
 def test_a_rotated_secret_key_still_opens_api_keys_and_signatures_listed_as_a_fallback(tmp_path):
     old, new = "old-secret-key-" + "o" * 40, "new-secret-key-" + "n" * 40
     made = manage(
