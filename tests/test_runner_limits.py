@@ -32,7 +32,10 @@ from .runner_helpers import (
     volume,
 )
 
-pytestmark = pytest.mark.usefixtures("runner_settings")
+# alone: these hold the jobs' parent cgroup, shared by every test process's jobs, to a few
+# hundred MiB or time its CPU shares; a worker another process starts meanwhile sets the parent
+# back (`make test` runs them after the rest, by themselves).
+pytestmark = [pytest.mark.usefixtures("runner_settings"), pytest.mark.alone]
 
 # Fills `MiB` of memory (every page written, so it is really used), then says so.
 ALLOCATE = "import sys; block = b'x' * (int(sys.argv[1]) << 20); print('allocated', len(block) >> 20, 'MiB')"

@@ -32,7 +32,10 @@ from .runner_helpers import (
 from .test_foundation import manage
 from .test_runner_limits import ALLOCATE, host_cgroups, limits  # noqa: F401
 
-pytestmark = pytest.mark.usefixtures("runner_settings")
+# alone: these hold the jobs' parent cgroup, shared by every test process's jobs, to a few
+# hundred MiB or time its CPU shares; a worker another process starts meanwhile sets the parent
+# back (`make test` runs them after the rest, by themselves).
+pytestmark = [pytest.mark.usefixtures("runner_settings"), pytest.mark.alone]
 
 
 @pytest.fixture
