@@ -199,13 +199,59 @@ def test_next_pressed_again_while_the_step_is_on_its_way_moves_one_step(logged_i
 
     page.click("#wizard-next")
     slow.wait_held()
-    page.click("#wizard-next")  # nothing seemed to happen
+    # Nothing seems to happen, and 下一步 is pressed again: it is disabled until the answer comes.
+    expect(page.locator("#wizard-next")).to_be_disabled()
+    page.click("#wizard-next", force=True)
     slow.let_go()
 
     page.wait_for_url(re.compile(r"/resources/$"))
     expect(page.locator("#step-heading")).to_contain_text("资源配置")
     expect(page.locator("#request-error")).to_be_hidden()
-    assert len(sent) == 1  # the second press waited behind the first, dropped with its form
+    assert len(sent) == 1
+
+
+def test_next_pressed_while_the_filled_in_example_is_on_its_way_waits_for_it(logged_in_page):
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "mpi-allreduce")
+    page.check("input[name=framework][value=MPIJob]")
+    next_step(page, "image")
+    page.fill("#id_image", "docker.io/horovod/horovod:0.28.1")
+    page.click("#examples summary")
+    slow = HeldAnswer(page, "/image/")
+
+    page.click("#fill-example")
+    slow.wait_held()
+    # Before, 下一步 could be pressed meanwhile: htmx held it for the form the example's answer
+    # then replaced, and dropped it with that form; the person stayed on the step (CI, session 39).
+    expect(page.locator("#wizard-next")).to_be_disabled()
+    expect(page.locator("#fill-example")).to_be_disabled()
+    expect(page.locator("#add-env")).to_be_disabled()
+    slow.let_go()
+
+    expect(page.locator("#id_command")).to_have_value(re.compile(r"^mpirun "))
+    expect(page.locator("#wizard-next")).to_be_enabled()
+    next_step(page, "resources")
+    draft = Draft.objects.get()
+    assert draft.data[W.IMAGE]["command"][0].startswith("mpirun ")
+
+
+def test_the_idle_counts_asking_again_leave_the_steps_buttons_enabled(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    slow = HeldAnswer(page, "/idle/")
+    slow.wait_held()  # the first count's asking again, every 5 s, is on its way
+
+    # Looked at at once: the next asking again, 5 s on, replaces the held one (and would
+    # re-enable what it disabled).
+    disabled = page.evaluate(
+        "() => [...document.querySelectorAll('#wizard-form button')].filter((b) => b.disabled)"
+        ".map((b) => b.id || b.value)"
+    )
+    assert disabled == []
+    slow.let_go()
 
 
 def test_a_submit_whose_answer_was_lost_pressed_again_opens_the_one_job_it_made(logged_in_page):
