@@ -1864,6 +1864,12 @@ def _delete_plan(job: Job, only_stopped: bool) -> tuple[str, bool]:
     refusal = job_delete_refusal(job)
     if refusal:
         return _("Will not be deleted: %(why)s") % {"why": refusal}, False
+    if only_stopped and job.status == JobStatus.PENDING_REVIEW:
+        return _(
+            "Waiting for review: will be withdrawn, stopped and kept, not deleted: its last "
+            "submission may have been made on its platform. The worker looks for it there and "
+            "stops it; delete the job again once it has stopped."
+        ), True
     if only_stopped:
         return _(
             "Will be stopped and kept, not deleted: a create of it got no clear answer, so its "

@@ -195,6 +195,30 @@ def test_stop_selected_says_a_job_held_for_review_after_its_looks_were_given_up_
     assert [status_of(held), status_of(waiting)] == [JobStatus.STOPPING, JobStatus.STOPPED]
 
 
+def test_delete_selected_says_a_job_held_for_review_after_its_looks_were_given_up_is_withdrawn_and_kept(
+    alice,
+    alice_en,
+    settings,
+    fake_aihc,  # noqa: F811 (a fixture)
+):
+    """Until session 40 its row said "Will be stopped and kept", as for a Queued job, and not
+    that Delete also takes it off the reviewers' list."""
+    from jobs.backends import get_backend
+
+    held = given_up_and_held_for_review(fake_aihc, get_backend("aihc"), alice, settings, made=True)
+    form = {"action": "delete", "jobs": [held.public_id]}
+
+    html = alice_en.post(BULK, form).content.decode()
+    alice_en.post(BULK, {**form, "confirmed": "1"})
+
+    assert plans(html) == {
+        held.public_id: "Waiting for review: will be withdrawn, stopped and kept, not deleted: "
+        "its last submission may have been made on its platform. The worker looks for it there "
+        "and stops it; delete the job again once it has stopped."
+    }
+    assert status_of(held) == JobStatus.STOPPING
+
+
 def test_sending_the_same_confirmed_stop_again_changes_nothing_more(alice, alice_en):
     job = submit(alice)
     form = {"action": "stop", "jobs": [job.public_id], "confirmed": "1"}
