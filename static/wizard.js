@@ -1,7 +1,7 @@
 // The create-job wizard: where focus goes when htmx swaps in a step, the current step kept in
-// view on a phone, AIAK creation picking PyTorch. Its review step's copy buttons are
-// console.js's (shared with the job page); everything else is plain forms and htmx
-// attributes. The CSP forbids inline scripts, so the JS is all in these files.
+// view on a phone, AIAK creation picking PyTorch and its section following the pool. Its
+// review step's copy buttons are console.js's (shared with the job page); everything else is
+// plain forms and htmx attributes. The CSP forbids inline scripts, so the JS is all in these files.
 "use strict";
 
 // After htmx swaps in a step (下一步, 上一步, a stepper link), focus moves as a page load
@@ -140,4 +140,23 @@ document.addEventListener("htmx:afterSwap", function () {
     const field = document.querySelector(`#wizard [name="${CSS.escape(name)}"]`);
     if (field) field.value = value;
   }
+});
+
+// The AIAK section (the creation-mode switch's answer) is drawn for the pool sent with its
+// request. A pool chosen while that answer was on its way asked for nothing more (in custom
+// mode there is no preview yet to follow the pool), so the section landed with the warning,
+// or none, for the pool chosen before (left52): it is asked for once more, for the pool now.
+const poolSent = new WeakMap();
+document.addEventListener("htmx:configRequest", function (event) {
+  const pool = document.getElementById("id_resource_pool");
+  if (event.detail.target.id !== "aiak-section" || !pool) return;
+  poolSent.set(event.detail, pool.value);
+});
+document.addEventListener("htmx:afterSwap", function (event) {
+  const request = event.detail.requestConfig;
+  if (!request || !poolSent.has(request)) return;
+  const pool = document.getElementById("id_resource_pool");
+  // Only the section of AIAK mode (with its preview) shows anything of the pool.
+  const stale = pool && pool.value !== poolSent.get(request);
+  if (stale && document.getElementById("aiak-preview")) htmx.trigger(request.elt, "change");
 });

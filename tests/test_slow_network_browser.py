@@ -164,6 +164,32 @@ def test_the_aiak_preview_follows_the_template_chosen_while_the_pool_chosen_befo
     expect(page.locator("#aiak-misfit")).to_have_count(0)
 
 
+def test_the_aiak_section_follows_the_pool_chosen_while_switching_back_to_aiak_is_slow(
+    logged_in_page,
+    aihc_pool,  # noqa: F811
+):
+    page = logged_in_page
+    start(page)
+    page.select_option("select[name=resource_pool]", aihc_pool)  # 32 A800
+    choose_aiak_template(page, "llama2-70b")  # 32 cards: fits this pool
+    expect(page.locator("#aiak-misfit")).to_have_count(0)
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.check("input[name=creation_mode][value=custom]")
+    settled(page)
+    slow = HeldAnswer(page, "/aiak/")
+
+    page.check("input[name=creation_mode][value=aiak]")  # the template is remembered
+    slow.wait_held()
+    with page.expect_response(lambda r: "/queues/" in r.url):
+        page.select_option("select[name=resource_pool]", "local")  # fewer than 32 cards
+    slow.let_go()
+
+    # Before, the section landed drawn for the AIHC pool, without the warning, and the pool
+    # change had asked for nothing (custom mode has no preview to follow it).
+    expect(page.locator("#aiak-fill")).to_contain_text("llama2 70b")
+    expect(page.locator("#aiak-misfit")).to_contain_text("32")
+
+
 def test_a_step_sent_while_offline_says_so_keeps_what_was_typed_and_goes_on_once_back(
     logged_in_page,
 ):
