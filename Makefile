@@ -70,7 +70,7 @@ XDIST := -n $(TEST_PROCESSES) --dist loadfile
 test: lint
 	$(PY) manage.py makemigrations --check --dry-run
 	@# Exit code 5 (no test selected) is no failure of either run, as PYTEST_ARGS may pick
-	@# tests of one kind only; of both, it is: PYTEST_ARGS named nothing that exists.
+	@# tests of one kind only; of both, it is: PYTEST_ARGS matched no test (a -k or -m).
 	$(VENV)/bin/pytest $(XDIST) -m "not alone" --durations=30 $(PYTEST_ARGS); \
 	  rest=$$?; [ $$rest -eq 0 ] || [ $$rest -eq 5 ] || exit $$rest; \
 	  $(VENV)/bin/pytest -m alone --durations=10 $(PYTEST_ARGS); \
