@@ -432,3 +432,63 @@ def test_a_search_sent_while_older_matches_are_slow_to_come_is_the_one_shown(log
     expect(page.locator("#log-search-results mark")).to_have_text("step 249 loss")
     expect(page.locator("#log-search-older")).to_have_count(0)
     expect(page.locator("#log-search-submit")).to_be_enabled()
+
+
+def import_body(name: str, *, cpu: int = 4) -> str:
+    return (
+        f'{{"name": "{name}", "queue": "default", "jobFramework": "PyTorchJob", "jobSpec": '
+        '{"command": "true", "image": "python:3.12", "replicas": 1, '
+        f'"resources": [{{"name": "cpu", "quantity": {cpu}}}]}}}}'
+    )
+
+
+def test_import_pressed_again_with_other_text_while_the_first_is_on_its_way_makes_one_draft(
+    logged_in_page,
+):
+    page = logged_in_page
+    page.click("#nav-create-job")
+    page.fill("#import-body", import_body("first-paste"))
+    page.select_option("#import-pool", "local")
+    sent = []
+    page.on("request", lambda r: sent.append(r.url) if r.url.endswith("/import/") else None)
+    slow = HeldAnswer(page, "/import/")
+
+    page.click("#import-submit")
+    slow.wait_held()
+    # Nothing seems to happen: the person pastes another body and presses 导入 again.
+    expect(page.locator("#import-submit")).to_be_disabled()
+    expect(page.locator("button[form=import-form]").first).to_be_disabled()
+    page.fill("#import-body", import_body("second-paste"))
+    page.click("#import-submit", force=True)
+    slow.route.continue_()  # the answer opens the draft: no page left to settle
+
+    # Before, the second press waited behind the first and was sent once its answer came,
+    # before the draft it opened had loaded: a second draft, of the second paste.
+    page.wait_for_url(re.compile(r"/basic/$"))
+    expect(page.locator("#id_name")).to_have_value("first-paste")
+    assert len(sent) == 1
+    assert [d.data[W.BASIC]["name"] for d in Draft.objects.all()] == [["first-paste"]]
+
+
+def test_import_is_disabled_while_a_refused_one_is_on_its_way_and_imports_once_fixed(
+    logged_in_page,
+):
+    page = logged_in_page
+    page.click("#nav-create-job")
+    page.fill("#import-body", import_body("cpu-typo", cpu=-3))
+    page.select_option("#import-pool", "local")
+    slow = HeldAnswer(page, "/import/")
+
+    page.click("#import-submit")
+    slow.wait_held()
+    # Before, a 导入 pressed now waited behind the first and was dropped with the form its
+    # refusal replaced: the person saw the refusal as if not pressed again.
+    expect(page.locator("#import-submit")).to_be_disabled()
+    slow.let_go()
+
+    expect(page.locator("#import-body-errors")).to_contain_text("CPU 核数须在 1 到 1024 之间")
+    expect(page.locator("#import-submit")).to_be_enabled()
+    page.fill("#import-body", import_body("cpu-typo"))
+    page.click("#import-submit")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    assert Draft.objects.count() == 1
