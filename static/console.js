@@ -339,6 +339,18 @@ document.addEventListener("htmx:configRequest", (event) => {
 // A page come back to (the back button) may have its boxes restored by the browser.
 window.addEventListener("pageshow", carrySelection);
 
+// Capture stacks (jobs/_hang_capture.html) is disabled while its request is on its way, but the
+// status refresh draws its slot again every 2 s: it drew an enabled button then, and a second
+// press was sent, refused (one capture in 30 s) and its answer could land over the first's.
+// While the capture is on its way the slot is left as it is; the capture's answer draws the
+// whole section again, the button as the job is then.
+document.addEventListener("htmx:oobBeforeSwap", (event) => {
+  const slot = event.detail.target;
+  if (slot.id === "hang-capture-slot" && slot.querySelector("form.htmx-request")) {
+    event.detail.shouldSwap = false;
+  }
+});
+
 // htmx leaves the page as it was when a request fails (an error answer is not swapped in):
 // say so, or 下一步 would seem to do nothing. Any later request that succeeds clears it.
 function showRequestError(kind, status) {

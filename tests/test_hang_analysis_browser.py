@@ -148,3 +148,36 @@ def test_on_staffs_hang_analysis_page_capture_stacks_follows_the_jobs_status(
     expect(page.locator("#job-status")).to_have_text(re.compile("成功"), timeout=30_000)
     expect(page.locator("#hang-capture")).to_have_count(0)
     expect(page.locator("#hang-none")).to_be_visible()
+
+
+def test_capture_stacks_stays_disabled_through_the_status_refresh_while_its_request_is_on_its_way(
+    logged_in_page, alice
+):
+    from .test_job_pages_browser import submitted
+    from .test_slow_network_browser import HeldAnswer
+
+    job = submitted(alice, "slow-capture", command="sleep 60")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#job-status")).to_have_text(re.compile("运行中"), timeout=20_000)
+    button = page.locator("#hang-capture")
+    sent = []
+    page.on("request", lambda r: sent.append(r.url) if "/hang/capture/" in r.url else None)
+    slow = HeldAnswer(page, "/hang/capture/")
+
+    button.click()
+    slow.wait_held()
+    expect(button).to_be_disabled()
+    for _refresh in range(2):  # the second's answer comes after the first was drawn
+        with page.expect_response(lambda r: "/live/" in r.url):
+            pass
+    # Before, the refresh drew an enabled button over it: a second press was sent, refused
+    # (one capture in 30 s), and its answer could land over the first's.
+    expect(button).to_be_disabled()
+    button.click(force=True)
+    slow.let_go()
+
+    expect(page.locator("#hang-captures .nav-link.active")).to_contain_text("手动")
+    expect(page.locator("#hang-refused")).to_have_count(0)
+    expect(button).to_be_enabled()
+    assert len(sent) == 1

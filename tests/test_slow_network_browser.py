@@ -10,6 +10,8 @@ from playwright.sync_api import expect
 
 from jobs import wizard as W
 from jobs.models import Draft, Job
+from tests.runner_helpers import runner_settings  # noqa: F401
+from tests.test_big_jobs import finished
 from tests.test_job_pages_browser import submitted, worker_thread  # noqa: F401
 from tests.test_volume_access_browser import _team_volumes, to_the_data_step  # noqa: F401
 from tests.test_wizard_browser import (  # noqa: F401
@@ -327,3 +329,166 @@ def test_a_job_page_whose_connection_drops_says_so_and_catches_up_once_back(logg
     # The next refresh clears it and draws the job as it is now (it ended meanwhile).
     expect(page.locator("#job-live")).to_contain_text("成功", timeout=30_000)
     expect(banner).to_be_hidden()
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_the_replica_shown_from_the_list_is_the_one_asked_for_last_while_the_first_is_slow(
+    logged_in_page, alice
+):
+    page = logged_in_page
+    job = finished(alice, 63)  # 64 replicas: picked from a list
+    page.goto(f"/jobs/{job.public_id}/")
+    slow = HeldAnswer(page, "logs/?replica=worker-40")
+
+    page.select_option("#log-replica", "worker-40")
+    page.click("#log-replica-show")
+    slow.wait_held()
+    # Nothing seems to happen: the person picks another and presses 显示日志 again.
+    page.select_option("#log-replica", "worker-50")
+    page.click("#log-replica-show")
+    slow.let_go()
+
+    # Before, the second press waited behind the first and was dropped with the form its
+    # answer replaced: worker-40's log was shown, and selected, as if picked last.
+    expect(page.locator("#log-lines")).to_contain_text("hello from worker-50")
+    expect(page.locator("#log-replica")).to_have_value("worker-50")
+    expect(page).to_have_url(re.compile(r"\?replica=worker-50#logs$"))
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_the_previous_replica_pressed_while_the_next_is_slow_is_the_one_shown(
+    logged_in_page, alice
+):
+    page = logged_in_page
+    job = finished(alice, 63)
+    page.goto(f"/jobs/{job.public_id}/?replica=worker-40")
+    slow = HeldAnswer(page, "logs/?replica=worker-41")
+
+    page.click("#log-replica-next")
+    slow.wait_held()
+    with page.expect_response(lambda r: "logs/?replica=worker-39" in r.url):
+        page.click("#log-replica-previous")  # changed mind
+    slow.let_go()
+
+    # Before, both went; worker-41's answer, coming last, found its panel gone but still set
+    # the address to worker-41's.
+    expect(page.locator("#log-lines")).to_contain_text("hello from worker-39")
+    expect(page.locator("#log-replica")).to_have_value("worker-39")
+    expect(page).to_have_url(re.compile(r"\?replica=worker-39#logs$"))
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_the_log_tab_pressed_last_is_the_one_shown_when_the_one_before_is_slow(
+    logged_in_page, alice
+):
+    page = logged_in_page
+    job = finished(alice, 2)  # 3 replicas: a tab each
+    page.goto(f"/jobs/{job.public_id}/")
+    tabs = page.locator("#log-panel .nav-tabs")
+    slow = HeldAnswer(page, "logs/?replica=worker-0")
+
+    tabs.get_by_text("worker-0").click()
+    slow.wait_held()
+    with page.expect_response(lambda r: "logs/?replica=worker-1" in r.url):
+        tabs.get_by_text("worker-1").click()
+    slow.let_go()
+
+    # Before, both went; worker-0's answer, coming last, found its panel gone but still set
+    # the address to worker-0's: a reload or a shared link showed the other replica.
+    expect(page.locator("#log-lines")).to_contain_text("hello from worker-1")
+    expect(tabs.locator(".active")).to_have_text("worker-1")
+    expect(page).to_have_url(re.compile(r"\?replica=worker-1#logs$"))
+
+
+def test_a_search_sent_while_older_matches_are_slow_to_come_is_the_one_shown(logged_in_page, alice):
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+
+    job = submitted(alice, "loss-pages")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text(
+        "".join(f"2026-11-30T09:00:00.000000Z step {i} loss 0.5\n" for i in range(1, 251))
+    )
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/?replica=master-0&q=loss&context=0#log-search")
+    slow_older = HeldAnswer(page, "before=")
+    slow_search = HeldAnswer(page, "q=step")
+
+    page.click("#log-search-older")  # 更早的匹配
+    slow_older.wait_held()
+    # Nothing seems to happen: the person searches for something else meanwhile, and its
+    # answer is slower still.
+    page.fill("#log-search-q", "step 249 loss")
+    page.click("#log-search-submit")
+    slow_search.wait_held()
+    slow_older.let_go()
+    slow_search.let_go()
+
+    # Before, both went, and the one that came first was shown: the older page of 'loss', the
+    # words typed gone from the box; the search's answer, coming after, found its section gone.
+    expect(page.locator("#log-search-q")).to_have_value("step 249 loss")
+    expect(page.locator("#log-search-results mark")).to_have_text("step 249 loss")
+    expect(page.locator("#log-search-older")).to_have_count(0)
+    expect(page.locator("#log-search-submit")).to_be_enabled()
+
+
+def import_body(name: str, *, cpu: int = 4) -> str:
+    return (
+        f'{{"name": "{name}", "queue": "default", "jobFramework": "PyTorchJob", "jobSpec": '
+        '{"command": "true", "image": "python:3.12", "replicas": 1, '
+        f'"resources": [{{"name": "cpu", "quantity": {cpu}}}]}}}}'
+    )
+
+
+def test_import_pressed_again_with_other_text_while_the_first_is_on_its_way_makes_one_draft(
+    logged_in_page,
+):
+    page = logged_in_page
+    page.click("#nav-create-job")
+    page.fill("#import-body", import_body("first-paste"))
+    page.select_option("#import-pool", "local")
+    sent = []
+    page.on("request", lambda r: sent.append(r.url) if r.url.endswith("/import/") else None)
+    slow = HeldAnswer(page, "/import/")
+
+    page.click("#import-submit")
+    slow.wait_held()
+    # Nothing seems to happen: the person pastes another body and presses 导入 again.
+    expect(page.locator("#import-submit")).to_be_disabled()
+    expect(page.locator("button[form=import-form]").first).to_be_disabled()
+    page.fill("#import-body", import_body("second-paste"))
+    page.click("#import-submit", force=True)
+    slow.route.continue_()  # the answer opens the draft: no page left to settle
+
+    # Before, the second press waited behind the first and was sent once its answer came,
+    # before the draft it opened had loaded: a second draft, of the second paste.
+    page.wait_for_url(re.compile(r"/basic/$"))
+    expect(page.locator("#id_name")).to_have_value("first-paste")
+    assert len(sent) == 1
+    assert [d.data[W.BASIC]["name"] for d in Draft.objects.all()] == [["first-paste"]]
+
+
+def test_import_is_disabled_while_a_refused_one_is_on_its_way_and_imports_once_fixed(
+    logged_in_page,
+):
+    page = logged_in_page
+    page.click("#nav-create-job")
+    page.fill("#import-body", import_body("cpu-typo", cpu=-3))
+    page.select_option("#import-pool", "local")
+    slow = HeldAnswer(page, "/import/")
+
+    page.click("#import-submit")
+    slow.wait_held()
+    # Before, a 导入 pressed now waited behind the first and was dropped with the form its
+    # refusal replaced: the person saw the refusal as if not pressed again.
+    expect(page.locator("#import-submit")).to_be_disabled()
+    slow.let_go()
+
+    expect(page.locator("#import-body-errors")).to_contain_text("CPU 核数须在 1 到 1024 之间")
+    expect(page.locator("#import-submit")).to_be_enabled()
+    page.fill("#import-body", import_body("cpu-typo"))
+    page.click("#import-submit")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    assert Draft.objects.count() == 1
