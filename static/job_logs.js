@@ -189,6 +189,36 @@
     said.textContent = Array.from(outcome, (part) => part.textContent.replace(/\s+/g, " ").trim()).join(" ");
   });
 
+  // While a search is on its way, the page links of the results it will replace (更早的匹配,
+  // 最新的匹配) are off: shown so (aria-disabled, greyed by console.css), and a click or Enter
+  // on one sends nothing. They belong to the words searched before, and the form and these
+  // links take turns on the section (hx-sync replace): one pressed then threw the new search
+  // away, and its page came with the words before in the box, those just typed gone without a
+  // word. The search's answer draws the section anew; if it fails they are on again. Their
+  // hrefs stay: without JavaScript each is the page it names.
+  function searchOnItsWay(section) {
+    const form = section.querySelector("#log-search-form");
+    return Boolean(form && form.classList.contains("htmx-request"));  // set by htmx meanwhile
+  }
+  function markSearchPages(event) {
+    const form = event.detail.elt;
+    if (form.id !== "log-search-form") return;
+    const section = form.closest("#log-search");
+    if (!section) return;
+    const off = searchOnItsWay(section);
+    section.querySelectorAll("#log-search-older, #log-search-newest").forEach(function (link) {
+      if (off) link.setAttribute("aria-disabled", "true");
+      else link.removeAttribute("aria-disabled");
+    });
+  }
+  document.addEventListener("htmx:beforeSend", markSearchPages);
+  document.addEventListener("htmx:afterRequest", markSearchPages);
+  document.addEventListener("htmx:confirm", function (event) {
+    const link = event.detail.elt;
+    const section = link.closest("#log-search");
+    if (link.tagName === "A" && section && searchOnItsWay(section)) event.preventDefault();
+  });
+
   // 自动换行 (Wrap lines): the tail's and the search results' long lines wrap inside their box.
   // The choice is this browser's (localStorage), for every job page; a class on <html> keeps it
   // through each refresh and tab swap. The page is served without it, so without JavaScript

@@ -400,7 +400,9 @@ def test_the_log_tab_pressed_last_is_the_one_shown_when_the_one_before_is_slow(
     expect(page).to_have_url(re.compile(r"\?replica=worker-1#logs$"))
 
 
-def test_a_search_sent_while_older_matches_are_slow_to_come_is_the_one_shown(logged_in_page, alice):
+def searched_for_loss(page, alice) -> None:
+    """The job page with a search for 'loss' in a log of 250 matching lines: the newest 200
+    shown, with 更早的匹配 (Older matches) for the other 50."""
     from jobs.logs import replica_log_path
     from jobs.models import JobReplica
 
@@ -411,8 +413,12 @@ def test_a_search_sent_while_older_matches_are_slow_to_come_is_the_one_shown(log
     log.write_text(
         "".join(f"2026-11-30T09:00:00.000000Z step {i} loss 0.5\n" for i in range(1, 251))
     )
-    page = logged_in_page
     page.goto(f"/jobs/{job.public_id}/?replica=master-0&q=loss&context=0#log-search")
+
+
+def test_a_search_sent_while_older_matches_are_slow_to_come_is_the_one_shown(logged_in_page, alice):
+    page = logged_in_page
+    searched_for_loss(page, alice)
     slow_older = HeldAnswer(page, "before=")
     slow_search = HeldAnswer(page, "q=step")
 
@@ -432,6 +438,66 @@ def test_a_search_sent_while_older_matches_are_slow_to_come_is_the_one_shown(log
     expect(page.locator("#log-search-results mark")).to_have_text("step 249 loss")
     expect(page.locator("#log-search-older")).to_have_count(0)
     expect(page.locator("#log-search-submit")).to_be_enabled()
+
+
+def press(link, way: str) -> None:
+    """A link pressed as a person does: with the mouse where it is drawn (whatever is there
+    gets the click), as a screen reader does (a click on the link itself), or from the keyboard."""
+    if way == "mouse":
+        link.click(force=True)
+    elif way == "screen reader":
+        link.dispatch_event("click")
+    else:
+        link.focus()
+        link.page.keyboard.press("Enter")
+
+
+@pytest.mark.parametrize("way", ["mouse", "screen reader", "keyboard"])
+def test_the_new_search_is_shown_when_older_matches_of_the_words_before_are_pressed_meanwhile(
+    logged_in_page, alice, way
+):
+    page = logged_in_page
+    searched_for_loss(page, alice)
+    pages_asked = []
+    page.on("request", lambda r: pages_asked.append(r.url) if "before=" in r.url else None)
+    slow_search = HeldAnswer(page, "q=step")
+
+    page.fill("#log-search-q", "step 249 loss")
+    page.click("#log-search-submit")
+    slow_search.wait_held()
+    older = page.locator("#log-search-older")  # 更早的匹配 of 'loss', still shown
+    expect(older).to_have_attribute("aria-disabled", "true")
+    expect(older).to_have_attribute("href", re.compile(r"[?&]before=\d+"))  # kept
+    # Nothing seems to happen: the person presses 更早的匹配 of the results still shown.
+    press(older, way)
+    slow_search.let_go()
+
+    # Before, the last pressed won: the older page of 'loss' was shown, 'loss' back in the box,
+    # the words just typed gone without a word.
+    expect(page.locator("#log-search-q")).to_have_value("step 249 loss")
+    expect(page.locator("#log-search-results mark")).to_have_text("step 249 loss")
+    expect(page.locator("#log-search-older")).to_have_count(0)
+    assert pages_asked == []
+
+
+def test_older_matches_can_be_pressed_again_once_the_new_search_fails(logged_in_page, alice):
+    page = logged_in_page
+    searched_for_loss(page, alice)
+    slow_search = HeldAnswer(page, "q=step")
+
+    page.fill("#log-search-q", "step 249 loss")
+    page.click("#log-search-submit")
+    slow_search.wait_held()
+    older = page.locator("#log-search-older")
+    expect(older).to_have_attribute("aria-disabled", "true")
+    slow_search.route.abort("connectionfailed")  # the network drops it
+
+    expect(page.locator("#request-error")).to_be_visible()
+    expect(older).not_to_have_attribute("aria-disabled", "true")
+    expect(page.locator("#log-search-q")).to_have_value("step 249 loss")  # nothing typed lost
+    older.click()
+    expect(page.locator("#log-search-first")).to_be_visible()  # searched back to line 1
+    expect(page.locator("#log-search-results mark")).to_have_count(50)
 
 
 def import_body(name: str, *, cpu: int = 4) -> str:
