@@ -160,3 +160,33 @@ document.addEventListener("htmx:afterSwap", function (event) {
   const stale = pool && pool.value !== poolSent.get(request);
   if (stale && document.getElementById("aiak-preview")) htmx.trigger(request.elt, "change");
 });
+
+// The step's buttons are disabled while its form's own request is on its way (hx-disabled-elt,
+// step.html), but htmx disables only those there as the request starts. A button another
+// answer drew inside the form meanwhile (an example's panel with 填入该示例, a mount row with
+// its 删除) came enabled: pressed, htmx held it for the form the step's answer then replaced,
+// and the press was lost without a word. It is disabled too, until that request ends. Only the
+// form's own request counts (htmx-request on the form): the idle counts' polling and a mount
+// row's redraw are requests of elements inside it.
+let disabledMeanwhile = [];
+document.addEventListener("htmx:load", function (event) {
+  const form = document.getElementById("wizard-form");
+  const drawn = event.target;
+  if (!form || !form.classList.contains("htmx-request") || !(drawn instanceof Element)) return;
+  const stepButtons = form.getAttribute("hx-disabled-elt");
+  for (const button of [drawn, ...drawn.querySelectorAll(stepButtons)]) {
+    if (button.matches(stepButtons) && !button.disabled) {
+      button.disabled = true;
+      disabledMeanwhile.push(button);
+    }
+  }
+});
+document.addEventListener("htmx:afterRequest", function (event) {
+  // requestConfig.elt: once the answer replaced the form, the event comes from its parent.
+  const request = event.detail.requestConfig;
+  if (!request || request.elt.id !== "wizard-form") return;
+  disabledMeanwhile.forEach((button) => {
+    button.disabled = false;
+  });
+  disabledMeanwhile = [];
+});

@@ -264,6 +264,82 @@ def test_next_pressed_while_the_filled_in_example_is_on_its_way_waits_for_it(log
     assert draft.data[W.IMAGE]["command"][0].startswith("mpirun ")
 
 
+def test_an_example_drawn_while_the_step_is_on_its_way_is_disabled_until_it_lands(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "mpich-allreduce")
+    page.check("input[name=framework][value=MPIJob]")
+    next_step(page, "image")
+    page.fill("#id_image", "docker.io/horovod/horovod:0.28.1")
+    env_rows = page.locator("#env-table tr.env-row")
+    expect(env_rows).to_have_count(0)
+    page.click("#examples summary")
+    example = HeldAnswer(page, "example=MPIJob-hydra")
+    page.click("button[value=show-example-MPIJob-hydra]")
+    example.wait_held()
+    step = HeldAnswer(page, "/image/")
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data) if r.method == "POST" else None)
+
+    page.click("#add-env")  # the step's buttons are disabled until its answer comes
+    step.wait_held()
+    example.let_go()  # the example's panel lands while 添加 is on its way
+
+    # Before, the panel came with 填入该示例 and the example buttons enabled: pressed, htmx held
+    # it for the form 添加's answer then replaced, and the example was never filled in.
+    expect(page.locator("#example-command")).to_contain_text("HYDRA_HOST_FILE")
+    expect(page.locator("#fill-example")).to_be_disabled()
+    expect(page.locator("button[value=show-example-MPIJob]")).to_be_disabled()
+    page.click("#fill-example", force=True)
+    step.let_go()
+
+    assert len(sent) == 1
+    expect(env_rows).to_have_count(1)
+    page.click("#examples summary")
+    with page.expect_response(lambda r: "example=MPIJob-hydra" in r.url):
+        page.click("button[value=show-example-MPIJob-hydra]")
+    settled(page)
+    expect(page.locator("#fill-example")).to_be_enabled()
+    with page.expect_response(lambda r: r.request.method == "POST"):
+        page.click("#fill-example")
+    settled(page)
+    expect(page.locator("#id_command")).to_have_value(re.compile(r"^# MPICH"))
+    expect(env_rows).to_have_count(1)
+    draft = Draft.objects.get()
+    assert draft.data[W.IMAGE]["command"][0].startswith("# MPICH")
+
+
+def test_a_mount_row_drawn_while_the_step_is_on_its_way_is_disabled_until_the_step_fails(
+    logged_in_page,
+):
+    page = logged_in_page
+    to_the_data_step(page)
+    page.click("#add-mount")
+    rows = page.locator("#mount-table tr.mount-row")
+    expect(rows).to_have_count(2)
+    page.fill("#id_mounts-0-mount_path", "/data")
+    row = HeldAnswer(page, "/mount-row/")
+    page.select_option("#id_mounts-1-name", "models")  # read-only for everyone: redrawn
+    row.wait_held()
+    step = HeldAnswer(page, "/data/")
+
+    page.click("#wizard-next")
+    step.wait_held()
+    row.let_go()  # the row, with its 删除, lands while 下一步 is on its way
+
+    expect(page.locator("#id_mounts-1-access_reason")).to_have_count(1)
+    expect(page.locator("button[value=remove-row-1]")).to_be_disabled()
+    step.route.abort("connectionreset")  # ...and 下一步's answer never comes
+
+    expect(page.locator("#request-error")).to_contain_text("无法连接到控制台")
+    expect(page.locator("button[value=remove-row-1]")).to_be_enabled()
+    expect(page.locator("#wizard-next")).to_be_enabled()
+    page.click("button[value=remove-row-1]")
+    expect(rows).to_have_count(1)
+
+
 def test_the_idle_counts_asking_again_leave_the_steps_buttons_enabled(logged_in_page):
     page = logged_in_page
     start(page)
