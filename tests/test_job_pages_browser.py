@@ -35,6 +35,22 @@ def submitted(owner, name: str, *, command: str = "true", image: str = "registry
     return job
 
 
+def with_loss_log(owner, name: str) -> Job:
+    """A job of `owner` (submitted) whose master-0 log has 250 lines matching 'loss': a search
+    for it shows the newest 200, with 更早的匹配 (Older matches) for the other 50."""
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+
+    job = submitted(owner, name)
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text(
+        "".join(f"2026-11-30T09:00:00.000000Z step {i} loss 0.5\n" for i in range(1, 251))
+    )
+    return job
+
+
 @pytest.fixture
 def worker_thread(settings, tmp_path):
     settings.LOCAL_ACCELERATORS = f"{A800}=8"
@@ -486,17 +502,9 @@ def test_a_regular_expression_the_engine_refuses_is_explained_in_chinese_and_kep
 
 
 def test_older_matches_of_a_search_open_in_place_and_the_newest_come_back(logged_in_page, alice):
-    from jobs.logs import replica_log_path
-    from jobs.models import JobReplica
     from jobs.services import job_transition
 
-    job = submitted(alice, "loss-pages")
-    JobReplica.objects.create(job=job, role="master", index=0)
-    log = replica_log_path(job.public_id, "master-0")
-    log.parent.mkdir(parents=True)
-    log.write_text(
-        "".join(f"2026-11-30T09:00:00.000000Z step {i} loss 0.5\n" for i in range(1, 251))
-    )
+    job = with_loss_log(alice, "loss-pages")
     job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
     page = logged_in_page
     page.goto(f"/jobs/{job.public_id}/?replica=master-0&q=loss&context=0#log-search")
@@ -522,16 +530,7 @@ def test_older_matches_of_a_search_open_in_place_and_the_newest_come_back(logged
 def test_older_matches_show_the_lines_after_their_newest_match_past_where_the_page_began(
     logged_in_page, alice
 ):
-    from jobs.logs import replica_log_path
-    from jobs.models import JobReplica
-
-    job = submitted(alice, "loss-edge")
-    JobReplica.objects.create(job=job, role="master", index=0)
-    log = replica_log_path(job.public_id, "master-0")
-    log.parent.mkdir(parents=True)
-    log.write_text(
-        "".join(f"2026-11-30T09:00:00.000000Z step {i} loss 0.5\n" for i in range(1, 251))
-    )
+    job = with_loss_log(alice, "loss-edge")
     page = logged_in_page
     page.goto(f"/jobs/{job.public_id}/")
 

@@ -12,7 +12,11 @@ from jobs import wizard as W
 from jobs.models import Draft, Job
 from tests.runner_helpers import runner_settings  # noqa: F401
 from tests.test_big_jobs import finished
-from tests.test_job_pages_browser import submitted, worker_thread  # noqa: F401
+from tests.test_job_pages_browser import (  # noqa: F401
+    submitted,
+    with_loss_log,
+    worker_thread,
+)
 from tests.test_volume_access_browser import _team_volumes, to_the_data_step  # noqa: F401
 from tests.test_wizard_browser import (  # noqa: F401
     aihc_pool,
@@ -479,16 +483,7 @@ def test_the_log_tab_pressed_last_is_the_one_shown_when_the_one_before_is_slow(
 def searched_for_loss(page, alice) -> None:
     """The job page with a search for 'loss' in a log of 250 matching lines: the newest 200
     shown, with 更早的匹配 (Older matches) for the other 50."""
-    from jobs.logs import replica_log_path
-    from jobs.models import JobReplica
-
-    job = submitted(alice, "loss-pages")
-    JobReplica.objects.create(job=job, role="master", index=0)
-    log = replica_log_path(job.public_id, "master-0")
-    log.parent.mkdir(parents=True)
-    log.write_text(
-        "".join(f"2026-11-30T09:00:00.000000Z step {i} loss 0.5\n" for i in range(1, 251))
-    )
+    job = with_loss_log(alice, "loss-pages")
     page.goto(f"/jobs/{job.public_id}/?replica=master-0&q=loss&context=0#log-search")
 
 
