@@ -193,15 +193,22 @@ def browser() -> Iterator[object]:
         browser.close()
 
 
+# How long a browser test waits for a page, a click or an expectation. A test that passes
+# waits only as long as the page takes; this bounds the wait of one that fails. On CI's 2-core
+# machine, busy with the rest of the suite, an htmx round trip has taken longer than 5 s
+# (Playwright's default), and once a log-in and an admin page in the two test processes at the
+# same time longer than 10 s (session 41's stop: both pass in 4-9 s here, under two CPU hogs).
+BROWSER_TIMEOUT_MS = 20_000
+
+
 @pytest.fixture
 def page(browser, live_server, transactional_db):
     context = browser.new_context(base_url=live_server.url, locale="zh-CN")
-    context.set_default_timeout(10_000)
-    # Assertions wait as long as actions do (Playwright's own default is 5 s): on a 2-core CI
-    # machine busy with the rest of the suite an htmx round trip has taken longer than 5 s.
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
+    # Assertions wait as long as actions do (Playwright's own default is 5 s).
     from playwright.sync_api import expect
 
-    expect.set_options(timeout=10_000)
+    expect.set_options(timeout=BROWSER_TIMEOUT_MS)
     page = context.new_page()
     yield page
     context.close()

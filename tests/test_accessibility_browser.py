@@ -20,7 +20,7 @@ from jobs.review import job_reject
 from jobs.services import jobs_submit
 from jobs.usage import Period
 from jobs.worker import Worker
-from tests.conftest import log_in
+from tests.conftest import BROWSER_TIMEOUT_MS, log_in
 
 from .runner_helpers import (  # noqa: F401
     make_spec,
@@ -101,7 +101,7 @@ def audit(request, axe, browser, live_server, transactional_db):
     language = getattr(request, "param", "zh-hans")
     context = browser.new_context(base_url=live_server.url, locale="zh-CN", reduced_motion="reduce")
     context.add_cookies([{"name": "django_language", "value": language, "url": live_server.url}])
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     yield Audit(axe, context.new_page())
     context.close()
 

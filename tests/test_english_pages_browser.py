@@ -32,7 +32,7 @@ from jobs.backends.local import POOL_NAME
 from jobs.models import CardQuota, Job, JobStatus, ReviewMode, ReviewPolicy
 from jobs.review import job_reject
 from jobs.worker import Worker
-from tests.conftest import log_in
+from tests.conftest import BROWSER_TIMEOUT_MS, log_in
 
 from .runner_helpers import CARD, run_until, runner_settings, status_of  # noqa: F401
 from .test_accessibility_browser import submit, submit_spec
@@ -141,7 +141,7 @@ class Walk:
 def walk(browser, live_server, transactional_db, settings):
     settings.LANGUAGE_CODE = "zh-hans"  # the lab's console: Chinese unless asked otherwise
     context = browser.new_context(base_url=live_server.url, locale="en-US")
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     yield Walk(context.new_page())
     context.close()
 

@@ -1413,7 +1413,7 @@ def test_a_job_list_left_open_never_shows_the_jobs_of_someone_who_logs_in_in_ano
     page.unroute("**/*")
 
     expect(page.locator("#request-error")).to_contain_text(
-        "已有其他用户在此浏览器（另一个标签页）中登录", timeout=15_000
+        "已有其他用户在此浏览器（另一个标签页）中登录"
     )
     page.wait_for_timeout(4_000)  # a refresh's time and more
     expect(page.locator("#job-table")).to_contain_text("alices-job")

@@ -116,7 +116,7 @@ def test_a_replica_table_scrolled_with_the_keyboard_on_a_phone_keeps_focus_and_p
     page.evaluate(
         "() => { window.refreshes = 0; document.addEventListener('htmx:afterSwap', e => { if (e.detail.target.id === 'job-live') window.refreshes++; }); }"
     )
-    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+    page.wait_for_function("() => window.refreshes >= 2")
     assert (
         page.evaluate("() => document.activeElement.getAttribute('aria-labelledby')")
         == "replicas-heading"
@@ -154,7 +154,7 @@ def test_a_replica_table_scroll_still_gliding_when_the_refresh_comes_ends_where_
       });
     }"""
     )
-    page.wait_for_function("() => window.refreshed", timeout=15_000)
+    page.wait_for_function("() => window.refreshed")
     assert page.evaluate("() => window.headedTo") > 0  # the table is wider than the phone
     page.wait_for_function("() => document.activeElement.scrollLeft === window.headedTo")
 
@@ -177,7 +177,7 @@ def test_a_focused_replica_table_keeps_its_box_through_each_refresh_and_is_not_f
       document.querySelector('#replicas tbody tr').dataset.drawnBefore = 'yes';
       document.addEventListener('htmx:beforeSwap', e => { if (e.detail.target.id === 'job-live') window.refreshes++; }); }"""
     )
-    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+    page.wait_for_function("() => window.refreshes >= 2")
 
     assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
     # The rows inside it are the refresh's own.
@@ -188,7 +188,7 @@ def test_a_focused_replica_table_keeps_its_box_through_each_refresh_and_is_not_f
     # What the refresh brings outside the box still comes (the duration, out of band).
     duration = page.locator("#job-duration").inner_text()
     page.wait_for_function(
-        "d => document.getElementById('job-duration').innerText !== d", arg=duration, timeout=15_000
+        "d => document.getElementById('job-duration').innerText !== d", arg=duration
     )
     assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
 
@@ -209,7 +209,7 @@ def test_the_idle_count_is_read_out_when_it_changes_not_at_every_5_second_check(
         .observe(count, {childList: true, subtree: true, characterData: true});
     }"""
     )
-    page.wait_for_function("() => window.checks >= 2", timeout=15_000)
+    page.wait_for_function("() => window.checks >= 2")
     assert page.evaluate("() => window.redrawn") == 0
 
     # A change is still read out, and the check it sets off leaves the field being typed in alone.
@@ -277,7 +277,7 @@ def test_a_job_link_reached_with_tab_in_a_refreshing_job_list_keeps_focus(logged
     page.evaluate(
         "() => { window.refreshes = 0; document.addEventListener('htmx:afterSwap', e => { if (e.detail.target.id === 'job-table') window.refreshes++; }); }"
     )
-    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+    page.wait_for_function("() => window.refreshes >= 2")
     expect(page.get_by_role("link", name="first-run", exact=True)).to_be_focused()
     # And Tab goes on from there, not from the top of the page.
     page.keyboard.press("Shift+Tab")
@@ -398,7 +398,7 @@ def test_the_log_box_keeps_focus_as_the_same_box_while_new_lines_come_in(
       document.addEventListener('htmx:beforeSwap', e => { if (e.detail.target.id === 'log-tail') window.refreshes++; }); }"""
     )
     newest = page.locator("#log-lines .log-line").last.inner_text()
-    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+    page.wait_for_function("() => window.refreshes >= 2")
     assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
     expect(page.locator("#log-lines .log-line").last).not_to_have_text(newest)
     # Still the newest line in view, as a box left at the bottom follows the log.
@@ -409,7 +409,7 @@ def test_the_log_box_keeps_focus_as_the_same_box_while_new_lines_come_in(
     page.keyboard.press("Home")
     page.wait_for_function("() => document.activeElement.scrollTop === 0")
     page.evaluate("() => window.refreshes = 0")
-    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+    page.wait_for_function("() => window.refreshes >= 2")
     assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
     assert page.locator("#log-lines").evaluate("p => p.scrollTop") < 50
 

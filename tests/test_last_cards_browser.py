@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from jobs import wizard as W
 from jobs.models import Draft, Job, JobStatus
-from tests.conftest import log_in
+from tests.conftest import BROWSER_TIMEOUT_MS, log_in
 from tests.test_wizard import complete_steps, data_data, new_draft, resources_data, role, step_url
 
 from .runner_helpers import CARD, runner_settings  # noqa: F401
@@ -47,7 +47,7 @@ def test_of_two_people_submitting_for_the_last_cards_one_gets_the_job_and_the_ot
     pages = {}
     for user, password in ((alice, "alice-password"), (bob, "bob-password")):
         context = browser.new_context(base_url=live_server.url, locale="zh-CN")
-        context.set_default_timeout(10_000)
+        context.set_default_timeout(BROWSER_TIMEOUT_MS)
         page = context.new_page()
         page.set_viewport_size({"width": width, "height": 900})
         log_in(page, user.username, password)
@@ -110,7 +110,7 @@ def test_a_standalone_job_whose_queue_waits_for_a_bigger_job_is_refused_on_the_s
         },
     )
     context = browser.new_context(base_url=live_server.url, locale="zh-CN")
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     page = context.new_page()
     page.set_viewport_size({"width": 390, "height": 900})
     log_in(page, "bob", "bob-password")

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from jobs.services import jobs_submit
 from jobs.usage import Period
-from tests.conftest import log_in
+from tests.conftest import BROWSER_TIMEOUT_MS, log_in
 from tests.test_usage_report import run
 
 from .runner_helpers import make_spec, runner_settings  # noqa: F401
@@ -47,7 +47,7 @@ def phone(browser, live_server, request):
     language = getattr(request, "param", "zh-hans")
     context = browser.new_context(base_url=live_server.url, viewport={"width": 390, "height": 844})
     context.add_cookies([{"name": "django_language", "value": language, "url": live_server.url}])
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     yield context.new_page()
     context.close()
 

@@ -10,7 +10,7 @@ from django.contrib.sessions.models import Session
 from playwright.sync_api import expect
 
 from jobs.models import Job, JobStatus
-from tests.conftest import log_in
+from tests.conftest import BROWSER_TIMEOUT_MS, log_in
 
 from .runner_helpers import worker_in_thread  # noqa: F401
 from .test_job_pages_browser import submitted, worker_thread  # noqa: F401
@@ -28,7 +28,7 @@ def phone(browser, live_server, transactional_db):
         has_touch=True,
         locale="zh-CN",
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     yield context.new_page()
     context.close()
 

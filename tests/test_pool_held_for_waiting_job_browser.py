@@ -43,6 +43,6 @@ def test_in_a_browser_the_pools_page_shows_the_cards_held_then_follows_the_waiti
     Job.objects.filter(pk=outside.pk).update(status=JobStatus.SUCCEEDED)  # its cards are free
 
     # The poll (every 5 s) brings what the waiting job leaves, and the note goes.
-    expect(idle).to_have_text("1", timeout=15_000)
+    expect(idle).to_have_text("1")
     expect(note).to_have_count(0)
     assert page.evaluate("window.notReloaded") is True

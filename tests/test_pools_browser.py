@@ -61,7 +61,7 @@ def test_the_idle_cards_follow_a_job_that_starts_and_a_pool_opens_the_wizard_in_
     run_until(Worker(), lambda: status_of(job) == JobStatus.RUNNING)
 
     # The poll brings the new figures in; the page itself is not reloaded.
-    expect(idle).to_have_text("1", timeout=15_000)
+    expect(idle).to_have_text("1")
     default = local.locator('tr[data-queue="default"]')
     expect(default.locator(".queue-running")).to_have_text("1")
     expect(default.locator(f'a[href="/jobs/{job.public_id}/"]')).to_have_text("holds-a-card")
@@ -92,7 +92,7 @@ def test_logging_out_in_another_tab_leaves_the_figures_and_says_so_instead_of_a_
 
     # The next poll (every 5 s) finds no log-in: the page keeps its figures and says why,
     # rather than growing a login form of its own with the focus in it.
-    expect(banner).to_be_visible(timeout=15_000)
+    expect(banner).to_be_visible()
     expect(banner).to_have_text(banner.get_attribute("data-poll-logged-out"))
     expect(page.locator('section[data-pool="local"] .card-idle')).to_have_count(1)
     assert page.locator("main #login-submit, main input[name=password]").count() == 0
@@ -107,7 +107,7 @@ def test_logging_out_in_another_tab_leaves_the_figures_and_says_so_instead_of_a_
     page.bring_to_front()
     # What a tab switch fires in a browser with a screen; headless Chromium fires none.
     page.evaluate("window.dispatchEvent(new Event('focus'))")
-    expect(banner).to_be_hidden(timeout=15_000)  # the next poll succeeds again
+    expect(banner).to_be_hidden()  # the next poll succeeds again
 
 
 def test_on_a_phone_a_pools_card_table_fits_without_scrolling_sideways(logged_in_page):

@@ -76,7 +76,7 @@ def test_a_quota_lowered_below_what_runs_shows_on_the_pools_page_with_what_it_me
     quota.max_cards = 1
     quota.save()  # the lead lowers it while both cards are held
 
-    expect(pool.locator("td.quota-cards")).to_have_text("2 / 1", timeout=15_000)  # the poll
+    expect(pool.locator("td.quota-cards")).to_have_text("2 / 1")  # the poll
     expect(pool.locator("p.quota-over")).to_have_text(
         "您运行中的任务占用超过了配额：配额在它们启动后被更改。这些任务会运行到结束，不会被停止；"
         "在您的占用降到限额以下、足以容纳新任务之前，您受此配额约束的新任务都不会启动："

@@ -31,6 +31,7 @@ from playwright.sync_api import expect
 
 from jobs.aihc import signer
 from jobs.runner import free_port
+from tests.conftest import BROWSER_TIMEOUT_MS
 from tests.runner_helpers import runner_settings  # noqa: F401
 from tests.test_serve import start_serve
 from tests.test_wizard import A800, V100
@@ -323,8 +324,8 @@ def console(tmp_path_factory) -> Iterator[PrefixProxy]:
 @pytest.fixture
 def prefixed(browser, console):
     context = browser.new_context(locale="zh-CN")
-    context.set_default_timeout(15_000)
-    expect.set_options(timeout=15_000)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
+    expect.set_options(timeout=BROWSER_TIMEOUT_MS)
     page = context.new_page()
     page.front = console
     console.outside.clear()

@@ -10,7 +10,7 @@ import pytest
 from jobs.models import JobStatus
 from jobs.views import PAGE_SIZE
 from jobs.worker import Worker
-from tests.conftest import log_in
+from tests.conftest import BROWSER_TIMEOUT_MS, log_in
 
 from .runner_helpers import (  # noqa: F401
     UNTIL_THE_GATE_OPENS,
@@ -48,7 +48,7 @@ def phone(browser, live_server, alice):
         has_touch=True,
         is_mobile=True,
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     page = context.new_page()
     log_in(page, "alice", "alice-password")
     yield page

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from jobs import wizard as W
 from jobs.models import Draft, Job
-from tests.conftest import log_in
+from tests.conftest import BROWSER_TIMEOUT_MS, log_in
 from tests.fake_aihc import FakeAihc, configure
 from tests.test_wizard import A800, V100
 
@@ -426,7 +426,7 @@ def test_a_step_sent_after_logging_out_in_another_tab_is_saved_once_logged_in_ag
     context = browser.new_context(
         base_url=live_server.url, java_script_enabled=javascript, locale="zh-CN"
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     page = context.new_page()
     try:
         log_in(page, "alice", "alice-password")
@@ -473,7 +473,7 @@ def test_the_idle_counts_stop_asking_once_logged_out_in_another_tab_and_say_so(l
     other.wait_for_url(re.compile(r"/login/"))
 
     # Each role's count asks every 5 s: the first asked after the log-out is answered 401.
-    expect(page.locator("#request-error")).to_contain_text("本页已停止更新", timeout=15_000)
+    expect(page.locator("#request-error")).to_contain_text("本页已停止更新")
     page.wait_for_timeout(1_000)  # the other role's count, asked at the same moment
     seen = len(asked)
     page.wait_for_timeout(11_000)  # two rounds of asking

@@ -986,12 +986,12 @@ def test_a_paste_imported_after_logging_out_in_another_tab_is_in_the_box_once_lo
     # left30: the pasted text was gone after logging in again.
     from playwright.sync_api import expect
 
-    from .conftest import log_in
+    from .conftest import BROWSER_TIMEOUT_MS, log_in
 
     context = browser.new_context(
         base_url=live_server.url, java_script_enabled=javascript, locale="zh-CN"
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     page = context.new_page()
     text = json.dumps({**BODY, "name": "pasted-while-logged-out"}, indent=2)
     try:

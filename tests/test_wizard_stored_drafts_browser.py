@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from jobs import wizard as W
 from jobs.models import Job
 
-from .conftest import log_in
+from .conftest import BROWSER_TIMEOUT_MS, log_in
 from .test_wizard import A800, step_url
 from .test_wizard_browser import fill_basic, fill_image, next_step, start
 from .test_wizard_stored_drafts import saved_before_the_rules
@@ -74,7 +74,7 @@ def test_a_hang_alert_fixed_on_step_5_is_back_at_the_review_in_one_click(
     context = browser.new_context(
         base_url=live_server.url, java_script_enabled=javascript, locale="zh-CN"
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     page = context.new_page()
     try:
         log_in(page, "alice", "alice-password")
