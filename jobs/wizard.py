@@ -247,6 +247,18 @@ def aiak_template_choices() -> list[tuple[str, list[tuple[str, str]]]]:
     return list(groups.items())
 
 
+EXAMPLE_ID = re.compile(r"[A-Za-z-]{1,40}")
+
+
+def shown_example(params: MultiValueDict) -> str:
+    """The example 查看示例 shows, as a step's address (?example=) or its form (the panel's
+    hidden `example`, sent while the panel is open) names it: an example's id or a framework;
+    anything else is no example (the panel closed). An unknown id opens the framework's first
+    (views._example)."""
+    wanted = str(params.get("example") or "")
+    return wanted if EXAMPLE_ID.fullmatch(wanted) else ""
+
+
 @cache
 def _examples_file() -> dict[str, Any]:
     return json.loads((DATA_DIR / "example_commands.json").read_text())
@@ -3175,6 +3187,10 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
                 return StepOutcome(go_to=step, forms=forms) if _draft_saved(draft) else None
         if not _draft_saved(draft):
             return None
+        if go_to == step and not example:
+            # A row button with 查看示例 open: the step comes back with it open on the same
+            # example (without JavaScript, by the address the redirect names).
+            example = shown_example(post)
         return StepOutcome(go_to=go_to, example=example)
 
     if step == BASIC:

@@ -623,6 +623,12 @@ def _image_extras(
         dict.fromkeys([i for i in recent if isinstance(i, str) and i] + W.preset_images())
     )
     secrets = W.plain_secret_warnings(state=state)
+    # 查看示例 open on an example: asked for by the address (?example=, the panel's button
+    # without JavaScript), or sent with the step's form (the panel's hidden `example`) by a row
+    # button or a refused 下一步, which draw the step again: the panel stays as it was.
+    shown = W.shown_example(request.GET) or (
+        W.shown_example(request.POST) if request.method == "POST" else ""
+    )
     left = W.paste_lines_left(str(forms.form["env_paste"].value() or ""))
     return {
         "images": images,
@@ -635,7 +641,8 @@ def _image_extras(
         "entrypoint_secrets": secrets.entrypoint,
         "command_secrets": secrets.command,
         "examples": W.offered_examples(state.pool),
-        "example": _example(request.GET.get("example") or state.framework, state.pool),
+        "example": _example(shown or state.framework, state.pool),
+        "example_open": bool(shown),
         "injected": W.injected_variables(state.framework, state.pool),
         "aiak_refill": state.draft.data.get(W.AIAK_REFILL) if state.template else None,
     }
@@ -1127,6 +1134,7 @@ def wizard_example(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResp
             "draft": Draft(id=draft_id),
             "examples": W.offered_examples(pool),
             "example": _example(request.GET.get("example", ""), pool),
+            "example_open": True,  # asked for by a button inside the open panel
         },
     )
 

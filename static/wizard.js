@@ -190,3 +190,16 @@ document.addEventListener("htmx:afterRequest", function (event) {
   });
   disabledMeanwhile = [];
 });
+
+// 查看示例 opened or closed by its summary: the example it shows goes with the step's form only
+// while it is open (the hidden `example`, _image.html), so a row button or a refused 下一步
+// draws the step again with the panel as the person left it. toggle does not bubble: caught.
+document.addEventListener(
+  "toggle",
+  function (event) {
+    if (event.target.id !== "examples") return;
+    const shown = event.target.querySelector("#example-shown");
+    if (shown) shown.disabled = !event.target.open;
+  },
+  true,
+);

@@ -301,7 +301,7 @@ def test_an_example_drawn_while_the_step_is_on_its_way_is_disabled_until_it_land
 
     assert len(sent) == 1
     expect(env_rows).to_have_count(1)
-    page.click("#examples summary")
+    expect(page.locator("#examples")).to_have_attribute("open", "")  # left open, still open
     with page.expect_response(lambda r: "example=MPIJob-hydra" in r.url):
         page.click("button[value=show-example-MPIJob-hydra]")
     settled(page)

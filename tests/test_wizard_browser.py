@@ -187,6 +187,34 @@ def test_rows_are_added_and_removed_and_an_example_fills_the_command(logged_in_p
     expect(page.locator("#id_mounts-0-mount_path")).to_have_value("/code")
 
 
+def test_the_examples_stay_as_they_were_left_when_a_row_is_added(logged_in_page):
+    # Before, 添加 (or any row button, or a refused 下一步) drew the step again with 查看示例
+    # closed, on the framework's first example: the one being read was gone.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.click("#examples summary")
+    page.click("button[value=show-example-TFJob]")
+    expect(page.locator("#example-command")).to_contain_text("TF_CONFIG")
+
+    page.click("#add-env")
+    expect(page.locator("tr.env-row")).to_have_count(1)
+    settled(page)
+
+    expect(page.locator("#examples")).to_have_attribute("open", "")
+    expect(page.locator("#example-command")).to_contain_text("TF_CONFIG")
+    expect(page.locator("button[value=show-example-TFJob]")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+
+    # Closed by the person, it comes back closed.
+    page.click("#examples summary")
+    page.click("#add-env")
+    expect(page.locator("tr.env-row")).to_have_count(2)
+    settled(page)
+    expect(page.locator("#examples")).not_to_have_attribute("open", "")
+
+
 def test_an_aiak_template_fills_the_job_and_switching_card_type_changes_the_idle_count(
     logged_in_page,
 ):

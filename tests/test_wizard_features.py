@@ -465,6 +465,73 @@ def test_the_example_partial_switches_frameworks(alice_client):
     )
 
 
+@pytest.mark.parametrize("htmx", [False, True])
+def test_a_row_added_with_the_examples_open_draws_the_step_again_with_the_same_example_open(
+    alice_client, htmx
+):
+    # The open panel sends its example with the step's form (hidden `example`, enabled only
+    # while it is open). Before, 添加 brought the step back with the panel closed, on the
+    # framework's first example.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        {**image_data(), "example": "TFJob"},
+        action="add-row",
+        htmx=htmx,
+    )
+    page = r if htmx else alice_client.get(r["Location"])
+
+    assert r.status_code == (200 if htmx else 302)
+    if not htmx:
+        assert r["Location"].endswith("?example=TFJob")
+    html = page.content.decode()
+    assert '<details id="examples" class="mb-3" open>' in html
+    assert 'id="show-example-TFJob" aria-pressed="true"' in html
+    assert 'name="example" value="TFJob" id="example-shown">' in html  # sent again
+    draft.refresh_from_db()
+    assert "example" not in draft.data[W.IMAGE]  # the panel's state is not the job's
+
+
+@pytest.mark.parametrize("sent", [None, "", "TF Job<script>", "x" * 41])
+def test_a_row_added_with_the_examples_closed_or_a_bad_example_draws_them_closed(
+    alice_client, sent
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    data = image_data() if sent is None else {**image_data(), "example": sent}
+
+    r = post_step(alice_client, draft, W.IMAGE, data, action="add-row", htmx=True)
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert '<details id="examples" class="mb-3">' in html
+    # The framework's first example, its field not sent until the panel is opened.
+    assert 'name="example" value="PyTorchJob" id="example-shown" disabled>' in html
+
+
+def test_a_refused_next_with_the_examples_open_keeps_them_open(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        {**image_data(image="not an image!"), "example": "MPIJob-hydra"},
+        action="next",
+        htmx=True,
+    )
+
+    html = r.content.decode()
+    assert r.status_code == 200 and 'class="invalid-feedback' in html
+    assert '<details id="examples" class="mb-3" open>' in html
+    assert 'id="show-example-MPIJob-hydra" aria-pressed="true"' in html
+
+
 def test_every_example_button_fetches_its_example_from_the_example_partial(alice_client):
     # The panel's address is reversed once for all its buttons (bench/README.md, session 35):
     # each button still asks the draft's own example partial for its own example.
