@@ -142,6 +142,49 @@ document.addEventListener("htmx:afterSwap", function () {
   }
 });
 
+// The step drawn again by its own request (a row's 添加 or 删除, 填入该示例, a refused 下一步) is
+// drawn from the values sent with it too: only the buttons are off meanwhile, and what was
+// typed then (a value finished while 添加 was on its way, the command) went with the old form
+// (qa74). It is carried into the new one, on the same step, into a field the answer drew with
+// the value sent: after a 删除 the rows below move up a name, and a field the answer changed
+// (the command 填入该示例 filled in) keeps the answer's.
+let stepSent = null;
+document.addEventListener("htmx:configRequest", function (event) {
+  const form = event.detail.elt;
+  if (!(form instanceof HTMLFormElement) || form.id !== "wizard-form") return;
+  // getAttribute: form.action is the step's buttons, all named action.
+  stepSent = {
+    step: form.getAttribute("action"),
+    fields: new Map([...typedFields(form)].map((field) => [field.name, field.value])),
+  };
+});
+let stepTypedMeanwhile = null;
+document.addEventListener("htmx:beforeSwap", function (event) {
+  const request = event.detail.requestConfig;
+  if (!request || request.elt.id !== "wizard-form" || !stepSent) return;
+  const sent = stepSent;
+  stepSent = null;
+  const typed = [...typedFields(request.elt)].filter(
+    (field) => sent.fields.has(field.name) && sent.fields.get(field.name) !== field.value,
+  );
+  stepTypedMeanwhile = {
+    request,
+    step: sent.step,
+    typed: typed.map((field) => [field.name, field.value, sent.fields.get(field.name)]),
+  };
+});
+document.addEventListener("htmx:afterSwap", function (event) {
+  const meanwhile = stepTypedMeanwhile;
+  if (!meanwhile || event.detail.requestConfig !== meanwhile.request) return;
+  stepTypedMeanwhile = null;
+  const form = document.getElementById("wizard-form");
+  if (!form || form.getAttribute("action") !== meanwhile.step) return;
+  for (const [name, value, sentValue] of meanwhile.typed) {
+    const field = form.querySelector(`[name="${CSS.escape(name)}"]`);
+    if (field && field.value === sentValue) field.value = value;
+  }
+});
+
 // The AIAK section (the creation-mode switch's answer) is drawn for the pool sent with its
 // request. A pool chosen while that answer was on its way asked for nothing more (in custom
 // mode there is no preview yet to follow the pool), so the section landed with the warning,
