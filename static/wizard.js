@@ -9,16 +9,26 @@
 // it stays on a button that is no longer there, and a screen reader says nothing.
 // A row's 添加/删除 (labels, environment variables, roles, mounts) keeps focus in its table instead:
 // on the new row's first field, or after a removal on the table's add button; 填入该示例 puts it
-// on the command it filled in.
+// on the command it filled in. 知道了 under a secret typed in plain text puts it on the field
+// warned of (qa74: on the heading, a keyboard user Tabbed back down past every field).
 let rowAction = "";
+let warnedField = "";
 document.addEventListener(
   "submit",
   function (event) {
     const value = (event.submitter && event.submitter.value) || "";
     rowAction = /^(add-row|remove-row-\d+|fill-example-\w+)$/.test(value) ? value : "";
+    warnedField = value.startsWith("dismiss-secret-") ? fieldWarnedOf(event.submitter) : "";
   },
   true,
 );
+
+function fieldWarnedOf(button) {
+  if (button.closest("#command-secrets")) return "id_command";
+  if (button.closest("#entrypoint-secrets")) return "id_entrypoint";
+  const row = button.closest("tr.env-row");
+  return row ? row.querySelector(".cell-value input").id : "";
+}
 
 function rowActionFocus(action) {
   if (action.startsWith("fill-example-")) return document.getElementById("id_command");
@@ -50,9 +60,11 @@ document.addEventListener("htmx:afterSettle", function (event) {
   if (!(event.target instanceof Element) || event.target.id !== "wizard") return;
   showCurrentStep();
   const action = rowAction;
-  rowAction = "";
+  const warned = warnedField && document.getElementById(warnedField);
+  rowAction = warnedField = "";
   const invalid = document.querySelector("#wizard [aria-invalid='true'], #wizard .is-invalid");
-  const target = invalid || rowActionFocus(action) || document.getElementById("step-heading");
+  const target =
+    invalid || rowActionFocus(action) || warned || document.getElementById("step-heading");
   if (target) target.focus();
 });
 
