@@ -429,7 +429,6 @@ def test_a_submit_whose_answer_was_lost_pressed_again_opens_the_one_job_it_made(
     assert Job.objects.count() == 1 and sent == ["POST"]
 
 
-@pytest.mark.usefixtures("worker_thread")
 def test_the_step_pressed_last_from_the_reviews_steps_is_shown_and_named_by_the_address(
     logged_in_page,
 ):
@@ -459,6 +458,7 @@ def test_the_step_pressed_last_from_the_reviews_steps_is_shown_and_named_by_the_
     expect(page).to_have_url(re.compile(r"/resources/$"))
 
 
+@pytest.mark.usefixtures("worker_thread")
 def test_a_job_page_whose_connection_drops_says_so_and_catches_up_once_back(logged_in_page, alice):
     page = logged_in_page
     job = submitted(alice, "far-away", command="sleep 3")
