@@ -9,16 +9,26 @@
 // it stays on a button that is no longer there, and a screen reader says nothing.
 // A row's 添加/删除 (labels, environment variables, roles, mounts) keeps focus in its table instead:
 // on the new row's first field, or after a removal on the table's add button; 填入该示例 puts it
-// on the command it filled in.
+// on the command it filled in. 知道了 under a secret typed in plain text puts it on the field
+// warned of (qa74: on the heading, a keyboard user Tabbed back down past every field).
 let rowAction = "";
+let warnedField = "";
 document.addEventListener(
   "submit",
   function (event) {
     const value = (event.submitter && event.submitter.value) || "";
     rowAction = /^(add-row|remove-row-\d+|fill-example-\w+)$/.test(value) ? value : "";
+    warnedField = value.startsWith("dismiss-secret-") ? fieldWarnedOf(event.submitter) : "";
   },
   true,
 );
+
+function fieldWarnedOf(button) {
+  if (button.closest("#command-secrets")) return "id_command";
+  if (button.closest("#entrypoint-secrets")) return "id_entrypoint";
+  const row = button.closest("tr.env-row");
+  return row ? row.querySelector(".cell-value input").id : "";
+}
 
 function rowActionFocus(action) {
   if (action.startsWith("fill-example-")) return document.getElementById("id_command");
@@ -50,9 +60,11 @@ document.addEventListener("htmx:afterSettle", function (event) {
   if (!(event.target instanceof Element) || event.target.id !== "wizard") return;
   showCurrentStep();
   const action = rowAction;
-  rowAction = "";
+  const warned = warnedField && document.getElementById(warnedField);
+  rowAction = warnedField = "";
   const invalid = document.querySelector("#wizard [aria-invalid='true'], #wizard .is-invalid");
-  const target = invalid || rowActionFocus(action) || document.getElementById("step-heading");
+  const target =
+    invalid || rowActionFocus(action) || warned || document.getElementById("step-heading");
   if (target) target.focus();
 });
 
@@ -139,6 +151,49 @@ document.addEventListener("htmx:afterSwap", function () {
   for (const [name, value] of typed) {
     const field = document.querySelector(`#wizard [name="${CSS.escape(name)}"]`);
     if (field) field.value = value;
+  }
+});
+
+// The step drawn again by its own request (a row's 添加 or 删除, 填入该示例, a refused 下一步) is
+// drawn from the values sent with it too: only the buttons are off meanwhile, and what was
+// typed then (a value finished while 添加 was on its way, the command) went with the old form
+// (qa74). It is carried into the new one, on the same step, into a field the answer drew with
+// the value sent: after a 删除 the rows below move up a name, and a field the answer changed
+// (the command 填入该示例 filled in) keeps the answer's.
+let stepSent = null;
+document.addEventListener("htmx:configRequest", function (event) {
+  const form = event.detail.elt;
+  if (!(form instanceof HTMLFormElement) || form.id !== "wizard-form") return;
+  // getAttribute: form.action is the step's buttons, all named action.
+  stepSent = {
+    step: form.getAttribute("action"),
+    fields: new Map([...typedFields(form)].map((field) => [field.name, field.value])),
+  };
+});
+let stepTypedMeanwhile = null;
+document.addEventListener("htmx:beforeSwap", function (event) {
+  const request = event.detail.requestConfig;
+  if (!request || request.elt.id !== "wizard-form" || !stepSent) return;
+  const sent = stepSent;
+  stepSent = null;
+  const typed = [...typedFields(request.elt)].filter(
+    (field) => sent.fields.has(field.name) && sent.fields.get(field.name) !== field.value,
+  );
+  stepTypedMeanwhile = {
+    request,
+    step: sent.step,
+    typed: typed.map((field) => [field.name, field.value, sent.fields.get(field.name)]),
+  };
+});
+document.addEventListener("htmx:afterSwap", function (event) {
+  const meanwhile = stepTypedMeanwhile;
+  if (!meanwhile || event.detail.requestConfig !== meanwhile.request) return;
+  stepTypedMeanwhile = null;
+  const form = document.getElementById("wizard-form");
+  if (!form || form.getAttribute("action") !== meanwhile.step) return;
+  for (const [name, value, sentValue] of meanwhile.typed) {
+    const field = form.querySelector(`[name="${CSS.escape(name)}"]`);
+    if (field && field.value === sentValue) field.value = value;
   }
 });
 

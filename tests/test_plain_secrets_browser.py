@@ -53,6 +53,37 @@ def test_a_token_typed_into_the_command_is_warned_of_and_got_it_hides_the_warnin
     expect(page.locator("#plain-secrets-notice")).to_have_count(0)
 
 
+def test_got_it_pressed_from_the_keyboard_leaves_focus_on_the_field_it_warned_of(logged_in_page):
+    # qa74: focus went to the step's heading, at the top of the page; a keyboard user had to
+    # Tab back down past every field to the command they were at.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", f"huggingface-cli login --token {HF} && torchrun train.py")
+    next_step(page, "resources")
+    page.click("#wizard-back")
+    page.wait_for_url(re.compile(r"/image/$"))
+    settled(page)
+
+    page.locator("#command-secrets").get_by_role("button", name="知道了，不再显示").focus()
+    page.keyboard.press("Enter")
+
+    expect(page.locator("#command-secrets")).to_have_count(0)
+    expect(page.locator("#id_command")).to_be_focused()
+
+    page.click("#add-env")
+    page.fill("#id_env-0-name", "LOGIN_ARGS")
+    page.fill("#id_env-0-value", f"--token {HF}")
+    page.click("#add-env")
+    expect(page.locator("tr.env-row")).to_have_count(2)
+    page.locator("tr.env-row").first.get_by_role("button", name="知道了，不再显示").focus()
+    page.keyboard.press("Enter")
+
+    expect(page.locator(".env-secrets")).to_have_count(0)
+    expect(page.locator("#id_env-0-value")).to_be_focused()
+
+
 def test_a_token_typed_into_the_entrypoint_is_warned_of_under_it_and_got_it_hides_it(
     logged_in_page,
 ):

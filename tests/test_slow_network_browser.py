@@ -315,6 +315,41 @@ def test_an_example_drawn_while_the_step_is_on_its_way_is_disabled_until_it_land
     assert draft.data[W.IMAGE]["command"][0].startswith("# MPICH")
 
 
+def test_what_was_typed_while_add_variable_is_on_its_way_is_kept_in_the_step_it_draws(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.click("#add-env")
+    page.fill("#id_env-0-name", "LR")
+    page.fill("#id_env-0-value", "0.1")
+    slow = HeldAnswer(page, "/image/")
+
+    page.focus("#add-env")
+    page.keyboard.press("Enter")
+    slow.wait_held()
+    # Nothing seems to happen: the person finishes the value and types the command meanwhile.
+    page.focus("#id_env-0-value")
+    page.keyboard.type("5")
+    page.focus("#id_command")
+    page.keyboard.type("torchrun train.py")
+    slow.let_go()
+
+    # Before qa74 the step was drawn from the values sent: 0.1, no command, without a word.
+    expect(page.locator("tr.env-row")).to_have_count(2)
+    expect(page.locator("#id_env-0-value")).to_have_value("0.15")
+    expect(page.locator("#id_command")).to_have_value("torchrun train.py")
+    expect(page.locator("#id_env-1-name")).to_be_focused()
+    page.fill("#id_env-1-name", "SEED")
+    page.fill("#id_env-1-value", "7")
+    next_step(page, "resources")
+    draft = Draft.objects.get()
+    assert draft.data[W.IMAGE]["command"] == ["torchrun train.py"]
+    assert draft.data[W.IMAGE]["env-0-value"] == ["0.15"]
+
+
 def test_a_mount_row_drawn_while_the_step_is_on_its_way_is_disabled_until_the_step_fails(
     logged_in_page,
 ):
@@ -392,6 +427,35 @@ def test_a_submit_whose_answer_was_lost_pressed_again_opens_the_one_job_it_made(
     page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
     expect(page.locator("h1")).to_contain_text("bert-large")
     assert Job.objects.count() == 1 and sent == ["POST"]
+
+
+def test_the_step_pressed_last_from_the_reviews_steps_is_shown_and_named_by_the_address(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    for slug in ["fault", "advanced", "submission", "review"]:
+        next_step(page, slug)
+    steps = page.locator(".wizard-steps a")
+    slow = HeldAnswer(page, "/image/")
+
+    steps.get_by_text("镜像与命令").focus()
+    page.keyboard.press("Enter")
+    slow.wait_held()
+    # Nothing seems to happen: the person goes to 资源配置 instead, which comes at once.
+    with page.expect_response(lambda r: "/resources/" in r.url):
+        steps.get_by_text("资源配置").focus()
+        page.keyboard.press("Enter")
+    slow.let_go()
+
+    # Before qa74 the image step's answer, coming last, found the review it was for gone but
+    # still set the address to the image step's: a reload, or 下一步's form, then disagreed.
+    expect(page.locator("#step-heading")).to_contain_text("资源配置")
+    expect(page).to_have_url(re.compile(r"/resources/$"))
 
 
 @pytest.mark.usefixtures("worker_thread")

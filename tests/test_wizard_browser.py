@@ -1519,6 +1519,35 @@ def test_the_warning_of_keys_an_import_did_not_read_stays_on_the_draft_until_dis
     assert draft.data[W.IMAGE]["command"] == ["echo typed before dismissing"]
 
 
+def test_a_mount_row_added_and_left_without_its_path_is_refused_on_that_field_not_a_server_error(
+    logged_in_page,
+):
+    # qa74: a first mount at /workspace and a second added but not filled in yet, 下一步
+    # answered 500 (the local pool compared the mount paths, an absolute one with an empty one).
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    page.click("#add-mount")
+    expect(page.locator("tr.mount-row")).to_have_count(2)
+
+    page.click("#wizard-next")
+
+    expect(page.locator("#id_mounts-1-mount_path_error")).to_contain_text(
+        "请填写容器挂载路径，例如 /workspace。"
+    )
+    page.fill("#id_mounts-1-mount_path", "data")  # relative: refused on its field too
+    page.click("#wizard-next")
+    expect(page.locator("#id_mounts-1-mount_path_error")).to_contain_text(
+        "挂载路径须为规范的绝对路径"
+    )
+    expect(page.locator("#id_mounts-0-mount_path")).to_have_value("/workspace")
+    page.fill("#id_mounts-1-mount_path", "/data")
+    next_step(page, "fault")
+
+
 def test_a_mount_over_tmp_and_a_tensorboard_path_in_a_read_only_mount_are_refused_where_typed(
     logged_in_page,
 ):

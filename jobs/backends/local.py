@@ -496,7 +496,10 @@ class LocalBackend(Backend):
             if not found and (problem := missing_folder_problem(volume.root, ds.source_path)):
                 err(f"{path}.sourcePath", problem)
                 continue
-            mounted.append((i, ds.mount_path, str(source), ds.read_only))
+            # A mount path the spec's own rules refuse (empty, relative) is said on its field;
+            # compared with the others it failed the whole step (qa74: a row just added).
+            if normalised_mount_path(ds.mount_path) is not None:
+                mounted.append((i, ds.mount_path, str(source), ds.read_only))
         for i, dest, _folder, _read_only in mounted:
             parent = read_only_parent_lacking(dest, [m[1:] for m in mounted])
             if parent:
