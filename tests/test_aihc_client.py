@@ -275,8 +275,10 @@ def test_reads_give_up_after_the_retries_with_the_last_error(fake):
 
 
 def test_reads_time_out_and_are_retried(fake):
-    fake.delay_next("DescribeJobs", 1.5)
-    client, sleeps = make_client(fake, read_timeout=0.5)
+    # The retry is answered at once, but "at once" on a machine busy with the rest of the
+    # suite has taken longer than 0.5 s (a third call): the timeout leaves it room.
+    fake.delay_next("DescribeJobs", 4.0)
+    client, sleeps = make_client(fake, read_timeout=2.0)
 
     assert client.list_jobs(pool="cce-pool1") == []
     assert len(fake.calls("DescribeJobs")) == 2
