@@ -392,7 +392,7 @@ def test_a_worker_killed_at_random_with_isolated_outbound_jobs_run_as_their_user
                 watch(rng.uniform(0, 0.6))
             elif act in ("stop", "delete"):
                 job = by_kind[act]
-                wait_for(lambda j=job: status(j["name"]) == "running", timeout=30)
+                wait_for(lambda j=job: status(j["name"]) == "running", timeout=60)
                 if act == "stop" and any(n for _, n in killed):
                     # Its network killed (and the worker since): said before it is stopped.
                     wait_for(
@@ -405,7 +405,7 @@ def test_a_worker_killed_at_random_with_isolated_outbound_jobs_run_as_their_user
                             )
                             == [(1,)]
                         ),
-                        timeout=30,
+                        timeout=60,
                         what="the lost outbound network to be said",
                     )
                 if act == "delete":
@@ -417,7 +417,7 @@ def test_a_worker_killed_at_random_with_isolated_outbound_jobs_run_as_their_user
                 # slirp4netns or the holder of the job that runs until stopped, killed from
                 # outside (README: the job keeps running, as with `isolated`).
                 job = by_kind["stop"]
-                wait_for(lambda j=job: status(j["name"]) == "running", timeout=30)
+                wait_for(lambda j=job: status(j["name"]) == "running", timeout=60)
                 [(public_id,)] = query(
                     world, "SELECT public_id FROM jobs_job WHERE name = ?", job["name"]
                 )
