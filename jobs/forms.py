@@ -875,7 +875,8 @@ class AdvancedForm(StepForm):
         # email and webhooks, chat bots among them; SMS needs a gateway it does not have.
         # The two events that need a switch of step 5 say so before any refusal: without
         # it neither ever comes (jobHang is refused on every pool, jobFT on the local one;
-        # AIHC takes jobFT without fault tolerance, and no restart ever sends it).
+        # an AIHC pool takes jobFT without fault tolerance, as AIHC does, and the field then
+        # ends with a warning: alert_warning_said, wizard.fault_tolerance_alert_unsent).
         help_text=_(
             "The console sends them by email and webhook (Feishu/Lark, WeCom, DingTalk or "
             "Slack group bots, or a URL of your own). It sends no SMS itself: use a webhook "
