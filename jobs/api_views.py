@@ -757,17 +757,28 @@ def fields_warnings(unread: Sequence[str]) -> dict[str, Any]:
 
 
 SECRET_IN_PLAIN_TEXT = "SecretInPlainText"
+ALERT_NEVER_SENT = "AlertNeverSent"
 
 
 def create_warnings(job: Job, unread: Sequence[str], rename: Callable[[str], str]) -> dict:
-    """A create's `warnings`: the keys it did not read (fields_warnings), and each secret
-    the job's command or a plain env value holds as typed (jobs.plain_secrets), on its
-    body's path, named, never quoted. None: the answer is AIHC's own."""
+    """A create's `warnings`: the keys it did not read (fields_warnings), each secret the
+    job's command or a plain env value holds as typed (jobs.plain_secrets), on its body's
+    path, named, never quoted, and an AIHC job's alert that never comes (the wizard's
+    fault_tolerance_alert_unsent: AIHC takes it, so it is said, not refused). None: the
+    answer is AIHC's own."""
+    from .wizard import fault_tolerance_alert_unsent
+
+    spec = job.job_spec()
     warnings = fields_warnings(unread).get("warnings", [])
-    for found in secrets_in_plain_text(job.job_spec()):
+    for found in secrets_in_plain_text(spec):
         field = rename(found.field_path())
         warnings.append(
             {"code": SECRET_IN_PLAIN_TEXT, "message": found.api_message(field), "fields": [field]}
+        )
+    if message := fault_tolerance_alert_unsent(spec, backend=job.backend):
+        field = rename("alertConfig.alertItems")
+        warnings.append(
+            {"code": ALERT_NEVER_SENT, "message": f"{field}: {message}", "fields": [field]}
         )
     return {"warnings": warnings} if warnings else {}
 

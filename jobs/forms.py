@@ -16,6 +16,7 @@ from crispy_forms.layout import Div, Field, Layout
 from django import forms
 from django.forms import formset_factory
 from django.utils.functional import cached_property
+from django.utils.html import format_html
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
@@ -874,7 +875,8 @@ class AdvancedForm(StepForm):
         # email and webhooks, chat bots among them; SMS needs a gateway it does not have.
         # The two events that need a switch of step 5 say so before any refusal: without
         # it neither ever comes (jobHang is refused on every pool, jobFT on the local one;
-        # AIHC takes jobFT without fault tolerance, and no restart ever sends it).
+        # an AIHC pool takes jobFT without fault tolerance, as AIHC does, and the field then
+        # ends with a warning: alert_warning_said, wizard.fault_tolerance_alert_unsent).
         help_text=_(
             "The console sends them by email and webhook (Feishu/Lark, WeCom, DingTalk or "
             "Slack group bots, or a URL of your own). It sends no SMS itself: use a webhook "
@@ -1002,6 +1004,19 @@ class AdvancedForm(StepForm):
             WizardField("cpu_exclusive"),
             *([WizardField("privileged")] if privileged else []),
             show_errors=self.show_errors,
+        )
+
+    def alert_warning_said(self, message: str) -> None:
+        """A warning, not an error, on the alert events: their help text ends with it, set
+        apart in the warning colour, so a screen reader hears it with the group (its
+        aria-describedby names the help text) and the step is still taken."""
+        # On the bound field, which the form keeps once made (a refused 下一步 made it): a
+        # change of the field's own help text would not reach it then.
+        bound = self["alert_items"]
+        bound.help_text = format_html(
+            '{}<span class="d-block mt-1 text-warning-emphasis" id="alert-items-warning">{}</span>',
+            bound.help_text,
+            message,
         )
 
     def clean(self) -> dict[str, Any]:

@@ -1968,6 +1968,32 @@ def group_env_pinned(spec: S.JobSpec) -> str:
     return message % {"total": total}
 
 
+def fault_tolerance_alert_unsent(spec: S.JobSpec, *, backend: str) -> str:
+    """A warning, not a refusal: on an AIHC pool, “Fault tolerance happens” (jobFT) chosen
+    for a job with fault tolerance off. AIHC sends it when its fault tolerance restarts the
+    job (训练容错), which without fault tolerance never happens.
+
+    Decision (left53): the local pool refuses it (its check_spec, qa72): the console sends
+    that alert itself and knows it never will. On an AIHC pool AIHC sends it, and AIHC's
+    CreateJob takes the event without fault tolerance; AIHC's docs (配置任务的消息通知) put a
+    requirement on 任务hang only, which is refused on every pool (jobs.spec). A body AIHC
+    takes is not refused for what AIHC may do, so it is said instead: on the wizard's alert
+    events, on its review, and beside a create's answer in the API's `warnings`
+    (AlertNeverSent), which AIHC's SDKs ignore. A TensorFlow job's is refused already (AIHC
+    alerts TF only when it runs, fails or succeeds); another pool's gets "" (Kubernetes pools
+    take no alerts). "" otherwise."""
+    if backend != "aihc" or spec.fault_tolerance or spec.framework == S.TENSORFLOW:
+        return ""
+    if "jobFT" not in spec.alert.items:
+        return ""
+    return _(
+        "AIHC sends “Fault tolerance happens” when its fault tolerance restarts the job, and "
+        "this job has fault tolerance off: the alert is taken but never comes. Turn fault "
+        "tolerance on in step 5 (Fault tolerance & diagnostics; faultTolerance in a request; "
+        "PyTorch only), or leave this event out."
+    )
+
+
 def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:
     """The console's rules on a spec beyond jobs.spec.validate that need no form: the
     wizard's submit and the API's CreateJob (jobs.api_views) both apply them."""

@@ -784,6 +784,14 @@ def _fault_extras(
 def _advanced_extras(
     request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
 ) -> dict[str, Any]:
+    if state.pool is not None and state.pool.backend == "aihc":
+        # The events the step shows (as saved, or as sent by a refused 下一步) against step
+        # 5 as saved: a warning on the field while it holds them, as the review says it.
+        raws = {W.ADVANCED: _lists(forms.form.data)}
+        spec = W.assemble(state, raws, steps=[W.BASIC, W.FAULT, W.ADVANCED]).spec
+        warning = W.fault_tolerance_alert_unsent(spec, backend=state.pool.backend)
+        if warning and isinstance(forms.form, F.AdvancedForm):
+            forms.form.alert_warning_said(warning)
     return {}
 
 
@@ -839,6 +847,9 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "tensorboard_notice": W.tensorboard_path_private(spec, state.pool),
         "group_env_notice": W.group_env_pinned(spec),
         "shared_memory_notice": W.shared_memory_over_memory(spec),
+        "alert_notice": W.fault_tolerance_alert_unsent(
+            spec, backend=state.pool.backend if state.pool else ""
+        ),
         "plain_secrets": W.plain_secret_warnings(state=state, assembly=assembly).all(),
         "image_step_url": _step_url(draft, W.IMAGE),
         "problems": [

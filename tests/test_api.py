@@ -1227,6 +1227,58 @@ def aihc_body(name: str = "on-aihc") -> dict:
     }
 
 
+# left53: AIHC takes “Fault tolerance happens” (jobFT) without fault tolerance, and is the one
+# to send it, so the console takes it too and says beside the answer that it never comes.
+FT_ALERT_NEVER_COMES = (
+    "alertConfig.alertItems: AIHC sends “Fault tolerance happens” when its fault tolerance "
+    "restarts the job, and this job has fault tolerance off: the alert is taken but never "
+    "comes. Turn fault tolerance on in step 5 (Fault tolerance & diagnostics; faultTolerance "
+    "in a request; PyTorch only), or leave this event out."
+)
+AIHC_ALERTS = {"instanceId": "prom-1", "notifyRuleId": "notify-1"}
+
+
+def test_an_aihc_create_alerting_on_fault_tolerance_without_it_is_taken_with_a_warning(api, fake):
+    job_body = {**aihc_body(), "alertConfig": {"alertItems": ["jobFailed", "jobFT"], **AIHC_ALERTS}}
+
+    answer = api.request(
+        "POST",
+        "/api/v1/aijobs",
+        params=[("resourcePoolId", "cce-pool1")],
+        body=job_body,
+        idempotent=False,
+    )
+
+    assert answer["warnings"] == [
+        {
+            "code": "AlertNeverSent",
+            "message": FT_ALERT_NEVER_COMES,
+            "fields": ["alertConfig.alertItems"],
+        }
+    ]
+    job = Job.objects.get(public_id=answer["result"]["jobId"])
+    assert job.job_spec().alert.items == ["jobFailed", "jobFT"]  # kept as sent
+
+
+def test_an_aihc_create_alerting_on_fault_tolerance_with_it_on_answers_as_aihc_does(api, fake):
+    job_body = {
+        **aihc_body(),
+        "faultTolerance": True,
+        "alertConfig": {"alertItems": ["jobFT"], **AIHC_ALERTS},
+    }
+
+    answer = api.request(
+        "POST",
+        "/api/v1/aijobs",
+        params=[("resourcePoolId", "cce-pool1")],
+        body=job_body,
+        idempotent=False,
+    )
+
+    assert "warnings" not in answer
+    assert Job.objects.get(public_id=answer["result"]["jobId"]).job_spec().fault_tolerance
+
+
 def test_an_aihc_jobs_priority_changes_while_it_waits_for_review_and_not_once_queued(
     api, fake, settings
 ):

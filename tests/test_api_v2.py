@@ -634,6 +634,23 @@ def test_a_search_keyword_longer_than_the_job_lists_box_is_refused_not_a_server_
 # -- pools and queues -------------------------------------------------------------------------
 
 
+def test_a_v2_aihc_create_alerting_on_fault_tolerance_without_it_warns_beside_the_job_id(api, fake):
+    job_body = v2_body(alertConfig={"alertItems": ["jobFT"], **v1.AIHC_ALERTS})
+    job_body["jobSpec"]["resources"] = [{"name": A800, "quantity": 1}]
+    del job_body["datasources"]  # a hostpath of the local pool's
+
+    answer = action(api, "CreateJob", body=job_body, resourcePoolId="cce-pool1", queueID="default")
+
+    assert answer["warnings"] == [
+        {
+            "code": "AlertNeverSent",
+            "message": v1.FT_ALERT_NEVER_COMES,
+            "fields": ["alertConfig.alertItems"],
+        }
+    ]
+    assert Job.objects.get(public_id=answer["jobId"]).job_spec().alert.items == ["jobFT"]
+
+
 def test_v2_pools_and_queues_read_as_the_consoles_own_aihc_client_reads_aihcs(api, fake):
     held = api.create_job(pool="local", body=card_body("holds-a-card", cards=1))
     run_until(

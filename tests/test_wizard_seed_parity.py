@@ -16,6 +16,7 @@ from jobs import wizard as W
 from jobs.models import Draft
 
 from .fake_aihc import FakeAihc, configure
+from .test_aihc_views import aihc_steps
 from .test_wizard import (
     A800,
     advanced_data,
@@ -367,6 +368,107 @@ def test_a_fault_tolerance_alert_with_fault_tolerance_on_is_taken(alice_client):
 
     draft.refresh_from_db()
     assert W.ADVANCED in draft.completed_steps
+
+
+# -- 告警: 任务发生容错 on an AIHC pool: taken, and said to never come (left53) ---------------
+
+# AIHC takes jobFT without fault tolerance (its CreateJob does) and is the one to send it: the
+# console says the alert never comes there rather than refuse a body AIHC takes.
+FT_ALERT_NEVER_COMES = (
+    "百舸 AIHC 在容错重启任务时发出“任务发生容错”告警，而此任务未开启容错：此告警会被接受，但永远不会发出。"
+    "请在第 5 步（容错&诊断；请求中为 faultTolerance；仅支持 PyTorch）开启容错，或不选此告警事件。"
+)
+FT_ALERT_NEVER_COMES_EN = (
+    "AIHC sends “Fault tolerance happens” when its fault tolerance restarts the job, and this "
+    "job has fault tolerance off: the alert is taken but never comes. Turn fault tolerance on "
+    "in step 5 (Fault tolerance & diagnostics; faultTolerance in a request; PyTorch only), or "
+    "leave this event out."
+)
+
+
+def aihc_draft_alerting(client, items: list[str], *, fault: dict | None = None) -> Draft:
+    """A draft on the AIHC pool, every step done, alerting on `items` through a notify policy."""
+    draft = new_draft(client)
+    steps = {
+        **aihc_steps(),
+        W.ADVANCED: advanced_data(
+            alert_items=items, alert_instance_id="prom-1", alert_notify_rule_id="notify-1"
+        ),
+    }
+    if fault is not None:
+        steps[W.FAULT] = fault
+    complete_steps(client, draft, **steps)
+    return draft
+
+
+def alert_warning(response) -> str | None:
+    """The warning the alert events' help text ends with, or None."""
+    page = response.content.decode()
+    helptext = re.search(r'id="id_alert_items_helptext" class="form-text">(.*?)</div>', page, re.S)
+    assert helptext, "the alert events have no help text"
+    found = re.search(r'id="alert-items-warning">([^<]+)<', helptext.group(1))
+    return html.unescape(found.group(1)) if found else None
+
+
+def review_notice(response, notice_id: str) -> str | None:
+    found = re.search(rf'id="{notice_id}"[^>]*>(.*?)</div>', response.content.decode(), re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", found.group(1))) if found else None
+
+
+def test_a_fault_tolerance_alert_without_fault_tolerance_on_an_aihc_pool_is_taken_and_warned_of(
+    alice_client, aihc_pool
+):
+    draft = aihc_draft_alerting(alice_client, ["jobFailed", "jobFT"])
+
+    draft.refresh_from_db()
+    assert W.ADVANCED in draft.completed_steps  # taken: 下一步 went on
+    step = alice_client.get(step_url(draft, W.ADVANCED))
+    assert field_errors(step, "id_alert_items") == []
+    assert alert_warning(step) == FT_ALERT_NEVER_COMES
+    review = alice_client.get(step_url(draft, W.REVIEW))
+    assert review_notice(review, "alert-notice") == f"告警: {FT_ALERT_NEVER_COMES}"
+    assert 'id="review-problems"' not in review.content.decode()
+
+
+def test_the_aihc_fault_tolerance_alert_warning_is_said_in_english_too(alice_en, aihc_pool):
+    draft = aihc_draft_alerting(alice_en, ["jobFT"])
+
+    assert alert_warning(alice_en.get(step_url(draft, W.ADVANCED))) == FT_ALERT_NEVER_COMES_EN
+    review = alice_en.get(step_url(draft, W.REVIEW))
+    assert review_notice(review, "alert-notice") == f"Alerts: {FT_ALERT_NEVER_COMES_EN}"
+
+
+def test_an_aihc_jobs_fault_tolerance_alert_is_not_warned_of_with_fault_tolerance_on_or_unchosen(
+    alice_client, aihc_pool
+):
+    with_fault_tolerance = aihc_draft_alerting(
+        alice_client, ["jobFT"], fault={"fault_tolerance": "on"}
+    )
+    without_the_event = aihc_draft_alerting(alice_client, ["jobFailed"])
+
+    for draft in (with_fault_tolerance, without_the_event):
+        assert alert_warning(alice_client.get(step_url(draft, W.ADVANCED))) is None
+        assert review_notice(alice_client.get(step_url(draft, W.REVIEW)), "alert-notice") is None
+
+
+def test_the_aihc_warning_is_on_the_alert_events_a_refused_next_shows_again(
+    alice_client, aihc_pool
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED, **aihc_steps())
+
+    # Refused for its missing notify policy: the step comes back with the events as sent.
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFT"], alert_instance_id="prom-1"),
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_alert_notify_rule_id")
+    assert field_errors(r, "id_alert_items") == []
+    assert alert_warning(r) == FT_ALERT_NEVER_COMES
 
 
 # -- seed 001's example through 从请求导入 -------------------------------------------------
