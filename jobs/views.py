@@ -1044,9 +1044,12 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
         context = {
             "deleted": kept,
             "retention": retention_words(kept.retention),
-            "usage_kept": UsageRecord.objects.filter(
+            # A CPU-only job's hours count as CPU-only job-hours, not card-hours (qa76).
+            "kept_usage_cards": UsageRecord.objects.filter(
                 public_id=public_id, owner_pk=request.user.pk
-            ).exists(),
+            )
+            .values_list("total_cards", flat=True)
+            .first(),
         }
         return render(request, "jobs/job_deleted.html", context, status=404)
     usage_every = _usage_every(request, job)

@@ -1709,7 +1709,12 @@ def test_an_old_link_to_a_job_its_retention_deleted_tells_its_owner_so_and_when(
     kept = DeletedJob.objects.get(public_id=job.public_id)
     when = timezone.localtime(kept.deleted_at).strftime("%Y-%m-%d %H:%M")
     assert f"It was deleted automatically, with its logs, at {when}: 2 days after it ended" in text
-    assert 'The card-hours it used still count in <a href="/account/usage/">My usage</a>' in text
+    # A CPU-only job: its hours count as CPU-only job-hours (qa76: "The card-hours it used").
+    assert (
+        'It used no cards: its CPU-only job-hours still count in <a href="/account/usage/">'
+        "My usage</a>" in text
+    )
+    assert "card-hours" not in text
     assert not Job.objects.filter(pk=job.pk).exists()
     assert (kept.owner, kept.name, kept.reason, kept.retention) == (
         alice,
@@ -1720,6 +1725,24 @@ def test_an_old_link_to_a_job_its_retention_deleted_tells_its_owner_so_and_when(
     # In Chinese too.
     alice_client.cookies["django_language"] = "zh-hans"
     assert "自动删除" in alice_client.get(link).content.decode()
+
+
+def test_an_old_link_to_a_deleted_job_that_used_cards_says_its_card_hours_still_count(
+    alice, alice_client
+):
+    job = submit(
+        alice, name="on-cards", retention_period="1d", roles=[S.Role("master", 1, CARD, 2)]
+    )
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    finish(job, JobStatus.SUCCEEDED)
+    Job.objects.filter(pk=job.pk).update(finished_at=timezone.now() - timedelta(days=2))
+    Worker().delete_expired()
+    alice_client.cookies["django_language"] = "en"
+
+    text = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert 'The card-hours it used still count in <a href="/account/usage/">My usage</a>' in text
+    assert "CPU-only" not in text
 
 
 def test_an_old_link_to_another_users_deleted_job_says_nothing_of_it(alice, bob, settings):
