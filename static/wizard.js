@@ -124,7 +124,8 @@ document.addEventListener("change", function (event) {
 // chosen) is drawn from the values sent with the request, and replaces the row whole. What was
 // typed into the row while that answer was on its way (the mount path, typed right after
 // picking the volume) went with the old row: it is carried into the new one. htmx keeps the
-// focus and the caret on a field of the same id itself.
+// focus and the caret on a field of the same id itself. Text only: a choice made in the row
+// meanwhile asks for a redraw of its own, which replaces this one (hx-sync).
 const sentRows = new WeakMap();
 function typedFields(row) {
   return row.querySelectorAll("input[name]:not([type=hidden]):not([type=checkbox]):not([type=radio]), textarea[name]");
@@ -274,10 +275,11 @@ document.addEventListener("htmx:afterSettle", function (event) {
 // htmx is told to load another page (a language switch), they stay as the buttons stay.
 const staysOnStep = /^(add-row|remove-row-\d+|fill-example-\w+|dismiss-[\w-]+)$/;
 let lockedFields = [];
-document.addEventListener("htmx:configRequest", function (event) {
-  const form = event.detail.elt;
+// beforeSend: the request is sure to be sent then, and its afterRequest opens them again.
+document.addEventListener("htmx:beforeSend", function (event) {
+  const form = event.detail.requestConfig.elt;
   if (!(form instanceof HTMLFormElement) || form.id !== "wizard-form") return;
-  if (staysOnStep.test(String(event.detail.formData.get("action") || ""))) return;
+  if (staysOnStep.test(String(event.detail.requestConfig.formData.get("action") || ""))) return;
   form.setAttribute("aria-busy", "true");
   lockFields(form);
 });
