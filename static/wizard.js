@@ -124,7 +124,8 @@ document.addEventListener("change", function (event) {
 // chosen) is drawn from the values sent with the request, and replaces the row whole. What was
 // typed into the row while that answer was on its way (the mount path, typed right after
 // picking the volume) went with the old row: it is carried into the new one. htmx keeps the
-// focus and the caret on a field of the same id itself.
+// focus and the caret on a field of the same id itself. Text only: a choice made in the row
+// meanwhile asks for a redraw of its own, which replaces this one (hx-sync).
 const sentRows = new WeakMap();
 function typedFields(row) {
   return row.querySelectorAll("input[name]:not([type=hidden]):not([type=checkbox]):not([type=radio]), textarea[name]");
@@ -154,46 +155,161 @@ document.addEventListener("htmx:afterSwap", function () {
   }
 });
 
-// The step drawn again by its own request (a row's 添加 or 删除, 填入该示例, a refused 下一步) is
-// drawn from the values sent with it too: only the buttons are off meanwhile, and what was
-// typed then (a value finished while 添加 was on its way, the command) went with the old form
-// (qa74). It is carried into the new one, on the same step, into a field the answer drew with
-// the value sent: after a 删除 the rows below move up a name, and a field the answer changed
-// (the command 填入该示例 filled in) keeps the answer's.
-let stepSent = null;
+// The step drawn again by its own request (a row's 添加 or 删除, 填入该示例, 知道了) is drawn
+// from the values sent with it: only the buttons are off meanwhile, and what was typed or
+// chosen then (a value finished while 添加 was on its way, the command, a card type, a box
+// ticked) went with the old form (qa74, carry). It is carried into the new one, on the same
+// step, into a field the answer drew with the value sent: a field the answer changed (the
+// command 填入该示例 filled in) keeps the answer's, and a choice the answer does not offer is
+// not made. A 删除 moves the rows below it up a name (env-2-value is env-1-value in the
+// answer): what was typed into them follows them when the answer has one row fewer than sent,
+// which the server answers only once it removed that very row (the main mount and a custom
+// job's only role are kept: then no row moved). An answer drawn from the draft as saved,
+// not from what was sent (the page was out of date, #stale-notice), takes nothing carried.
+// Each request's record is keyed by its requestConfig (the same object from configRequest
+// to afterSettle): another element's request, or one that failed, never reads it.
+const stepRequests = new WeakMap();
+const STEP_FIELDS = "input[name]:not([type=hidden]), textarea[name], select[name]";
+function stepFields(form) {
+  const fields = new Map();
+  for (const field of form.querySelectorAll(STEP_FIELDS)) {
+    fields.set(field.name, [...(fields.get(field.name) || []), field]);
+  }
+  return fields;
+}
+function isBox(field) {
+  return field.type === "checkbox" || field.type === "radio";
+}
+// What a field sends, comparable: its text or option, the ticked values of a box group.
+function valueOf(fields) {
+  const sent = fields.filter((field) => !isBox(field) || field.checked);
+  return JSON.stringify(sent.map((field) => field.value));
+}
+function valuesOf(form) {
+  return new Map([...stepFields(form)].map(([name, fields]) => [name, valueOf(fields)]));
+}
+// Puts a carried value into the fields of its name; returns those a person's change would
+// have changed, none if the answer offers no such option or box.
+function carry(fields, value) {
+  const values = JSON.parse(value);
+  const [field] = fields;
+  if (isBox(field)) {
+    if (!values.every((wanted) => fields.some((box) => box.value === wanted))) return [];
+    const flipped = fields.filter((box) => box.checked !== values.includes(box.value));
+    flipped.forEach((box) => (box.checked = !box.checked));
+    return flipped.filter((box) => box.type === "checkbox" || box.checked);
+  }
+  const options = field instanceof HTMLSelectElement ? [...field.options] : null;
+  if (options && !options.some((option) => option.value === values[0])) return [];
+  field.value = values[0];
+  return [field];
+}
+// The name a field of the form sent has in the answer: a row below the one removed moves up
+// one, the removed row's fields have none (null).
+function nameInAnswer(name, removal) {
+  const row = /^(\w+)-(\d+)-(\w+)$/.exec(name);
+  if (!removal || !row || row[1] !== removal.prefix || Number(row[2]) < removal.row) return name;
+  return Number(row[2]) === removal.row ? null : `${row[1]}-${Number(row[2]) - 1}-${row[3]}`;
+}
 document.addEventListener("htmx:configRequest", function (event) {
   const form = event.detail.elt;
   if (!(form instanceof HTMLFormElement) || form.id !== "wizard-form") return;
-  // getAttribute: form.action is the step's buttons, all named action.
-  stepSent = {
+  const action = String(event.detail.formData.get("action") || "");
+  const removed = /^remove-row-(\d+)$/.exec(action);
+  const total = form.querySelector("input[name$='-TOTAL_FORMS']");
+  stepRequests.set(event.detail, {
+    // getAttribute: form.action is the step's buttons, all named action.
     step: form.getAttribute("action"),
-    fields: new Map([...typedFields(form)].map((field) => [field.name, field.value])),
-  };
+    sent: valuesOf(form),
+    removal: removed &&
+      total && {
+        prefix: total.name.replace(/-TOTAL_FORMS$/, ""),
+        row: Number(removed[1]),
+        rows: Number(total.value),
+      },
+  });
 });
-let stepTypedMeanwhile = null;
 document.addEventListener("htmx:beforeSwap", function (event) {
-  const request = event.detail.requestConfig;
-  if (!request || request.elt.id !== "wizard-form" || !stepSent) return;
-  const sent = stepSent;
-  stepSent = null;
-  const typed = [...typedFields(request.elt)].filter(
-    (field) => sent.fields.has(field.name) && sent.fields.get(field.name) !== field.value,
-  );
-  stepTypedMeanwhile = {
-    request,
-    step: sent.step,
-    typed: typed.map((field) => [field.name, field.value, sent.fields.get(field.name)]),
-  };
+  const request = stepRequests.get(event.detail.requestConfig);
+  if (!request) return;
+  // The old form, still there: what is in it now against what it sent.
+  const now = valuesOf(event.detail.requestConfig.elt);
+  request.typed = [...now].filter(([name, value]) => request.sent.get(name) !== value);
 });
 document.addEventListener("htmx:afterSwap", function (event) {
-  const meanwhile = stepTypedMeanwhile;
-  if (!meanwhile || event.detail.requestConfig !== meanwhile.request) return;
-  stepTypedMeanwhile = null;
+  const request = stepRequests.get(event.detail.requestConfig);
   const form = document.getElementById("wizard-form");
-  if (!form || form.getAttribute("action") !== meanwhile.step) return;
-  for (const [name, value, sentValue] of meanwhile.typed) {
-    const field = form.querySelector(`[name="${CSS.escape(name)}"]`);
-    if (field && field.value === sentValue) field.value = value;
+  if (!request || !request.typed || !form) return;
+  const typed = request.typed;
+  request.typed = null; // afterSwap comes once per node swapped in
+  if (form.getAttribute("action") !== request.step || form.querySelector("#stale-notice")) return;
+  const { removal } = request;
+  const total = removal && form.querySelector(`[name="${removal.prefix}-TOTAL_FORMS"]`);
+  const removed = total && Number(total.value) === removal.rows - 1 && removal;
+  const drawn = stepFields(form);
+  request.carried = [];
+  for (const [name, value] of typed) {
+    const fields = drawn.get(nameInAnswer(name, removed));
+    if (fields && valueOf(fields) === request.sent.get(name)) {
+      request.carried.push(...carry(fields, value));
+    }
+  }
+});
+// A value carried is told to what follows its field as the person's change was, to the old
+// field (the idle count and the card totals of step 3, a mount row's volumes, the AIAK
+// section): once, after the swap settled and htmx wired the new step up.
+document.addEventListener("htmx:afterSettle", function (event) {
+  const request = stepRequests.get(event.detail.requestConfig);
+  if (!request || !request.carried) return;
+  const carried = request.carried;
+  request.carried = null;
+  carried.forEach((field) => field.dispatchEvent(new Event("change", { bubbles: true })));
+});
+
+// 下一步, 上一步, a stepper link, 保存并返回确认 and 中文/EN leave the step, or may (a refused
+// 下一步 comes back, but only its answer says so). What would be typed or chosen meanwhile has
+// no step to be carried into: the step was saved without it, and it was lost without a word
+// (carry). Meanwhile the step's fields are read-only and the form says it is busy (aria-busy),
+// as its buttons are off; a select, a checkbox and a radio have no read-only: they are
+// disabled. They open again once the request has failed (the step stays, as it was); when
+// htmx is told to load another page (a language switch), they stay as the buttons stay.
+const staysOnStep = /^(add-row|remove-row-\d+|fill-example-\w+|dismiss-[\w-]+)$/;
+let lockedFields = [];
+// beforeSend: the request is sure to be sent then, and its afterRequest opens them again.
+document.addEventListener("htmx:beforeSend", function (event) {
+  const form = event.detail.requestConfig.elt;
+  if (!(form instanceof HTMLFormElement) || form.id !== "wizard-form") return;
+  if (staysOnStep.test(String(event.detail.requestConfig.formData.get("action") || ""))) return;
+  form.setAttribute("aria-busy", "true");
+  lockFields(form);
+});
+// A mount row another answer draws inside the busy step meanwhile comes locked too.
+document.addEventListener("htmx:load", function (event) {
+  const drawn = event.target;
+  if (drawn instanceof Element && drawn.closest("#wizard-form[aria-busy]")) lockFields(drawn);
+});
+function lockFields(root) {
+  for (const field of root.querySelectorAll(STEP_FIELDS)) {
+    const lock = isBox(field) || field instanceof HTMLSelectElement ? "disabled" : "readOnly";
+    if (field[lock]) continue;
+    field[lock] = true;
+    lockedFields.push([field, lock]);
+  }
+}
+document.addEventListener("htmx:afterRequest", function (event) {
+  // requestConfig.elt: once the answer replaced the form, the event comes from its parent.
+  const request = event.detail.requestConfig;
+  if (!request || request.elt.id !== "wizard-form" || event.detail.keepIndicators) return;
+  lockedFields.forEach(([field, lock]) => (field[lock] = false));
+  lockedFields = [];
+  request.elt.removeAttribute("aria-busy");
+});
+// Nothing inside the busy step asks the server anything (the idle counts ask every 5 s): the
+// answer would land in a step on its way out, asked without the fields disabled.
+document.addEventListener("htmx:configRequest", function (event) {
+  const elt = event.detail.elt;
+  if (elt.id !== "wizard-form" && elt.closest && elt.closest("#wizard-form[aria-busy]")) {
+    event.preventDefault();
   }
 });
 

@@ -18,6 +18,7 @@ from tests.test_job_pages_browser import (  # noqa: F401
     worker_thread,
 )
 from tests.test_volume_access_browser import _team_volumes, to_the_data_step  # noqa: F401
+from tests.test_wizard import V100
 from tests.test_wizard_browser import (  # noqa: F401
     aihc_pool,
     fill_basic,
@@ -350,6 +351,125 @@ def test_what_was_typed_while_add_variable_is_on_its_way_is_kept_in_the_step_it_
     assert draft.data[W.IMAGE]["env-0-value"] == ["0.15"]
 
 
+def test_a_choice_made_while_add_label_is_on_its_way_is_kept_in_the_step_it_draws(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "bert-large")
+    page.check("input[name=framework][value=PyTorchJob]")
+    slow = HeldAnswer(page, "/basic/")
+
+    page.click("#add-label")
+    slow.wait_held()
+    # Nothing seems to happen: the person sets the priority, the framework and the logs.
+    page.select_option("#id_priority", "high")
+    page.check("input[name=framework][value=MPIJob]")
+    page.check("#id_log_persistence")
+    slow.let_go()
+
+    # Before, only what was typed was carried: the step came back as these were sent.
+    expect(page.locator("tr.label-row")).to_have_count(1)
+    expect(page.locator("#id_priority")).to_have_value("high")
+    expect(page.locator("input[name=framework][value=MPIJob]")).to_be_checked()
+    expect(page.locator("input[name=framework][value=PyTorchJob]")).not_to_be_checked()
+    expect(page.locator("#id_log_persistence")).to_be_checked()
+    next_step(page, "image")
+    draft = Draft.objects.get()
+    assert draft.data[W.BASIC]["priority"] == ["high"]
+    assert draft.data[W.BASIC]["framework"] == ["MPIJob"]
+    assert draft.data[W.BASIC]["log_persistence"] == ["on"]
+
+
+def test_a_card_count_changed_while_add_role_is_on_its_way_updates_its_idle_count_and_totals(
+    logged_in_page, settings
+):
+    settings.LOCAL_ACCELERATORS = f"{V100}=4"
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "custom-roles")
+    page.check("input[name=framework][value=Custom]")
+    next_step(page, "image")
+    fill_image(page)
+    page.select_option("#id_roles-0-accelerator_type", V100)  # 4 on the local pool
+    expect(page.locator("#card-totals")).to_contain_text(f"{V100} × 1")
+    slow = HeldAnswer(page, "/resources/")
+
+    page.click("#add-role")
+    slow.wait_held()
+    page.fill("#id_roles-0-accelerators", "6")  # more than the pool's 4 V100
+    slow.let_go()
+
+    # Before, the 6 was carried but its idle count and the totals still spoke of 1 card until
+    # the next change.
+    expect(page.locator("tr.role-row")).to_have_count(2)
+    expect(page.locator("#id_roles-0-accelerators")).to_have_value("6")
+    expect(page.locator("#card-totals")).to_contain_text(f"{V100} × 6")
+    expect(page.locator("#idle-0")).to_contain_text("6")
+
+
+def test_what_was_typed_into_rows_below_a_removed_one_follows_them_up(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    for name in ("GONE", "LR", "SEED"):
+        rows = page.locator("tr.env-row").count()
+        page.click("#add-env")
+        expect(page.locator("tr.env-row")).to_have_count(rows + 1)
+        settled(page)
+        page.fill(f"#id_env-{rows}-name", name)
+    slow = HeldAnswer(page, "/image/")
+
+    page.click("tr.env-row >> nth=0 >> button[value=remove-row-0]")
+    slow.wait_held()
+    # The values are typed while the first row's 删除 is on its way.
+    page.fill("#id_env-0-value", "typed into the row removed")
+    page.fill("#id_env-1-value", "0.1")
+    page.fill("#id_env-2-value", "7")
+    slow.let_go()
+
+    # Before, the rows below moved up a name and what was typed into them was lost.
+    expect(page.locator("tr.env-row")).to_have_count(2)
+    expect(page.locator("#id_env-0-name")).to_have_value("LR")
+    expect(page.locator("#id_env-0-value")).to_have_value("0.1")
+    expect(page.locator("#id_env-1-name")).to_have_value("SEED")
+    expect(page.locator("#id_env-1-value")).to_have_value("7")
+
+
+def test_the_steps_fields_are_read_only_while_next_is_on_its_way_and_open_again_if_it_fails(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    page.click("#add-env")
+    page.fill("#id_env-0-name", "LR")
+    slow = HeldAnswer(page, "/image/")
+
+    page.click("#wizard-next")
+    slow.wait_held()
+    # Before, what was typed now was lost without a word once the next step came (the step
+    # was saved without it): the fields say they are busy and take nothing meanwhile.
+    expect(page.locator("#wizard-form")).to_have_attribute("aria-busy", "true")
+    expect(page.locator("#id_command")).not_to_be_editable()
+    expect(page.locator("#id_env-0-secret")).to_be_disabled()
+    page.focus("#id_command")
+    page.keyboard.type(" --resume")
+    expect(page.locator("#id_command")).to_have_value("torchrun train.py")
+    slow.route.abort("connectionreset")  # ...and the answer never comes
+
+    expect(page.locator("#request-error")).to_be_visible()
+    expect(page.locator("#wizard-form")).not_to_have_attribute("aria-busy", "true")
+    expect(page.locator("#id_env-0-secret")).to_be_enabled()
+    page.fill("#id_command", "torchrun train.py --resume")
+    next_step(page, "resources")
+    draft = Draft.objects.get()
+    assert draft.data[W.IMAGE]["command"] == ["torchrun train.py --resume"]
+
+
 def test_a_mount_row_drawn_while_the_step_is_on_its_way_is_disabled_until_the_step_fails(
     logged_in_page,
 ):
@@ -370,10 +490,12 @@ def test_a_mount_row_drawn_while_the_step_is_on_its_way_is_disabled_until_the_st
 
     expect(page.locator("#id_mounts-1-access_reason")).to_have_count(1)
     expect(page.locator("button[value=remove-row-1]")).to_be_disabled()
+    expect(page.locator("#id_mounts-1-mount_path")).not_to_be_editable()  # as the step's fields
     step.route.abort("connectionreset")  # ...and 下一步's answer never comes
 
     expect(page.locator("#request-error")).to_contain_text("无法连接到控制台")
     expect(page.locator("button[value=remove-row-1]")).to_be_enabled()
+    expect(page.locator("#id_mounts-1-mount_path")).to_be_editable()
     expect(page.locator("#wizard-next")).to_be_enabled()
     page.click("button[value=remove-row-1]")
     expect(rows).to_have_count(1)
