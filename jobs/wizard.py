@@ -1986,6 +1986,13 @@ def fault_tolerance_alert_unsent(spec: S.JobSpec, *, backend: str) -> str:
         return ""
     if "jobFT" not in spec.alert.items:
         return ""
+    if spec.framework != S.PYTORCH:
+        # Not sent to step 5: fault tolerance turned on there is refused (console_rules).
+        return _(
+            "AIHC sends “Fault tolerance happens” when its fault tolerance restarts the job, "
+            "and fault tolerance is for PyTorch jobs only: on this job the alert is taken but "
+            "never comes. Leave this event out."
+        )
     return _(
         "AIHC sends “Fault tolerance happens” when its fault tolerance restarts the job, and "
         "this job has fault tolerance off: the alert is taken but never comes. Turn fault "

@@ -1260,6 +1260,37 @@ def test_an_aihc_create_alerting_on_fault_tolerance_without_it_is_taken_with_a_w
     assert job.job_spec().alert.items == ["jobFailed", "jobFT"]  # kept as sent
 
 
+def test_an_aihc_mpi_create_alerting_on_fault_tolerance_is_told_to_leave_it_out_not_to_turn_it_on(
+    api, fake
+):
+    # Fault tolerance is PyTorch's only: told to turn it on, an MPI job would be refused.
+    job_body = {
+        **aihc_body(),
+        "jobFramework": "MPIJob",
+        "alertConfig": {"alertItems": ["jobFT"], **AIHC_ALERTS},
+    }
+
+    answer = api.request(
+        "POST",
+        "/api/v1/aijobs",
+        params=[("resourcePoolId", "cce-pool1")],
+        body=job_body,
+        idempotent=False,
+    )
+
+    assert answer["warnings"] == [
+        {
+            "code": "AlertNeverSent",
+            "message": (
+                "alertConfig.alertItems: AIHC sends “Fault tolerance happens” when its fault "
+                "tolerance restarts the job, and fault tolerance is for PyTorch jobs only: on "
+                "this job the alert is taken but never comes. Leave this event out."
+            ),
+            "fields": ["alertConfig.alertItems"],
+        }
+    ]
+
+
 def test_an_aihc_create_alerting_on_fault_tolerance_with_it_on_answers_as_aihc_does(api, fake):
     job_body = {
         **aihc_body(),
