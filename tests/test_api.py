@@ -1238,16 +1238,22 @@ FT_ALERT_NEVER_COMES = (
 AIHC_ALERTS = {"instanceId": "prom-1", "notifyRuleId": "notify-1"}
 
 
-def test_an_aihc_create_alerting_on_fault_tolerance_without_it_is_taken_with_a_warning(api, fake):
-    job_body = {**aihc_body(), "alertConfig": {"alertItems": ["jobFailed", "jobFT"], **AIHC_ALERTS}}
-
-    answer = api.request(
+def aihc_create_answer(api: AihcClient, job_body: dict) -> dict:
+    """A v1 create's whole answer on the AIHC pool: its result and any warnings beside it
+    (api.create_job returns the result alone)."""
+    return api.request(
         "POST",
         "/api/v1/aijobs",
         params=[("resourcePoolId", "cce-pool1")],
         body=job_body,
         idempotent=False,
     )
+
+
+def test_an_aihc_create_alerting_on_fault_tolerance_without_it_is_taken_with_a_warning(api, fake):
+    job_body = {**aihc_body(), "alertConfig": {"alertItems": ["jobFailed", "jobFT"], **AIHC_ALERTS}}
+
+    answer = aihc_create_answer(api, job_body)
 
     assert answer["warnings"] == [
         {
@@ -1270,13 +1276,7 @@ def test_an_aihc_mpi_create_alerting_on_fault_tolerance_is_told_to_leave_it_out_
         "alertConfig": {"alertItems": ["jobFT"], **AIHC_ALERTS},
     }
 
-    answer = api.request(
-        "POST",
-        "/api/v1/aijobs",
-        params=[("resourcePoolId", "cce-pool1")],
-        body=job_body,
-        idempotent=False,
-    )
+    answer = aihc_create_answer(api, job_body)
 
     assert answer["warnings"] == [
         {
@@ -1298,13 +1298,7 @@ def test_an_aihc_create_alerting_on_fault_tolerance_with_it_on_answers_as_aihc_d
         "alertConfig": {"alertItems": ["jobFT"], **AIHC_ALERTS},
     }
 
-    answer = api.request(
-        "POST",
-        "/api/v1/aijobs",
-        params=[("resourcePoolId", "cce-pool1")],
-        body=job_body,
-        idempotent=False,
-    )
+    answer = aihc_create_answer(api, job_body)
 
     assert "warnings" not in answer
     assert Job.objects.get(public_id=answer["result"]["jobId"]).job_spec().fault_tolerance
