@@ -247,16 +247,16 @@ def aiak_template_choices() -> list[tuple[str, list[tuple[str, str]]]]:
     return list(groups.items())
 
 
-EXAMPLE_ID = re.compile(r"[A-Za-z-]{1,40}")
-
-
 def shown_example(params: MultiValueDict) -> str:
     """The example 查看示例 shows, as a step's address (?example=) or its form (the panel's
     hidden `example`, sent while the panel is open) names it: an example's id or a framework;
-    anything else is no example (the panel closed). An unknown id opens the framework's first
-    (views._example)."""
+    anything else is no example (the panel closed). An example the pool does not offer opens
+    the framework's first (views._example)."""
     wanted = str(params.get("example") or "")
-    return wanted if EXAMPLE_ID.fullmatch(wanted) else ""
+    # Checked against what exists, not a pattern of ids: a new example's id (a digit, an
+    # underscore) would otherwise close the panel without a word (review52).
+    known = {e["id"] for e in example_commands()}.union(S.FRAMEWORKS)
+    return wanted if wanted in known else ""
 
 
 @cache

@@ -626,9 +626,7 @@ def _image_extras(
     # 查看示例 open on an example: asked for by the address (?example=, the panel's button
     # without JavaScript), or sent with the step's form (the panel's hidden `example`) by a row
     # button or a refused 下一步, which draw the step again: the panel stays as it was.
-    shown = W.shown_example(request.GET) or (
-        W.shown_example(request.POST) if request.method == "POST" else ""
-    )
+    shown = W.shown_example(request.GET) or W.shown_example(request.POST)
     left = W.paste_lines_left(str(forms.form["env_paste"].value() or ""))
     return {
         "images": images,
