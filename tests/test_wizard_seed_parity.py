@@ -354,6 +354,24 @@ def test_a_fault_tolerance_alert_without_fault_tolerance_is_refused_on_the_alert
     assert W.ADVANCED not in draft.completed_steps
 
 
+def test_an_mpi_jobs_fault_tolerance_alert_is_refused_without_sending_it_to_step_5(alice_client):
+    # Step 5's fault tolerance is PyTorch's only: an MPI job turning it on would be refused.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED, **{W.BASIC: basic_data(framework=S.MPI)})
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFT"], alert_emails="ops@example.com"),
+    )
+
+    assert field_errors(r, "id_alert_items") == [
+        "本机资源池只在重启任务时发出“任务发生容错”告警，而只有开启了容错的任务才会重启，"
+        "容错又仅支持 PyTorch 任务：此任务的此告警永远不会发出。请不选此告警事件。"
+    ]
+
+
 def test_a_fault_tolerance_alert_with_fault_tolerance_on_is_taken(alice_client):
     draft = new_draft(alice_client)
     complete_steps(
