@@ -247,16 +247,16 @@ def aiak_template_choices() -> list[tuple[str, list[tuple[str, str]]]]:
     return list(groups.items())
 
 
-EXAMPLE_ID = re.compile(r"[A-Za-z-]{1,40}")
-
-
 def shown_example(params: MultiValueDict) -> str:
     """The example 查看示例 shows, as a step's address (?example=) or its form (the panel's
     hidden `example`, sent while the panel is open) names it: an example's id or a framework;
-    anything else is no example (the panel closed). An unknown id opens the framework's first
-    (views._example)."""
+    anything else is no example (the panel closed). An example the pool does not offer opens
+    the framework's first (views._example)."""
     wanted = str(params.get("example") or "")
-    return wanted if EXAMPLE_ID.fullmatch(wanted) else ""
+    # Checked against what exists, not a pattern of ids: a new example's id (a digit, an
+    # underscore) would otherwise close the panel without a word (review52).
+    known = {e["id"] for e in example_commands()}.union(S.FRAMEWORKS)
+    return wanted if wanted in known else ""
 
 
 @cache
@@ -1986,6 +1986,13 @@ def fault_tolerance_alert_unsent(spec: S.JobSpec, *, backend: str) -> str:
         return ""
     if "jobFT" not in spec.alert.items:
         return ""
+    if spec.framework != S.PYTORCH:
+        # Not sent to step 5: fault tolerance turned on there is refused (console_rules).
+        return _(
+            "AIHC sends “Fault tolerance happens” when its fault tolerance restarts the job, "
+            "and fault tolerance is for PyTorch jobs only: on this job the alert is taken but "
+            "never comes. Leave this event out."
+        )
     return _(
         "AIHC sends “Fault tolerance happens” when its fault tolerance restarts the job, and "
         "this job has fault tolerance off: the alert is taken but never comes. Turn fault "

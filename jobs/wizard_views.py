@@ -626,9 +626,7 @@ def _image_extras(
     # 查看示例 open on an example: asked for by the address (?example=, the panel's button
     # without JavaScript), or sent with the step's form (the panel's hidden `example`) by a row
     # button or a refused 下一步, which draw the step again: the panel stays as it was.
-    shown = W.shown_example(request.GET) or (
-        W.shown_example(request.POST) if request.method == "POST" else ""
-    )
+    shown = W.shown_example(request.GET) or W.shown_example(request.POST)
     left = W.paste_lines_left(str(forms.form["env_paste"].value() or ""))
     return {
         "images": images,
@@ -784,14 +782,17 @@ def _fault_extras(
 def _advanced_extras(
     request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
 ) -> dict[str, Any]:
-    if state.pool is not None and state.pool.backend == "aihc":
+    form = forms.form
+    if state.pool is not None and state.pool.backend == "aihc" and isinstance(form, F.AdvancedForm):
         # The events the step shows (as saved, or as sent by a refused 下一步) against step
         # 5 as saved: a warning on the field while it holds them, as the review says it.
-        raws = {W.ADVANCED: _lists(forms.form.data)}
-        spec = W.assemble(state, raws, steps=[W.BASIC, W.FAULT, W.ADVANCED]).spec
-        warning = W.fault_tolerance_alert_unsent(spec, backend=state.pool.backend)
-        if warning and isinstance(forms.form, F.AdvancedForm):
-            forms.form.alert_warning_said(warning)
+        # Step 5 alone is bound again: this step's form is bound already, and step 1's (its
+        # pools and queues) would cost the page more than all the rest of this (review52).
+        spec = W.assemble(state, steps=[W.FAULT]).spec
+        spec.framework = state.framework
+        spec.alert.items = list(form["alert_items"].value() or [])
+        if warning := W.fault_tolerance_alert_unsent(spec, backend=state.pool.backend):
+            form.alert_warning_said(warning)
     return {}
 
 

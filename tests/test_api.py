@@ -1238,16 +1238,22 @@ FT_ALERT_NEVER_COMES = (
 AIHC_ALERTS = {"instanceId": "prom-1", "notifyRuleId": "notify-1"}
 
 
-def test_an_aihc_create_alerting_on_fault_tolerance_without_it_is_taken_with_a_warning(api, fake):
-    job_body = {**aihc_body(), "alertConfig": {"alertItems": ["jobFailed", "jobFT"], **AIHC_ALERTS}}
-
-    answer = api.request(
+def aihc_create_answer(api: AihcClient, job_body: dict) -> dict:
+    """A v1 create's whole answer on the AIHC pool: its result and any warnings beside it
+    (api.create_job returns the result alone)."""
+    return api.request(
         "POST",
         "/api/v1/aijobs",
         params=[("resourcePoolId", "cce-pool1")],
         body=job_body,
         idempotent=False,
     )
+
+
+def test_an_aihc_create_alerting_on_fault_tolerance_without_it_is_taken_with_a_warning(api, fake):
+    job_body = {**aihc_body(), "alertConfig": {"alertItems": ["jobFailed", "jobFT"], **AIHC_ALERTS}}
+
+    answer = aihc_create_answer(api, job_body)
 
     assert answer["warnings"] == [
         {
@@ -1260,6 +1266,31 @@ def test_an_aihc_create_alerting_on_fault_tolerance_without_it_is_taken_with_a_w
     assert job.job_spec().alert.items == ["jobFailed", "jobFT"]  # kept as sent
 
 
+def test_an_aihc_mpi_create_alerting_on_fault_tolerance_is_told_to_leave_it_out_not_to_turn_it_on(
+    api, fake
+):
+    # Fault tolerance is PyTorch's only: told to turn it on, an MPI job would be refused.
+    job_body = {
+        **aihc_body(),
+        "jobFramework": "MPIJob",
+        "alertConfig": {"alertItems": ["jobFT"], **AIHC_ALERTS},
+    }
+
+    answer = aihc_create_answer(api, job_body)
+
+    assert answer["warnings"] == [
+        {
+            "code": "AlertNeverSent",
+            "message": (
+                "alertConfig.alertItems: AIHC sends “Fault tolerance happens” when its fault "
+                "tolerance restarts the job, and fault tolerance is for PyTorch jobs only: on "
+                "this job the alert is taken but never comes. Leave this event out."
+            ),
+            "fields": ["alertConfig.alertItems"],
+        }
+    ]
+
+
 def test_an_aihc_create_alerting_on_fault_tolerance_with_it_on_answers_as_aihc_does(api, fake):
     job_body = {
         **aihc_body(),
@@ -1267,13 +1298,7 @@ def test_an_aihc_create_alerting_on_fault_tolerance_with_it_on_answers_as_aihc_d
         "alertConfig": {"alertItems": ["jobFT"], **AIHC_ALERTS},
     }
 
-    answer = api.request(
-        "POST",
-        "/api/v1/aijobs",
-        params=[("resourcePoolId", "cce-pool1")],
-        body=job_body,
-        idempotent=False,
-    )
+    answer = aihc_create_answer(api, job_body)
 
     assert "warnings" not in answer
     assert Job.objects.get(public_id=answer["result"]["jobId"]).job_spec().fault_tolerance

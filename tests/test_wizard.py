@@ -1809,6 +1809,27 @@ def test_a_source_path_naming_a_file_says_the_local_pool_mounts_folders_not_that
 
 @pytest.mark.parametrize(
     "typed, message",
+    [("", "请填写容器挂载路径，例如 /workspace。"), ("data", "挂载路径须为规范的绝对路径")],
+    ids=["empty", "relative"],
+)
+def test_a_second_mount_row_without_an_absolute_path_is_refused_on_its_field_not_a_server_error(
+    alice_client, typed, message
+):
+    # qa74: the local pool compared /workspace with the row just added (commonpath raised on
+    # an absolute path beside an empty or relative one): 下一步 answered 500.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+    data = data_data(mounts=[("hostpath", "scratch", "/workspace"), ("hostpath", "scratch", typed)])
+
+    r = post_step(alice_client, draft, W.DATA, data)
+
+    assert r.status_code == 200
+    assert message in " ".join(field_errors(r, "id_mounts-1-mount_path"))
+    assert field_errors(r, "id_mounts-0-mount_path") == []
+
+
+@pytest.mark.parametrize(
+    "typed, message",
     [
         ("workspace/tb", "请填写与代码一致的 Tensorboard 日志绝对路径。"),
         (

@@ -496,7 +496,7 @@ def test_a_row_added_with_the_examples_open_draws_the_step_again_with_the_same_e
     assert "example" not in draft.data[W.IMAGE]  # the panel's state is not the job's
 
 
-@pytest.mark.parametrize("sent", [None, "", "TF Job<script>", "x" * 41])
+@pytest.mark.parametrize("sent", [None, "", "TF Job<script>", "x" * 41, "NoSuchExample"])
 def test_a_row_added_with_the_examples_closed_or_a_bad_example_draws_them_closed(
     alice_client, sent
 ):

@@ -354,6 +354,24 @@ def test_a_fault_tolerance_alert_without_fault_tolerance_is_refused_on_the_alert
     assert W.ADVANCED not in draft.completed_steps
 
 
+def test_an_mpi_jobs_fault_tolerance_alert_is_refused_without_sending_it_to_step_5(alice_client):
+    # Step 5's fault tolerance is PyTorch's only: an MPI job turning it on would be refused.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED, **{W.BASIC: basic_data(framework=S.MPI)})
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFT"], alert_emails="ops@example.com"),
+    )
+
+    assert field_errors(r, "id_alert_items") == [
+        "本机资源池只在重启任务时发出“任务发生容错”告警，而只有开启了容错的任务才会重启，"
+        "容错又仅支持 PyTorch 任务：此任务的此告警永远不会发出。请不选此告警事件。"
+    ]
+
+
 def test_a_fault_tolerance_alert_with_fault_tolerance_on_is_taken(alice_client):
     draft = new_draft(alice_client)
     complete_steps(
@@ -386,11 +404,13 @@ FT_ALERT_NEVER_COMES_EN = (
 )
 
 
-def aihc_draft_alerting(client, items: list[str], *, fault: dict | None = None) -> Draft:
+def aihc_draft_alerting(
+    client, items: list[str], *, fault: dict | None = None, framework: str = S.PYTORCH
+) -> Draft:
     """A draft on the AIHC pool, every step done, alerting on `items` through a notify policy."""
     draft = new_draft(client)
     steps = {
-        **aihc_steps(),
+        **aihc_steps(framework=framework),
         W.ADVANCED: advanced_data(
             alert_items=items, alert_instance_id="prom-1", alert_notify_rule_id="notify-1"
         ),
@@ -449,6 +469,18 @@ def test_an_aihc_jobs_fault_tolerance_alert_is_not_warned_of_with_fault_toleranc
     for draft in (with_fault_tolerance, without_the_event):
         assert alert_warning(alice_client.get(step_url(draft, W.ADVANCED))) is None
         assert review_notice(alice_client.get(step_url(draft, W.REVIEW)), "alert-notice") is None
+
+
+def test_an_aihc_mpi_jobs_fault_tolerance_alert_is_warned_of_without_sending_it_to_step_5(
+    alice_client, aihc_pool
+):
+    # Step 5's fault tolerance is PyTorch's only: an MPI job turning it on would be refused.
+    draft = aihc_draft_alerting(alice_client, ["jobFT"], framework=S.MPI)
+
+    warning = "百舸 AIHC 在容错重启任务时发出“任务发生容错”告警，而容错仅支持 PyTorch 任务：此任务的此告警会被接受，但永远不会发出。请不选此告警事件。"
+    assert alert_warning(alice_client.get(step_url(draft, W.ADVANCED))) == warning
+    review = alice_client.get(step_url(draft, W.REVIEW))
+    assert review_notice(review, "alert-notice") == f"告警: {warning}"
 
 
 def test_the_aihc_warning_is_on_the_alert_events_a_refused_next_shows_again(

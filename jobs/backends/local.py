@@ -36,7 +36,7 @@ from jobs.sandbox import (
     read_only_parent_message,
     resolve_in_root,
 )
-from jobs.spec import CORES_PER_CARD, MPI, TENSORFLOW, normalised_mount_path
+from jobs.spec import CORES_PER_CARD, MPI, PYTORCH, TENSORFLOW, normalised_mount_path
 from jobs.volume_access import HostVolume, parse_volumes
 
 from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
@@ -408,7 +408,17 @@ class LocalBackend(Backend):
                     "this event out."
                 ),
             )
-        if "jobFT" in spec.alert.items and not spec.fault_tolerance:
+        if "jobFT" in spec.alert.items and not spec.fault_tolerance and spec.framework != PYTORCH:
+            # Not sent to step 5: fault tolerance turned on there is refused (console_rules).
+            err(
+                "alertConfig.alertItems",
+                _(
+                    "The local pool alerts “Fault tolerance happens” when it restarts a job, "
+                    "and only a job with fault tolerance on is restarted, which is for PyTorch "
+                    "jobs only: on this job this alert never comes. Leave this event out."
+                ),
+            )
+        elif "jobFT" in spec.alert.items and not spec.fault_tolerance:
             # qa72: jobFT is sent when the runner restarts a job (runner._restarted), which
             # only fault tolerance does (restart_limit is 0 without it): taken, it never came.
             err(
