@@ -697,7 +697,7 @@ def test_a_job_past_its_retention_kept_for_its_alerts_says_so_not_a_passed_delet
     settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
     Job.objects.filter(pk=job.pk).update(finished_at=timezone.now() - timedelta(hours=3))
     job.refresh_from_db()
-    passed = timezone.localtime(job.finished_at + timedelta(hours=2)).strftime("%Y-%m-%d %H:%M")
+    passed = timezone.localtime(job.finished_at + timedelta(hours=2)).strftime("%Y-%m-%d %H:%M:%S")
 
     def line(language="zh-hans"):
         alice_client.cookies["django_language"] = language
@@ -733,7 +733,7 @@ def test_a_finished_job_with_a_retention_period_says_when_it_will_be_deleted(ali
     finish(kept, JobStatus.SUCCEEDED)
     job_transition(job=stopped, to=JobStatus.STOPPED, reason="Stopped", message="")
     kept.refresh_from_db()
-    when = timezone.localtime(kept.finished_at + timedelta(hours=2)).strftime("%Y-%m-%d %H:%M")
+    when = timezone.localtime(kept.finished_at + timedelta(hours=2)).strftime("%Y-%m-%d %H:%M:%S")
 
     def line(job, language="zh-hans"):
         alice_client.cookies["django_language"] = language
