@@ -332,6 +332,19 @@ document.addEventListener("htmx:afterSwap", function (event) {
   if (stale && document.getElementById("aiak-preview")) htmx.trigger(request.elt, "change");
 });
 
+// 高级配置 on an AIHC pool with step 5's fault tolerance off: the warning that “任务发生容错”
+// never comes (in the 告警 help text, AdvancedForm.alert_warning_said) is drawn whenever it
+// could apply, shown as the server drew the step, and then while that event is ticked: until
+// left54 it showed only once the step was drawn again, and stayed after the box was unticked.
+document.addEventListener("change", function (event) {
+  const box = event.target;
+  if (!(box instanceof HTMLInputElement) || box.name !== "alert_items" || box.value !== "jobFT") {
+    return;
+  }
+  const warning = document.getElementById("alert-items-warning");
+  if (warning) warning.hidden = !box.checked;
+});
+
 // The step's buttons are disabled while its form's own request is on its way (hx-disabled-elt,
 // step.html), but htmx disables only those there as the request starts. A button another
 // answer drew inside the form meanwhile (an example's panel with 填入该示例, a mount row with
