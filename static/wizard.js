@@ -375,15 +375,16 @@ document.addEventListener("htmx:afterRequest", function (event) {
   disabledMeanwhile = [];
 });
 
-// 查看示例 opened or closed by its summary: the example it shows goes with the step's form only
-// while it is open (the hidden `example`, _image.html), so a row button or a refused 下一步
-// draws the step again with the panel as the person left it. toggle does not bubble: caught.
+// 查看示例: the example it shows goes with the step's form only while it is open (the hidden
+// `example`, drawn disabled, _image.html), so a row button or a refused 下一步 draws the step
+// again with the panel as the person left it. Set as the form is sent (caught before htmx
+// reads the form): the panel's state is known only here, never to a page without JavaScript.
 document.addEventListener(
-  "toggle",
-  function (event) {
-    if (event.target.id !== "examples") return;
-    const shown = event.target.querySelector("#example-shown");
-    if (shown) shown.disabled = !event.target.open;
+  "submit",
+  function () {
+    const examples = document.getElementById("examples");
+    const shown = document.getElementById("example-shown");
+    if (examples && shown) shown.disabled = !examples.open;
   },
   true,
 );
