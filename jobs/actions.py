@@ -238,6 +238,8 @@ def job_delete(*, job: Job, for_retention: bool = False) -> bool:
                         else "",
                         "api_key": key,
                         "secret_left": secret_left,
+                        "group_index": job.group_index if job.group_id else None,
+                        "group_total": job.group.total if job.group_id else None,
                     },
                 )
     except DatabaseError as exc:

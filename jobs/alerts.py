@@ -7,7 +7,8 @@ supervision. Delivery results become job events ("AlertSent", "AlertFailed", and
 channel: ALERT_EMAILS_PER_HOUR, ALERT_WEBHOOKS_PER_HOUR, of which routine alerts take at most
 half, URGENT_ITEMS the rest); delivery never raises.
 
-Webhook body (JSON): {"jobId", "name", "event", "time", "message", "link"}; a chat bot's
+Webhook body (JSON): {"jobId", "name", "event", "time", "message", "link"}, and for a queue
+group's task "groupTaskIndex" and "groupTaskTotal"; a chat bot's
 webhook (Feishu/Lark, WeCom, DingTalk, Slack: jobs.chat_bots) gets a message in its own format
 instead, in the job owner's language, and its answer is read.
 """
@@ -304,7 +305,7 @@ def job_link(job: Job) -> str:
 
 
 def alert_payload(job: Job, item: str, message: str, time: str) -> dict[str, Any]:
-    return {
+    payload = {
         "jobId": job.public_id,
         "name": job.name,
         "event": item,
@@ -312,6 +313,22 @@ def alert_payload(job: Job, item: str, message: str, time: str) -> dict[str, Any
         "message": message,
         "link": job_link(job),
     }
+    if job.group_id is not None:
+        # A queue group's tasks share a name: which task alerts, as the job list's `2/3`
+        # (1-based; the task's AIHC_GROUP_TASK_INDEX is this minus 1). Keys added for a
+        # group's task only, so a standalone job's body is as it was (qa76).
+        payload["groupTaskIndex"] = job.group_index
+        payload["groupTaskTotal"] = job.group.total
+    return payload
+
+
+def task_name(job: Job) -> str:
+    """The job's name as the job list shows it: a queue group's task with its place in the
+    group, `qa-grp 2/3` (an alert mail or chat message naming the group alone did not say
+    which of its tasks had failed, qa76)."""
+    if job.group_id is None:
+        return job.name
+    return f"{job.name} {job.group_index}/{job.group.total}"
 
 
 def job_alert(*, job: Job, item: str, message: str) -> None:
@@ -749,7 +766,7 @@ def _deliver_email(
     turn = _turn_for_delivery(job=job, item=item, channel=AlertChannel.EMAIL, tries=tries)
     if turn is None:
         return
-    title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item
+    title = recorded(ITEM_TITLES[item], name=task_name(job)) if item in ITEM_TITLES else item
     brand = recorded(gettext_noop("AI Job Console"))
     note = None
     if turn.reopens is not None and turn.routine_share:
@@ -776,7 +793,7 @@ def _deliver_email(
             # What a bot's message says too (QA 38: the mail had the message and the link
             # only, so a job's end mailed later never said when it ended).
             lines = chat_bots.alert_lines(
-                name=job.name,
+                name=task_name(job),
                 event=translation.gettext(ITEM_NAMES[item]) if item in ITEM_NAMES else item,
                 time_text=chat_bots.time_shown(payload["time"]),
             )
@@ -870,12 +887,13 @@ def bot_text(*, bot: str, job: Job, item: str, message: str, payload: dict[str, 
     `message` stays as recorded: programs read it)."""
     gettext = translation.gettext
     with translation.override(reader_language(user=job.owner)):
-        title = gettext(ITEM_TITLES[item]) % {"name": job.name} if item in ITEM_TITLES else item
+        name = task_name(job)
+        title = gettext(ITEM_TITLES[item]) % {"name": name} if item in ITEM_TITLES else item
         return chat_bots.alert_text(
             bot=bot,
             brand=gettext("AI Job Console"),
             title=title,
-            name=job.name,
+            name=name,
             event=gettext(ITEM_NAMES[item]) if item in ITEM_NAMES else item,
             time_text=chat_bots.time_shown(payload["time"]),
             message=_said(message),

@@ -1006,16 +1006,19 @@ class AdvancedForm(StepForm):
             show_errors=self.show_errors,
         )
 
-    def alert_warning_said(self, message: str) -> None:
+    def alert_warning_said(self, message: str, *, shown: bool = True) -> None:
         """A warning, not an error, on the alert events: their help text ends with it, set
         apart in the warning colour, so a screen reader hears it with the group (its
-        aria-describedby names the help text) and the step is still taken."""
+        aria-describedby names the help text) and the step is still taken. Not `shown`, it is
+        drawn hidden, for wizard.js to show once its event is ticked (hidden, a screen reader
+        does not hear it)."""
         # On the bound field, which the form keeps once made (a refused 下一步 made it): a
         # change of the field's own help text would not reach it then.
         bound = self["alert_items"]
         bound.help_text = format_html(
-            '{}<span class="d-block mt-1 text-warning-emphasis" id="alert-items-warning">{}</span>',
+            '{}<span class="mt-1 text-warning-emphasis" id="alert-items-warning"{}>{}</span>',
             bound.help_text,
+            "" if shown else " hidden",
             message,
         )
 

@@ -104,7 +104,7 @@ class DeletedJobAdmin(ReadOnlyAdmin):
     job (its page, the list, the API with their key) or the worker, once its retention period
     has passed. Kept DELETED_JOB_KEEP_DAYS, and gone with the owner's account."""
 
-    list_display = ["deleted_at", "public_id", "name", "owner", "how"]
+    list_display = ["deleted_at", "public_id", "task_name", "owner", "how"]
     # A username box, as the job list's: every owner of a deleted job listed in the panel
     # was hundreds of links on a big site (admin30 did the same for the jobs; review34).
     list_filter = [OwnerFilter]
@@ -112,8 +112,13 @@ class DeletedJobAdmin(ReadOnlyAdmin):
     ordering = ["-deleted_at"]
     search_fields = ["public_id", "name", "owner__username", "api_key"]
     list_select_related = ["owner"]
-    fields = ["deleted_at", "public_id", "name", "owner", "how"]
+    fields = ["deleted_at", "public_id", "task_name", "owner", "how"]
     readonly_fields = fields
+
+    # A queue group's task with its place in the group, `qa-grp 2/3`, as the job list names it.
+    @admin.display(description=gettext_lazy("name"), ordering="name")
+    def task_name(self, obj: DeletedJob) -> str:
+        return obj.task_name
 
     @admin.display(description=gettext_lazy("deleted by"), ordering="reason")
     def how(self, obj: DeletedJob) -> str:

@@ -906,6 +906,12 @@ class DeletedJob(models.Model):
     # API server not answering in the Delete's short wait: the worker removes it once the
     # cluster answers (Worker.remove_secrets_left), then clears this. Its name, never a value.
     secret_left = models.CharField(max_length=320, blank=True, editable=False)
+    # A queue group's task: which one (Job.group_index, 1..total) of how many, so that its page
+    # and the admin name it as the job list did, `qa-grp 2/3` (qa76: the group's tasks share a
+    # name, and a deleted one's page did not say which it was). Null for a standalone job and
+    # for rows written before 0044.
+    group_index = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    group_total = models.PositiveIntegerField(null=True, blank=True, editable=False)
 
     class Meta:
         verbose_name = _("deleted job")
@@ -913,6 +919,13 @@ class DeletedJob(models.Model):
 
     def __str__(self) -> str:
         return self.public_id
+
+    @property
+    def task_name(self) -> str:
+        """Its name, with its place in its queue group (`qa-grp 2/3`) for a group's task."""
+        if self.group_index is None or self.group_total is None:
+            return self.name
+        return f"{self.name} {self.group_index}/{self.group_total}"
 
 
 class UsageRecord(models.Model):

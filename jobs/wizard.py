@@ -38,6 +38,8 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 from django.utils.datastructures import MultiValueDict
 from django.utils.functional import SimpleLazyObject
+from django.utils.html import conditional_escape
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
@@ -1968,7 +1970,9 @@ def group_env_pinned(spec: S.JobSpec) -> str:
     return message % {"total": total}
 
 
-def fault_tolerance_alert_unsent(spec: S.JobSpec, *, backend: str) -> str:
+def fault_tolerance_alert_unsent(
+    spec: S.JobSpec, *, backend: str, fault_step: str | None = None
+) -> str:
     """A warning, not a refusal: on an AIHC pool, “Fault tolerance happens” (jobFT) chosen
     for a job with fault tolerance off. AIHC sends it when its fault tolerance restarts the
     job (训练容错), which without fault tolerance never happens.
@@ -1981,7 +1985,11 @@ def fault_tolerance_alert_unsent(spec: S.JobSpec, *, backend: str) -> str:
     events, on its review, and beside a create's answer in the API's `warnings`
     (AlertNeverSent), which AIHC's SDKs ignore. A TensorFlow job's is refused already (AIHC
     alerts TF only when it runs, fails or succeeds); another pool's gets "" (Kubernetes pools
-    take no alerts). "" otherwise."""
+    take no alerts). "" otherwise.
+
+    `fault_step`: the wizard's words, which send its user to step 5's 容错 switch, named by
+    `fault_step` (HTML: the step's title, or on the review a link to it); the result is then
+    HTML. None: the API's, which name the request's faultTolerance."""
     if backend != "aihc" or spec.fault_tolerance or spec.framework == S.TENSORFLOW:
         return ""
     if "jobFT" not in spec.alert.items:
@@ -1993,12 +2001,19 @@ def fault_tolerance_alert_unsent(spec: S.JobSpec, *, backend: str) -> str:
             "and fault tolerance is for PyTorch jobs only: on this job the alert is taken but "
             "never comes. Leave this event out."
         )
-    return _(
+    if fault_step is None:
+        return _(
+            "AIHC sends “Fault tolerance happens” when its fault tolerance restarts the job, and "
+            "this job has fault tolerance off: the alert is taken but never comes. Turn fault "
+            "tolerance on in step 5 (Fault tolerance & diagnostics; faultTolerance in a request; "
+            "PyTorch only), or leave this event out."
+        )
+    message = _(
         "AIHC sends “Fault tolerance happens” when its fault tolerance restarts the job, and "
-        "this job has fault tolerance off: the alert is taken but never comes. Turn fault "
-        "tolerance on in step 5 (Fault tolerance & diagnostics; faultTolerance in a request; "
-        "PyTorch only), or leave this event out."
+        "this job has fault tolerance off: the alert is taken but never comes. Turn on the "
+        "Fault tolerance switch of step 5 (%(step)s; PyTorch only), or leave this event out."
     )
+    return mark_safe(conditional_escape(message) % {"step": conditional_escape(fault_step)})
 
 
 def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:

@@ -20,6 +20,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import translation
+from django.utils.html import conditional_escape, format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
@@ -790,9 +791,17 @@ def _advanced_extras(
         # pools and queues) would cost the page more than all the rest of this (review52).
         spec = W.assemble(state, steps=[W.FAULT]).spec
         spec.framework = state.framework
-        spec.alert.items = list(form["alert_items"].value() or [])
-        if warning := W.fault_tolerance_alert_unsent(spec, backend=state.pool.backend):
-            form.alert_warning_said(warning)
+        # Drawn whenever the event would get it, and shown while the event is ticked: in the
+        # step as drawn (bound, as a refused 下一步 sent it; else as saved), then as the box is
+        # ticked or unticked (wizard.js). Until left54 it was drawn for the saved events only.
+        spec.alert.items = ["jobFT"]
+        fault_step = conditional_escape(W.STEP_TITLES[W.FAULT])
+        warning = W.fault_tolerance_alert_unsent(
+            spec, backend=state.pool.backend, fault_step=fault_step
+        )
+        if warning:
+            ticked = "jobFT" in (form["alert_items"].value() or [])
+            form.alert_warning_said(warning, shown=ticked)
     return {}
 
 
@@ -849,7 +858,14 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "group_env_notice": W.group_env_pinned(spec),
         "shared_memory_notice": W.shared_memory_over_memory(spec),
         "alert_notice": W.fault_tolerance_alert_unsent(
-            spec, backend=state.pool.backend if state.pool else ""
+            spec,
+            backend=state.pool.backend if state.pool else "",
+            # Step 5 as a link, as the review's other notices link their step.
+            fault_step=format_html(
+                '<a href="{}" class="alert-link">{}</a>',
+                _step_url(draft, W.FAULT),
+                W.STEP_TITLES[W.FAULT],
+            ),
         ),
         "plain_secrets": W.plain_secret_warnings(state=state, assembly=assembly).all(),
         "image_step_url": _step_url(draft, W.IMAGE),

@@ -332,6 +332,19 @@ document.addEventListener("htmx:afterSwap", function (event) {
   if (stale && document.getElementById("aiak-preview")) htmx.trigger(request.elt, "change");
 });
 
+// 高级配置 on an AIHC pool with step 5's fault tolerance off: the warning that “任务发生容错”
+// never comes (in the 告警 help text, AdvancedForm.alert_warning_said) is drawn whenever it
+// could apply, shown as the server drew the step, and then while that event is ticked: until
+// left54 it showed only once the step was drawn again, and stayed after the box was unticked.
+document.addEventListener("change", function (event) {
+  const box = event.target;
+  if (!(box instanceof HTMLInputElement) || box.name !== "alert_items" || box.value !== "jobFT") {
+    return;
+  }
+  const warning = document.getElementById("alert-items-warning");
+  if (warning) warning.hidden = !box.checked;
+});
+
 // The step's buttons are disabled while its form's own request is on its way (hx-disabled-elt,
 // step.html), but htmx disables only those there as the request starts. A button another
 // answer drew inside the form meanwhile (an example's panel with 填入该示例, a mount row with
@@ -362,15 +375,16 @@ document.addEventListener("htmx:afterRequest", function (event) {
   disabledMeanwhile = [];
 });
 
-// 查看示例 opened or closed by its summary: the example it shows goes with the step's form only
-// while it is open (the hidden `example`, _image.html), so a row button or a refused 下一步
-// draws the step again with the panel as the person left it. toggle does not bubble: caught.
+// 查看示例: the example it shows goes with the step's form only while it is open (the hidden
+// `example`, drawn disabled, _image.html), so a row button or a refused 下一步 draws the step
+// again with the panel as the person left it. Set as the form is sent (caught before htmx
+// reads the form): the panel's state is known only here, never to a page without JavaScript.
 document.addEventListener(
-  "toggle",
-  function (event) {
-    if (event.target.id !== "examples") return;
-    const shown = event.target.querySelector("#example-shown");
-    if (shown) shown.disabled = !event.target.open;
+  "submit",
+  function () {
+    const examples = document.getElementById("examples");
+    const shown = document.getElementById("example-shown");
+    if (examples && shown) shown.disabled = !examples.open;
   },
   true,
 );

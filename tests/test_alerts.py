@@ -90,6 +90,39 @@ def alerting_spec(command: str, webhook: str, **changes) -> S.JobSpec:
     )
 
 
+def test_a_queue_tasks_alert_names_which_task_of_its_group_it_is(alice, settings, hook_server):
+    # qa76: a group's tasks share a name, and their alerts named none of them: the webhook's
+    # JSON gains the task's place (its keys as they were), the mail's subject says `2/3`.
+    from jobs.alerts import job_alert
+    from jobs.services import jobs_submit
+    from tests.conftest import run_queued_tasks
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    spec = alerting_spec("false", hook_server.url)
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="alerting-group")
+
+    job_alert(job=tasks[1], item="jobFailed", message="task failed")
+    run_queued_tasks()
+
+    [posted] = hook_server.received
+    body = posted["body"]
+    assert set(body) == {
+        "jobId",
+        "name",
+        "event",
+        "time",
+        "message",
+        "link",
+        "groupTaskIndex",
+        "groupTaskTotal",
+    }
+    assert (body["jobId"], body["name"]) == (tasks[1].public_id, "local-test")
+    assert (body["groupTaskIndex"], body["groupTaskTotal"]) == (2, 3)
+    [sent] = mail.outbox
+    assert sent.subject == "[AI 训练任务控制台] local-test 2/3 运行失败"
+
+
 def test_a_webhook_alert_is_delivered_to_a_server_on_localhost(alice, settings, hook_server):
     settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
     job = submit(alice, alerting_spec("true", hook_server.url))

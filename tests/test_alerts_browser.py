@@ -4,12 +4,18 @@ without a mail server the alert emails field says mail only goes to the log."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
+from jobs import wizard as W
+
 from .conftest import log_in
-from .test_wizard import A800
+from .fake_aihc import FakeAihc, configure
+from .test_wizard import A800, step_url
 from .test_wizard_browser import fill_basic, fill_image, next_step, start
+from .test_wizard_seed_parity import FT_ALERT_NEVER_COMES, aihc_draft_alerting
 
 pytestmark = pytest.mark.browser
 
@@ -45,3 +51,37 @@ def test_an_on_call_engineer_picks_the_local_pools_alert_events_and_is_told_mail
     page.get_by_label("任务失败退出").check()
     page.fill("#id_alert_emails", "oncall@example.com")
     next_step(page, "submission")  # taken: nothing refused on 高级配置
+
+
+@pytest.fixture
+def aihc_pool(settings):
+    fake = FakeAihc().start()
+    fake.add_pool("cce-pool1", "百舸训练池", gpus={A800: (32, 16)}, pfs="pfs-7xWeAt")
+    configure(settings, fake)
+    yield fake
+    fake.stop()
+
+
+def test_the_aihc_warning_that_fault_tolerance_alerts_never_come_follows_the_events_box(
+    logged_in_page, alice_client, aihc_pool
+):
+    # left54: the warning showed only once the step was drawn again with the event saved, and
+    # stayed there after the box was unticked.
+    draft = aihc_draft_alerting(alice_client, ["jobFailed"])
+    page = logged_in_page
+    page.goto(step_url(draft, W.ADVANCED))
+    warning = page.locator("#alert-items-warning")
+    expect(warning).to_be_hidden()
+
+    events = page.locator("fieldset", has=page.locator("input[name=alert_items]"))
+    expect(events).not_to_have_accessible_description(re.compile("永远不会发出"))
+
+    page.get_by_label("任务发生容错").check()
+    expect(warning).to_be_visible()
+    expect(warning).to_have_text(FT_ALERT_NEVER_COMES)
+    # Said with the events to a screen reader: their help text describes the group.
+    expect(events).to_have_accessible_description(re.compile(re.escape(FT_ALERT_NEVER_COMES)))
+
+    page.get_by_label("任务发生容错").uncheck()
+    expect(warning).to_be_hidden()
+    expect(events).not_to_have_accessible_description(re.compile("永远不会发出"))

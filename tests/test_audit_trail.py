@@ -216,6 +216,28 @@ def test_a_superuser_finds_who_deleted_a_job_and_when_in_the_deleted_jobs_list(
 
 
 @pytest.mark.usefixtures("runner_settings")
+def test_the_deleted_jobs_list_names_a_queue_groups_task_with_its_place_in_the_group(
+    alice, alice_client, superuser
+):
+    # qa76: a group's tasks share a name; the list said "qa-grp" for each of them.
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    from .runner_helpers import make_spec
+
+    spec = make_spec("echo hi")
+    spec.name = "qa-grp"
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="del-group", backend="local")
+    alice_client.post(f"/jobs/{tasks[2].public_id}/delete/", {"confirmed": "1"})
+    auditor = client_for(superuser)
+
+    listed = auditor.get(DELETED, {"q": tasks[2].public_id}).content.decode()
+
+    assert '<td class="field-task_name">qa-grp 3/3</td>' in listed
+
+
+@pytest.mark.usefixtures("runner_settings")
 def test_no_one_edits_or_deletes_a_deleted_jobs_record_and_plain_staff_do_not_see_it(
     alice, alice_client, superuser, reviewer
 ):

@@ -1763,6 +1763,31 @@ def test_an_old_link_to_another_users_deleted_job_says_nothing_of_it(alice, bob,
     assert "secret-run" not in text and "deleted automatically" not in text
 
 
+def test_an_old_link_to_a_deleted_queue_task_names_its_place_in_its_group(alice, alice_client):
+    # qa76: the group's tasks share a name, and the page said "Job qa-grp was deleted" alone.
+    from jobs.models import DeletedJob
+
+    spec = make_spec("echo task")
+    spec.name = "qa-grp"
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
+    _first, second, _third = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))
+    finish(second, JobStatus.FAILED)
+    alice_client.post(reverse("job-delete", args=[second.public_id]), {"confirmed": "1"})
+    alice_client.cookies["django_language"] = "en"
+
+    text = alice_client.get(reverse("job-detail", args=[second.public_id])).content.decode()
+
+    assert "Job qa-grp 2/3 was deleted" in text
+    kept = DeletedJob.objects.get(public_id=second.public_id)
+    assert (kept.group_index, kept.group_total) == (2, 3)
+    # A standalone job's old link names it alone.
+    alone = submit(alice, name="alone")
+    finish(alone, JobStatus.FAILED)
+    alice_client.post(reverse("job-delete", args=[alone.public_id]), {"confirmed": "1"})
+    text = alice_client.get(reverse("job-detail", args=[alone.public_id])).content.decode()
+    assert "Job alone was deleted" in text
+
+
 def test_a_job_deleted_by_its_owner_says_when_at_its_link_and_its_refresh_stays_a_bare_404(
     alice, alice_client
 ):

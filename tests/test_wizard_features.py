@@ -469,9 +469,9 @@ def test_the_example_partial_switches_frameworks(alice_client):
 def test_a_row_added_with_the_examples_open_draws_the_step_again_with_the_same_example_open(
     alice_client, htmx
 ):
-    # The open panel sends its example with the step's form (hidden `example`, enabled only
-    # while it is open). Before, 添加 brought the step back with the panel closed, on the
-    # framework's first example.
+    # The open panel sends its example with the step's form (hidden `example`, which wizard.js
+    # enables only while it is open). Before, 添加 brought the step back with the panel
+    # closed, on the framework's first example.
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.IMAGE)
 
@@ -491,7 +491,8 @@ def test_a_row_added_with_the_examples_open_draws_the_step_again_with_the_same_e
     html = page.content.decode()
     assert '<details id="examples" class="mb-3" open>' in html
     assert 'id="show-example-TFJob" aria-pressed="true"' in html
-    assert 'name="example" value="TFJob" id="example-shown">' in html  # sent again
+    # Sent again once wizard.js enables it (the panel still open as the form is sent).
+    assert 'name="example" value="TFJob" id="example-shown" disabled>' in html
     draft.refresh_from_db()
     assert "example" not in draft.data[W.IMAGE]  # the panel's state is not the job's
 
@@ -511,6 +512,28 @@ def test_a_row_added_with_the_examples_closed_or_a_bad_example_draws_them_closed
     assert '<details id="examples" class="mb-3">' in html
     # The framework's first example, its field not sent until the panel is opened.
     assert 'name="example" value="PyTorchJob" id="example-shown" disabled>' in html
+
+
+def test_without_javascript_a_row_added_after_closing_the_examples_draws_them_closed(
+    alice_client,
+):
+    # review52: the example field went with the form while the panel was drawn open, and a
+    # summary closes a <details> without a word to the server: 添加 opened it again. Only
+    # wizard.js, which knows the panel is open as the form is sent, enables the field.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    shown = alice_client.get(step_url(draft, W.IMAGE), {"example": "TFJob"}).content.decode()
+    assert '<details id="examples" class="mb-3" open>' in shown
+
+    # Closed by its summary, then 添加: what a browser without JavaScript sends is the form's
+    # fields that are not disabled.
+    field = re.search(r'<input type="hidden" name="example" value="([^"]*)"[^>]*>', shown)
+    sent = image_data() if "disabled" in field.group(0) else {**image_data(), "example": "TFJob"}
+    r = post_step(alice_client, draft, W.IMAGE, sent, action="add-row")
+    page = alice_client.get(r["Location"]).content.decode()
+
+    assert r["Location"].endswith(f"/{W.IMAGE}/")  # no ?example=
+    assert '<details id="examples" class="mb-3">' in page
 
 
 def test_a_refused_next_with_the_examples_open_keeps_them_open(alice_client):

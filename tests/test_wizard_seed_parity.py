@@ -392,15 +392,17 @@ def test_a_fault_tolerance_alert_with_fault_tolerance_on_is_taken(alice_client):
 
 # AIHC takes jobFT without fault tolerance (its CreateJob does) and is the one to send it: the
 # console says the alert never comes there rather than refuse a body AIHC takes.
+# The wizard's words send its user to step 5's switch (left54: they named the request's
+# faultTolerance, which the API's warning still does).
 FT_ALERT_NEVER_COMES = (
     "百舸 AIHC 在容错重启任务时发出“任务发生容错”告警，而此任务未开启容错：此告警会被接受，但永远不会发出。"
-    "请在第 5 步（容错&诊断；请求中为 faultTolerance；仅支持 PyTorch）开启容错，或不选此告警事件。"
+    "请打开第 5 步（容错&诊断）的“容错”开关（仅支持 PyTorch），或不选此告警事件。"
 )
 FT_ALERT_NEVER_COMES_EN = (
     "AIHC sends “Fault tolerance happens” when its fault tolerance restarts the job, and this "
-    "job has fault tolerance off: the alert is taken but never comes. Turn fault tolerance on "
-    "in step 5 (Fault tolerance & diagnostics; faultTolerance in a request; PyTorch only), or "
-    "leave this event out."
+    "job has fault tolerance off: the alert is taken but never comes. Turn on the Fault "
+    "tolerance switch of step 5 (Fault tolerance & diagnostics; PyTorch only), or leave this "
+    "event out."
 )
 
 
@@ -421,12 +423,14 @@ def aihc_draft_alerting(
     return draft
 
 
-def alert_warning(response) -> str | None:
-    """The warning the alert events' help text ends with, or None."""
+def alert_warning(response, *, hidden: bool = False) -> str | None:
+    """The warning the alert events' help text ends with, as shown (or as drawn `hidden`, for
+    wizard.js to show once the event is ticked), or None."""
     page = response.content.decode()
     helptext = re.search(r'id="id_alert_items_helptext" class="form-text">(.*?)</div>', page, re.S)
     assert helptext, "the alert events have no help text"
-    found = re.search(r'id="alert-items-warning">([^<]+)<', helptext.group(1))
+    attributes = " hidden" if hidden else ""
+    found = re.search(rf'id="alert-items-warning"{attributes}>([^<]+)<', helptext.group(1))
     return html.unescape(found.group(1)) if found else None
 
 
@@ -469,6 +473,22 @@ def test_an_aihc_jobs_fault_tolerance_alert_is_not_warned_of_with_fault_toleranc
     for draft in (with_fault_tolerance, without_the_event):
         assert alert_warning(alice_client.get(step_url(draft, W.ADVANCED))) is None
         assert review_notice(alice_client.get(step_url(draft, W.REVIEW)), "alert-notice") is None
+    # Without the event it is drawn hidden, for the box to show once ticked (wizard.js).
+    step = alice_client.get(step_url(without_the_event, W.ADVANCED))
+    assert alert_warning(step, hidden=True) == FT_ALERT_NEVER_COMES
+    step = alice_client.get(step_url(with_fault_tolerance, W.ADVANCED))
+    assert alert_warning(step, hidden=True) is None
+
+
+def test_the_reviews_aihc_alert_warning_links_step_5(alice_client, aihc_pool):
+    # Before left54 it named 容错&诊断 without a link, where the review's other notices link theirs.
+    draft = aihc_draft_alerting(alice_client, ["jobFT"])
+
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    notice = re.search(r'id="alert-notice"[^>]*>(.*?)</div>', review, re.S).group(1)
+    link = f'<a href="{step_url(draft, W.FAULT)}" class="alert-link">容错&amp;诊断</a>'
+    assert link in notice
 
 
 def test_an_aihc_mpi_jobs_fault_tolerance_alert_is_warned_of_without_sending_it_to_step_5(
@@ -501,6 +521,25 @@ def test_the_aihc_warning_is_on_the_alert_events_a_refused_next_shows_again(
     assert field_errors(r, "id_alert_notify_rule_id")
     assert field_errors(r, "id_alert_items") == []
     assert alert_warning(r) == FT_ALERT_NEVER_COMES
+
+
+def test_a_refused_next_without_the_event_draws_the_aihc_warning_hidden_though_it_was_saved(
+    alice_client, aihc_pool
+):
+    # The step as sent, not as saved: the saved events held 任务发生容错, the refused 下一步
+    # did not. Drawn hidden all the same, for the box to show once ticked again (wizard.js).
+    draft = aihc_draft_alerting(alice_client, ["jobFT"])
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFailed"], alert_instance_id="prom-1"),
+    )
+
+    assert field_errors(r, "id_alert_notify_rule_id")  # refused: the step comes back
+    assert alert_warning(r) is None
+    assert alert_warning(r, hidden=True) == FT_ALERT_NEVER_COMES
 
 
 # -- seed 001's example through 从请求导入 -------------------------------------------------
