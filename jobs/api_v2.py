@@ -41,7 +41,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from . import spec as spec_module
 from .actions import MAX_SELECTED, jobs_stop
-from .aihc.mapping import RoleMapError, is_role_map, v1_from_v2, v2_from_v1
+from .aihc.mapping import RoleMapError, is_role_map, role_map, v1_from_v2, v2_from_v1
 from .api_views import (
     AIHC_STATUS,
     DEFAULT_PAGE_SIZE,
@@ -298,6 +298,14 @@ def job_item(job: Job, *, detail: bool) -> dict[str, Any]:
         body = v2_from_v1(spec.to_v1_body(masked=True), roles=spec.roles)
     except spec_module.SpecError:
         body = {}
+    else:
+        lost = spec_module.roles_lost_by_v1_body(spec) is not None
+        if lost and not is_role_map(body["jobSpec"]):
+            # One JobSpec cannot say roles that differ (a CPU-only launcher, workers of their
+            # own resources, a custom job's named roles): answered as the role map v2 CreateJob
+            # takes for every framework, so the answer re-sent makes the same job (qa78). The
+            # AIHC backend's own request is not changed (AIHC takes a map for TFJob only).
+            body["jobSpec"] = role_map(body["jobSpec"], spec.roles, spec.framework)
     for key in (
         "command",
         "jobSpec",

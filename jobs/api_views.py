@@ -81,6 +81,7 @@ from .actions import (
 from .aihc.mapping import v1_fault_tolerance_args
 from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
+from .backends import local as local_backend
 from .backends.base import got_no_answer
 from .logs import LOG_START, LogMarker, job_secrets, log_read, shown_lines
 from .models import DeletedJob, EventType, Job, JobEvent, JobReplica, JobStatus, ReplicaStatus
@@ -413,20 +414,31 @@ def job_view(job: Job, *, detail: bool) -> dict[str, Any]:
         "finishedAt": _time(job.finished_at),
     }
     try:
-        body = job.job_spec().to_v1_body(masked=True)
+        spec = job.job_spec()
     except spec_module.SpecError:
-        body = {}
+        spec, body = None, {}
+    else:
+        body = spec.to_v1_body(masked=True)
     job_spec = body.get("jobSpec") or {}
     for key in ("command", "image", "replicas", "resources", "envs"):
         if key in job_spec:
             view[key] = job_spec[key]
+    if spec is not None and spec_module.roles_lost_by_v1_body(spec) is not None:
+        # AIHC's flat replicas and resources (the v1 request's, kept for the scripts that
+        # read them) cannot say roles that differ: the roles are answered as v1 CreateJob
+        # takes them, so the answer read back or re-sent makes the same job (qa78: a
+        # CPU-only launcher with two 1-card workers read as 3 one-card instances).
+        view["console"] = {"roles": spec.to_document(masked=True)["console"]["roles"]}
     if body:
         # AIHC's GetJob lists its yes/no flags and lists whether set or not (seed 001's
         # example, sent without labels or enableBccl, is described with them off and empty);
         # the stored body leaves out what is at its default, so they are answered here: a
         # script reading job["enableBccl"] got a KeyError from this console only.
         view["enableRDMA"] = bool(job_spec.get("enableRDMA"))
-        view["hostNetwork"] = bool(job_spec.get("hostNetwork"))
+        # A local job's network is the pool's (LOCAL_JOB_NETWORK), whatever its request says.
+        view["hostNetwork"] = bool(job_spec.get("hostNetwork")) or (
+            job.resource_pool == local_backend.POOL_ID and local_backend.jobs_on_host_network()
+        )
         view["privileged"] = bool(job_spec.get("privileged"))
         view["labels"] = body.get("labels") or []
         view["datasources"] = body.get("datasources") or []

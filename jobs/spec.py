@@ -545,6 +545,27 @@ class JobSpec:
         return copy.deepcopy(self)
 
 
+def roles_lost_by_v1_body(spec: JobSpec) -> list[Role] | None:
+    """The roles the job's v1 body reads back as when AIHC's flat jobSpec (one instance count,
+    one set of resources) cannot say the job's own (a TensorFlow job's chief, ps and evaluator;
+    a master without cards; roles of their own names); None when it says them. Compared with
+    what each instance has: a master without cards reads back as the same "master × 1, worker
+    × 2" with the workers' cards (review 41)."""
+
+    def shown(roles: list[Role]) -> list[tuple[Any, ...]]:
+        return sorted(
+            (r.name, r.replicas, r.accelerator_type, r.accelerators, r.cpu, r.memory_gb)
+            for r in roles
+            if r.replicas
+        )
+
+    try:
+        read_back = parse_document(spec.to_v1_body(), resource_pool_id=spec.resource_pool_id)
+    except SpecError:
+        return None
+    return None if shown(read_back.roles) == shown(spec.roles) else read_back.roles
+
+
 def mask(value: str) -> str:
     return "******" if value else ""
 

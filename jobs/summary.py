@@ -18,6 +18,7 @@ from . import chat_bots
 from . import forms as F
 from . import spec as S
 from .backends import BackendError, get_backend, request_json
+from .backends import local as local_backend
 
 Section = tuple[str, list[tuple[str, str]]]
 
@@ -56,6 +57,17 @@ def retention_words(period: str) -> str:
         return period
     n, unit = int(match.group(1)), match.group(2)
     return _duration(n * {"m": 1, "h": 60, "d": 24 * 60}[unit])
+
+
+def host_network_words(spec: S.JobSpec) -> str:
+    """The job's host network as it runs: the local pool decides it for every job
+    (LOCAL_JOB_NETWORK), the request's hostNetwork aside (qa78: "no" for jobs that ran on the
+    host's network); on another pool, the request's."""
+    if spec.resource_pool_id != local_backend.POOL_ID:
+        return _("yes") if spec.host_network else _("no")
+    if local_backend.jobs_on_host_network():
+        return _("yes (the local pool runs every job on this machine's network)")
+    return _("no (the local pool runs each job in a network namespace of its own)")
 
 
 def in_role_table_order(spec: S.JobSpec) -> list[S.Role]:
@@ -201,7 +213,7 @@ def spec_sections(
                 (_("Total cards"), str(spec.total_accelerators)),
                 (_("Shared memory"), f"{spec.shared_memory_gi} Gi"),
                 ("RDMA", flag(spec.enable_rdma)),
-                (_("Host network"), flag(spec.host_network)),
+                (_("Host network"), host_network_words(spec)),
             ],
         ),
         (_("Data sources"), [(_("Mounts"), mounts)]),

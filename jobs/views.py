@@ -140,7 +140,7 @@ from .summary import (
     sent_request,
 )
 from .tensorboard import training_metrics
-from .wizard import available_pools, mpi_hostfile_preview
+from .wizard import available_pools, mpi_hostfile_preview, roles_request_note
 from .worker import deletes_at, kept_for_alerts
 
 logger = logging.getLogger(__name__)
@@ -1097,6 +1097,8 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
                 ),
                 "spec": spec,
                 "aiak_words": aiak_words(spec),
+                # The request shown cannot make this job's roles: said as the review says it.
+                "roles_request_note": roles_request_note(spec, job.backend),
             }
         )
         # What each replica finds in its environment (RANK, MASTER_ADDR, TF_CONFIG, the job's

@@ -3499,28 +3499,18 @@ def group_request_note(spec: S.JobSpec, pool: Pool | None) -> str:
     ) % {"total": total, "last": total - 1}
 
 
-def roles_request_note(spec: S.JobSpec, pool: Pool | None) -> str:
+def roles_request_note(spec: S.JobSpec, backend: str) -> str:
     """What the review says above the local pool's request when AIHC's v1 body, which it
     shows, cannot carry the job's roles (a TensorFlow job's chief, ps and evaluator; a master
     without cards): sent as shown, to this console's API or 从请求导入, it makes the roles it
     reads back as, and says so (qa60: a TensorFlow job's request read as 4 workers). A remote
     pool's request carries them (an AIHC v1 pool takes uniform roles only, v2 a role map, a
-    Kubernetes pool its manifests). "" otherwise."""
-    if (pool.backend if pool else "local") != "local":
+    Kubernetes pool its manifests). "" otherwise. The job's page says it above the request
+    too (qa78: it said "the exact request this job corresponds to")."""
+    if backend != "local":
         return ""
-
-    def shown(roles: list[S.Role]) -> list[tuple[Any, ...]]:
-        return sorted(
-            (r.name, r.replicas, r.accelerator_type, r.accelerators, r.cpu, r.memory_gb)
-            for r in roles
-            if r.replicas
-        )
-
-    try:
-        read_back = S.parse_document(spec.to_v1_body(), resource_pool_id=spec.resource_pool_id)
-    except S.SpecError:
-        return ""
-    if shown(read_back.roles) == shown(spec.roles):
+    read_back = S.roles_lost_by_v1_body(spec)
+    if read_back is None:
         return ""
     return _(
         "AIHC's v1 body has no roles, only an instance count and one set of resources: sent "
@@ -3532,7 +3522,7 @@ def roles_request_note(spec: S.JobSpec, pool: Pool | None) -> str:
         # With what each instance has: a master without cards reads back as the same
         # "master × 1, worker × 2" with the workers' cards, which names alone would say was
         # this job's roles, the note then contradicting itself (review 41).
-        "roles": "; ".join(role_words(r) for r in read_back.roles if r.replicas)
+        "roles": "; ".join(role_words(r) for r in read_back if r.replicas)
     }
 
 

@@ -571,7 +571,9 @@ def answered_job(document: Mapping[str, Any]) -> dict[str, Any] | None:
         job = document["job"]
     # An id that is not text is no answer's (review35: quoted back as Python writes a list).
     job_id = job.get("jobId", job.get("jobid"))
-    if isinstance(job_id, str) and "jobSpec" not in job:
+    # This console's own v2 DescribeJob answers the job's jobSpec as v2 CreateJob takes it
+    # (qa78: such an answer, wrapped in "job", was read as a request without a name).
+    if isinstance(job_id, str) and ("jobSpec" not in job or job is not document):
         return dict(job)
     return None
 
@@ -605,6 +607,8 @@ def request_from_answer(job: Mapping[str, Any]) -> dict[str, Any]:
         body["faultTolerance"] = body.pop("enableFaultTolerance")
     if isinstance(body.get("Job"), Mapping):
         job_spec = dict(body.pop("Job"))
+    elif isinstance(body.get("jobSpec"), Mapping):
+        job_spec = dict(body.pop("jobSpec"))  # this console's v2 answer (a role map or one)
     else:
         job_spec = {key: body.pop(key) for key in ANSWER_SPEC_KEYS if key in body}
         if "jobType" not in body and "command" in body:

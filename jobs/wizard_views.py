@@ -883,7 +883,9 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "body": body,
         "curl": curl,
         "group_request_note": W.group_request_note(spec, state.pool),
-        "roles_request_note": W.roles_request_note(spec, state.pool),
+        "roles_request_note": W.roles_request_note(
+            spec, state.pool.backend if state.pool else "local"
+        ),
         "environments": W.environment_preview(spec, state.pool),
         "environments_hidden": W.environments_hidden(spec),
         "mpi_hostfile": W.mpi_hostfile_preview(spec, state.pool.backend if state.pool else "local"),

@@ -203,6 +203,26 @@ def test_a_job_waiting_for_review_is_pending_and_says_why(api, settings):
     assert raw["statusReason"]
 
 
+@pytest.mark.parametrize(("network", "on_host"), [("host", True), ("isolated", False)])
+def test_a_local_jobs_host_network_is_answered_as_the_local_pool_runs_it(
+    api, settings, network, on_host
+):
+    # qa78: "hostNetwork": false for jobs whose replicas share this machine's network; the
+    # local pool decides it for every job (LOCAL_JOB_NETWORK), the request leaves it out.
+    settings.LOCAL_JOB_NETWORK = network
+    created = api.create_job(pool="local", body=body())
+
+    described = api.request(
+        "GET",
+        f"/api/v1/aijobs/{created['jobId']}",
+        params=[("resourcePoolId", "local")],
+        idempotent=True,
+    )["result"]
+
+    assert described["hostNetwork"] is on_host
+    assert "hostNetwork" not in Job.objects.get(public_id=created["jobId"]).spec["jobSpec"]
+
+
 def test_secret_env_values_are_never_sent_back(api):
     secret_body = body(console={"secretEnvs": ["HF_TOKEN"]})
     secret_body["jobSpec"]["envs"] = [{"name": "HF_TOKEN", "value": "hf_verysecretvalue"}]

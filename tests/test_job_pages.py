@@ -261,6 +261,29 @@ def test_the_job_page_names_its_pool_and_links_the_pools_page(alice, alice_clien
     assert pool_shown(gone) == '<span class="job-pool">cce-retired</span>'
 
 
+def test_the_job_pages_request_says_it_makes_other_roles_when_the_job_has_a_cpu_only_master(
+    alice, alice_client
+):
+    # qa78: "the exact request this job corresponds to", whose flat body makes 3 card
+    # instances of a CPU-only master and 2 one-card workers; the review said so, the page not.
+    mixed = submit(
+        alice,
+        name="mixed",
+        framework=S.MPI,
+        roles=[S.Role("master", 1, cpu=1), S.Role("worker", 2, CARD, 1)],
+    )
+    uniform = submit(alice, name="uniform")
+
+    def note(job: Job) -> str:
+        page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+        found = re.search(r'id="request-roles-note">([^<]*)<', page)
+        return found.group(1) if found else ""
+
+    assert "AIHC 的 v1 请求体没有角色" in note(mixed)
+    assert "master × 1" in note(mixed) and "console.roles" in note(mixed)
+    assert note(uniform) == ""
+
+
 def test_the_job_page_says_where_each_mount_comes_from_and_which_are_read_only(
     alice, alice_client, settings
 ):

@@ -1874,3 +1874,24 @@ def test_a_mount_rows_path_with_a_problem_is_described_by_the_problem_then_the_h
     assert 'id="id_mounts-0-mount_path_error"' in page
     source = re.search(r'<input[^>]*name="mounts-0-source_path"[^>]*>', page).group(0)
     assert 'aria-describedby="mount-help node-disk-help"' in source
+
+
+@pytest.mark.parametrize(
+    ("network", "said"),
+    [
+        ("host", "是（本机资源池的每个任务都使用本机的网络）"),
+        ("isolated", "否（本机资源池的每个任务都在自己的网络命名空间中运行）"),
+    ],
+    ids=["host", "isolated"],
+)
+def test_the_review_says_the_local_pools_host_network_as_it_runs_the_job(
+    alice_client, settings, network, said
+):
+    # qa78: "主机网络：否" for a local job whose replicas share this machine's network.
+    settings.LOCAL_JOB_NETWORK = network
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    page = html.unescape(alice_client.get(step_url(draft, W.REVIEW)).content.decode())
+
+    assert re.search(r"<dt[^>]*>主机网络</dt><dd[^>]*>([^<]*)</dd>", page).group(1) == said

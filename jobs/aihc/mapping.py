@@ -102,22 +102,7 @@ def v2_from_v1(
     framework = v2.pop("jobFramework", spec_module.PYTORCH)
     command = job_spec.pop("command", "")
     if framework == spec_module.TENSORFLOW and roles:
-        shared = {k: v for k, v in job_spec.items() if k not in ("replicas", "resources")}
-        # Shared memory is the job's, not a role's: every role's resources carry it.
-        shm = [
-            res
-            for res in job_spec.get("resources") or []
-            if res.get("name") == spec_module.SHARED_MEMORY_RESOURCE
-        ]
-        job_spec = {
-            V2_TF_ROLE_KEYS[role.name]: {
-                **copy.deepcopy(shared),
-                "replicas": role.replicas,
-                "resources": spec_module._role_resources(role) + copy.deepcopy(shm),
-            }
-            for role in roles
-            if role.replicas and role.name in V2_TF_ROLE_KEYS
-        }
+        job_spec = role_map(job_spec, roles, framework)
     ordered: dict[str, Any] = {
         "name": v2.pop("name"),
         "queue": v2.pop("queue", "default") or "default",
@@ -130,6 +115,40 @@ def v2_from_v1(
     if ftc is not None:
         ordered["faultToleranceArgs"] = fault_tolerance_args(ftc)
     return ordered
+
+
+# The v2 role key of each role but TensorFlow's (V2_TF_ROLE_KEYS): Kubeflow's PyTorchJob and
+# MPIJob replica names, which role_name reads back (an MPIJob's Launcher is its master); a
+# custom job's roles keep their own names.
+V2_ROLE_KEYS = {
+    spec_module.PYTORCH: {"master": "Master", "worker": "Worker"},
+    spec_module.MPI: {"master": "Launcher", "worker": "Worker"},
+}
+
+
+def role_map(
+    job_spec: dict[str, Any], roles: list[spec_module.Role], framework: str
+) -> dict[str, Any]:
+    """A v2 jobSpec keyed by role, each the flat `job_spec` with its role's own replicas and
+    resources (roles without instances left out), as v2 CreateJob takes it (v1_from_v2)."""
+    shared = {k: v for k, v in job_spec.items() if k not in ("replicas", "resources")}
+    # Shared memory is the job's, not a role's: every role's resources carry it.
+    shm = [
+        res
+        for res in job_spec.get("resources") or []
+        if res.get("name") == spec_module.SHARED_MEMORY_RESOURCE
+    ]
+    keys = V2_TF_ROLE_KEYS if framework == spec_module.TENSORFLOW else V2_ROLE_KEYS.get(framework)
+    return {
+        (keys.get(role.name, role.name) if keys is not None else role.name): {
+            **copy.deepcopy(shared),
+            "replicas": role.replicas,
+            "resources": spec_module._role_resources(role) + copy.deepcopy(shm),
+        }
+        for role in roles
+        # A TFJob's map has AIHC's four keys only (a role of another name is refused anyway).
+        if role.replicas and (framework != spec_module.TENSORFLOW or role.name in keys)
+    }
 
 
 def is_role_map(job_spec: Any) -> bool:

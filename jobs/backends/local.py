@@ -50,6 +50,14 @@ POOL_ID = "local"
 POOL_NAME = "本机 Local"
 
 
+def jobs_on_host_network() -> bool:
+    """Whether local jobs run on this machine's network (LOCAL_JOB_NETWORK=host, the default):
+    every replica then shares the host's network namespace, whatever the spec's hostNetwork
+    (an AIHC field the local pool does not read) says. Decided (qa78): the review and the
+    API's DescribeJob say what the pool does, the request keeps the field as it was given."""
+    return settings.LOCAL_JOB_NETWORK == "host"
+
+
 class _LocalStock(AcceleratorStock):
     """A local card type's stock whose idle count is read on first use (LocalBackend.pools)."""
 
