@@ -1338,6 +1338,41 @@ def refuse_constant(name: str) -> Any:
     raise NotJsonConstant(name)
 
 
+class OutOfRangeNumber(float):
+    """A number of a body too large for a float (1e400): Python's reader makes it infinity,
+    kept with its text as sent to be named (read_float)."""
+
+    text = ""
+
+
+def read_float(text: str) -> float:
+    """`json.loads`' parse_float: a number too large for a float is marked, not read as
+    infinity, which a text field took as "inf" and a number field called not whole (qa78)."""
+    value = float(text)
+    if math.isfinite(value):
+        return value
+    number = OutOfRangeNumber(value)
+    number.text = text
+    return number
+
+
+def out_of_range_number(document: Any, path: str = "") -> tuple[str, str] | None:
+    """The body's path and text of its first number too large for a float, or None. Walked
+    after nested_too_deeply, so never deeper than MAX_JSON_DEPTH."""
+    if isinstance(document, OutOfRangeNumber):
+        return path, document.text
+    if isinstance(document, dict):
+        places = ((f"{path}.{key}" if path else str(key), v) for key, v in document.items())
+    elif isinstance(document, list):
+        places = ((f"{path}[{i}]", v) for i, v in enumerate(document))
+    else:
+        return None
+    for place, value in places:
+        if (found := out_of_range_number(value, place)) is not None:
+            return found
+    return None
+
+
 def _body(request: HttpRequest) -> Any:
     encoding = request.headers.get("Content-Encoding", "").strip().lower()
     if encoding not in ("", "identity"):
@@ -1358,7 +1393,9 @@ def _body(request: HttpRequest) -> Any:
             "UTF-8 without it.",
         )
     try:
-        document = json.loads(request.body.decode("utf-8"), parse_constant=refuse_constant)
+        document = json.loads(
+            request.body.decode("utf-8"), parse_constant=refuse_constant, parse_float=read_float
+        )
     except (UnicodeDecodeError, ValueError, RecursionError):  # nested too deep to read
         raise ApiError(400, "MalformedJSON", "The JSON you provided was not well-formed.") from None
     if nested_too_deeply(document):
@@ -1376,6 +1413,14 @@ def _body(request: HttpRequest) -> Any:
             "MalformedJSON",
             "The JSON you provided holds an unpaired surrogate (a lone \\ud800-\\udfff), "
             "which is not a character.",
+        )
+    if (number := out_of_range_number(document)) is not None:
+        # Well-formed JSON, so not MalformedJSON: the field is named, as any bad value's.
+        path, text = number
+        raise ApiError(
+            400,
+            "InvalidParameter",
+            f"{path or 'The body'}: The number {text[:40]} is out of range: no field takes it.",
         )
     return document
 
@@ -1433,7 +1478,7 @@ V1_PATHS = {
     "alert.webhooks": "console.alertChannels.webhooks",
 }
 V1_PREFIXES = {"submission": "console.submission", "aiak": "console.aiak", "envs": "jobSpec.envs"}
-ROLE_PATH = re.compile(r"roles(?:\[(\d+)\](\.\w+)?)?")
+ROLE_PATH = re.compile(r"roles(?:\[(\d+)\](\.\w+)?(.*))?")
 
 
 def v1_paths(document: Any) -> Callable[[str], str]:
@@ -1454,10 +1499,14 @@ def v1_paths(document: Any) -> Callable[[str], str]:
         role = ROLE_PATH.fullmatch(path)
         if role is None:
             return path
-        index, field = role[1], role[2] or ""
+        index, field, within = role[1], role[2] or "", role[3] or ""
         if has_roles:
             if index is None:
                 return "console.roles"
+            if field == ".resources":
+                # The reader's own paths into a role's resources (`.resources[0].quantity`),
+                # kept whole: without the match they went out as `roles[0]…` (qa78).
+                return f"console.roles[{index}].resources{within}"
             return f"console.roles[{index}]" + (
                 field if field in ("", ".name", ".replicas") else ".resources"
             )

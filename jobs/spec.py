@@ -60,6 +60,7 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
+from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 
@@ -1331,12 +1332,18 @@ def _not_allowed(chars: list[str]) -> str:
     return _("Not allowed: %(chars)s.") % {"chars": " ".join(shown)}
 
 
+def sentences(*parts: str) -> str:
+    """Sentences of a message, each translated on its own, joined as the language writes them:
+    Chinese sentences end in a full-width “。” and follow it without a space (qa78)."""
+    language = translation.get_language() or ""
+    return ("" if language.startswith("zh") else " ").join(str(p) for p in parts if p)
+
+
 def with_non_ascii_named(rule: str, text: str) -> str:
     """`rule` followed by the characters of `text` that are not ASCII: a Chinese input
     method's full-width letters and signs (Ｎ, ：, ＝), Chinese, a non-breaking or zero-width
     space pasted with it. They look like (or, for Chinese, read as) what the rule allows."""
-    bad = _not_allowed([c for c in text if not c.isascii()])
-    return f"{rule} {bad}" if bad else str(rule)
+    return sentences(rule, _not_allowed([c for c in text if not c.isascii()]))
 
 
 def with_full_width_named(message: str, text: str) -> str:
@@ -1349,7 +1356,7 @@ def with_full_width_named(message: str, text: str) -> str:
                 "It has “%(char)s” (U+%(code)04X), a full-width character of a Chinese input "
                 "method: type the ASCII one."
             ) % {"char": c, "code": ord(c)}
-            return f"{message} {named}"
+            return sentences(message, named)
     return message
 
 
@@ -1359,8 +1366,17 @@ def name_problem(name: str, limit: int) -> str:
     if len(name) > limit:
         return _("This one has %(count)d characters.") % {"count": len(name)}
     allowed = set("abcdefghijklmnopqrstuvwxyz0123456789-")
-    if bad := _not_allowed([c for c in name if c not in allowed]):
-        return bad
+    upper = list(dict.fromkeys(c for c in name if "A" <= c <= "Z"))
+    if upper or any(c not in allowed for c in name):
+        # An upper-case letter is said to be one, with the letter to type instead: "Not
+        # allowed: “C”" read as if the letter c were not allowed (qa78).
+        lower = _("Upper-case letters are not allowed: use %(chars)s.") % {
+            "chars": " ".join(f"“{c.lower()}”" for c in upper[:5])
+        }
+        return sentences(
+            lower if upper else "",
+            _not_allowed([c for c in name if c not in allowed and c not in upper]),
+        )
     if not name[0].isalpha():
         return _("It starts with “%(char)s”.") % {"char": name[0]}
     return _("It ends with “%(char)s”.") % {"char": name[-1]}
@@ -1440,7 +1456,7 @@ def validate(spec: JobSpec) -> dict[str, list[str]]:
             "Job names use lowercase letters, digits and '-', start with a lowercase letter, "
             "end with a lowercase letter or digit, and are 1-50 characters long."
         )
-        err("name", f"{rule} {name_problem(spec.name, 50)}")
+        err("name", sentences(rule, name_problem(spec.name, 50)))
     if not spec.resource_pool_id:
         err("resourcePoolId", _("Choose a resource pool."))
     if not QUEUE_RE.match(spec.queue):
@@ -1540,10 +1556,10 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
             )
         elif not allowed and not ROLE_NAME_RE.match(role.name):
             rule = _(
-                "Role names use lowercase letters, digits and '-', start with a letter, up to 32 "
-                "characters."
+                "Role names use lowercase letters, digits and '-', start with a letter, end "
+                "with a letter or digit, and are 1-32 characters long."
             )
-            err(f"{path}.name", f"{rule} {name_problem(role.name, 32)}")
+            err(f"{path}.name", sentences(rule, name_problem(role.name, 32)))
         if role.name in seen:
             err(f"{path}.name", _("Role “%(role)s” appears twice.") % {"role": role.name})
         seen.add(role.name)
@@ -1618,7 +1634,9 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
         chief = by_name.get("chief")
         if chief and chief.replicas > 1:
             err(f"roles[{index('chief')}].replicas", _("TensorFlow allows at most 1 chief."))
-        if not any(
+        if tensorflow_has_only_ps(spec):
+            err("roles", tensorflow_only_ps_message())
+        elif not any(
             by_name.get(n) and by_name[n].replicas > 0 for n in ("worker", "chief", "evaluator")
         ):
             err("roles", _("TensorFlow needs at least one worker, chief or evaluator instance."))
@@ -1626,6 +1644,60 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
     # only add a second, misleading one.
     if spec.total_replicas < 1 and all(role.replicas >= 0 for role in spec.roles):
         err("roles", _("The job needs at least one instance."))
+
+
+def reserved_env_message(name: str) -> str:
+    """Why a job may not set `name`: which jobs the platform sets it in. Decision (qa78): every
+    name stays reserved in every framework's jobs, not only in the jobs it is set in, so a
+    job's variables keep their meaning when it is copied to another framework, and an AIHC
+    answer's platform variables are left out on import whatever its framework
+    (wizard_import); the message says where the platform sets it, which is true of any job."""
+    if name in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "NPROC_PER_NODE"):
+        message = _(
+            "%(name)s is reserved: the platform sets it in PyTorch jobs. Choose another name."
+        )
+    elif name == "LOCAL_WORLD_SIZE":
+        message = _("%(name)s is reserved: torchrun sets it in PyTorch jobs. Choose another name.")
+    elif name == "TF_CONFIG":
+        message = _(
+            "%(name)s is reserved: the platform sets it in TensorFlow jobs. Choose another name."
+        )
+    elif name.startswith("OMPI_MCA_") or name == "K_MPI_JOB_ROLE":
+        message = _("%(name)s is reserved: the platform sets it in MPI jobs. Choose another name.")
+    elif name == "CUDA_VISIBLE_DEVICES":
+        message = _(
+            "%(name)s is reserved: the platform sets it to the cards each instance gets. "
+            "Choose another name."
+        )
+    elif name == "AIHC_TENSORBOARD_LOG_PATH":
+        message = _(
+            "%(name)s is reserved: the platform sets it when TensorBoard is on. Choose "
+            "another name."
+        )
+    else:
+        message = _("%(name)s is reserved: the platform sets it in every job. Choose another name.")
+    return message % {"name": name}
+
+
+def tensorflow_only_ps_message() -> str:
+    # Not "a worker, chief or evaluator": a ps serves until it is stopped, so with an
+    # evaluator beside it the job still never ends, and the pools refuse that (qa78).
+    return _(
+        "A TensorFlow job with a ps needs a chief or a worker: the ps serves until it is "
+        "stopped, and the job ends when its chief (without one, worker 0) has exited. Add a "
+        "chief or a worker."
+    )
+
+
+def tensorflow_has_only_ps(spec: JobSpec) -> bool:
+    """A TensorFlow job whose only instances are parameter servers: the spec's own rule
+    refuses it, so the pools' rules on a job without chief or worker leave it to that one."""
+    counts = {role.name: role.replicas for role in spec.roles}
+    return (
+        spec.framework == TENSORFLOW
+        and counts.get("ps", 0) > 0
+        and all(counts.get(n, 0) <= 0 for n in ("chief", "worker", "evaluator"))
+    )
 
 
 def _validate_envs(spec: JobSpec, err: Any) -> None:
@@ -1643,10 +1715,7 @@ def _validate_envs(spec: JobSpec, err: Any) -> None:
             rule = _("Variable names use letters, digits and '_' and do not start with a digit.")
             err(path, with_non_ascii_named(rule, env.name))
         elif env.name in RESERVED_ENV_NAMES:
-            err(
-                path,
-                _("%(name)s is set by the platform and cannot be overridden.") % {"name": env.name},
-            )
+            err(path, reserved_env_message(env.name))
         elif env.name in seen:
             err(path, _("%(name)s is defined twice.") % {"name": env.name})
         seen.add(env.name)

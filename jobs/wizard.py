@@ -1894,7 +1894,14 @@ def shared_memory_over_memory(spec: S.JobSpec) -> str:
     OOMKilled at the role's memory, with /dev/shm not full: qa60, a 2Gi /dev/shm beside 1 GB
     of memory was killed at 1.5 GB written, its reason naming the memory only. Equal is
     warned of too (left35): no instance holds its processes in no memory. AIHC takes such a
-    job, and one may never fill /dev/shm: so said, not refused. "" otherwise."""
+    job, and one may never fill /dev/shm: so said, not refused. "" otherwise.
+
+    Decision (qa78): said only of a size the person chose, not of the default (10 Gi): with
+    it the warning was on every job of 10 GB or less, most of which never fill /dev/shm, and
+    its advice (a smaller /dev/shm) was about a field they never set. Both sizes in GB, as the
+    role table's memory: the runner and the pools count both in units of 1024³ bytes."""
+    if spec.shared_memory_gi == S.DEFAULT_SHARED_MEMORY_GI:
+        return ""
     small = [
         r
         for r in in_role_table_order(spec)
@@ -1903,7 +1910,7 @@ def shared_memory_over_memory(spec: S.JobSpec) -> str:
     if not small:
         return ""
     return _(
-        "Shared memory (/dev/shm, %(shm)d Gi) is not smaller than the memory of %(roles)s. "
+        "/dev/shm (%(shm)d GB) is not smaller than the memory of %(roles)s. "
         "What a process writes to /dev/shm counts against its instance's memory, beside what "
         "its processes use themselves, so the instance is killed for lack of memory "
         "(OOMKilled) before /dev/shm is full. Give those roles more memory than the shared "

@@ -455,6 +455,24 @@ def test_a_wrongly_typed_field_is_named_too(api):
     assert "jobSpec.replicas: Must be a whole number." in error.message
 
 
+def test_a_wrongly_typed_field_of_a_roles_resources_is_named_at_its_place_under_console(api):
+    # qa78: it was named "roles[0].resources[0].quantity", without its "console.".
+    bad = body()
+    bad["console"] = {
+        "roles": [
+            {"name": "master", "replicas": 1, "resources": [{"name": "cpu", "quantity": 1.5}]},
+            {"name": "worker", "replicas": 1, "resources": [{"name": "cpu"}, "two"]},
+        ]
+    }
+
+    error = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert error.code == "InvalidParameter"
+    assert "console.roles[0].resources[0].quantity: Must be a whole number." in error.message
+    assert "console.roles[1].resources[1]: Must be an object." in error.message
+    assert "roles[" not in error.message.replace("console.roles[", "")
+
+
 def test_messages_follow_accept_language(api, wsgi, alice_key):
     bad = body()
     del bad["jobSpec"]["image"]
@@ -802,6 +820,24 @@ def test_nan_or_infinity_is_not_json_and_makes_no_job(wsgi, alice_key, word):
     r = signed_post(wsgi, key, secret, content, names=None)
 
     assert (r.status_code, r.json()["code"]) == (400, "MalformedJSON")
+    assert Job.objects.count() == 0
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400"])
+def test_a_number_too_large_for_any_field_is_named_at_its_field_and_makes_no_job(
+    wsgi, alice_key, number
+):
+    # qa78: it is well-formed JSON, which Python's reader reads as infinity; the answer said
+    # "The JSON you provided was not well-formed."
+    key, secret = alice_key
+    content = json.dumps(body()).replace('"replicas": 1', f'"replicas": {number}').encode()
+
+    r = signed_post(wsgi, key, secret, content, names=None)
+
+    assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
+    assert r.json()["message"] == (
+        f"jobSpec.replicas: The number {number} is out of range: no field takes it."
+    )
     assert Job.objects.count() == 0
 
 

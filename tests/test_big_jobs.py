@@ -14,6 +14,7 @@ from django.utils import translation
 
 from jobs import spec as S
 from jobs import wizard as W
+from jobs.backends import get_backend
 from jobs.models import Draft, Job, JobReplica, JobStatus, LocalRun
 from jobs.monitoring import USAGE_SHOWN
 from jobs.runner import replica_state_dir
@@ -182,6 +183,44 @@ def test_the_local_pool_refuses_more_replicas_than_local_max_replicas_on_the_ins
     ]
     assert 'name="roles-1-replicas" value="64"' in english.content.decode()  # kept as typed
     assert not Job.objects.exists()
+
+
+def test_an_instance_count_out_of_range_gets_its_own_message_alone_never_the_local_total(
+    alice_client, settings
+):
+    # qa78: worker 99999 got both "between 0 and 1000" and the local total, a total that
+    # counted chief -1 in ("this job has 100000").
+    settings.LOCAL_MAX_REPLICAS = 128
+    alice_client.post(reverse("wizard-start"))
+    draft = Draft.objects.latest("created_at")
+    complete_steps(
+        alice_client, draft, upto=W.RESOURCES, **{W.DATA: data_data(mounts=[LOCAL_MOUNT])}
+    )
+    alice_client.cookies["django_language"] = "en"
+    out_of_range = resources_data(
+        roles=[role("master", 1, card=None), role("worker", 99999, card=None)]
+    )
+
+    page = post_step(alice_client, draft, W.RESOURCES, out_of_range)
+
+    assert field_errors(page, "id_roles-1-replicas") == ["Instances must be between 0 and 1000."]
+    assert "runs at most 128 instances" not in page.content.decode()
+
+
+def test_a_negative_instance_count_is_never_counted_into_the_local_total(settings):
+    settings.LOCAL_MAX_REPLICAS = 128
+    spec = make_spec(
+        "true",
+        framework=S.TENSORFLOW,
+        roles=[S.Role("chief", -1), S.Role("worker", 200), S.Role("ps", 1)],
+    )
+
+    with translation.override("en"):
+        pool_errors = get_backend("local").check_spec(spec)
+        spec_errors = S.validate(spec)
+
+    assert not any("runs at most" in m for messages in pool_errors.values() for m in messages)
+    assert spec_errors["roles[0].replicas"] == ["Instances must be between 0 and 1000."]
 
 
 def review_of_64_cpu_replicas(client) -> str:

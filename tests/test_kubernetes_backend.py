@@ -526,6 +526,20 @@ def test_it_refuses_a_tensorflow_job_with_neither_chief_nor_worker_which_never_s
     assert k8s.check_spec(spec(framework=S.TENSORFLOW, roles=alone)) == {}
 
 
+def test_a_tensorflow_job_of_ps_alone_gets_the_specs_one_message_not_a_second_from_kubernetes(
+    fake, k8s
+):
+    # qa78: two messages, the first's advice (add an evaluator) refused by the second.
+    ps_alone = spec(framework=S.TENSORFLOW, roles=[S.Role("worker", 0), S.Role("ps", 1)])
+
+    with translation.override("en"):
+        pool_errors = k8s.check_spec(ps_alone)
+        [spec_error] = S.validate(ps_alone)["roles"]
+
+    assert "roles" not in pool_errors
+    assert spec_error.endswith("Add a chief or a worker.")
+
+
 def test_an_mpi_master_with_cards_needs_workers_with_cards_as_the_operator_gives_equal_slots(
     fake, k8s
 ):

@@ -690,7 +690,10 @@ def test_valid_specs_pass_every_rule(mutate):
     ("name", "problem"),
     [
         ("a" * 51, "This one has 51 characters."),
-        ("Bert_Large x", "Not allowed: “B” “_” “L” space."),
+        (
+            "Bert_Large x",
+            "Upper-case letters are not allowed: use “b” “l”. Not allowed: “_” space.",
+        ),
         # Pasted from a chat: invisible characters are named, not shown as an empty “”.
         ("bert\u200b-large\u200e", "Not allowed: U+200B U+200E."),
         ("1bert", "It starts with “1”."),
@@ -712,7 +715,67 @@ def test_a_bad_role_name_is_told_what_in_it_breaks_the_rule():
     with translation.override("zh-hans"):
         messages = S.validate(spec)["roles[0].name"]
 
-    assert messages[0].endswith("不允许使用：“T”。")
+    assert messages[0].endswith("。不允许使用大写字母：请改用“t”。")
+
+
+@pytest.mark.parametrize(
+    ("name", "english", "chinese"),
+    [
+        ("a-", "It ends with “-”.", "当前以“-”结尾。"),
+        (
+            "Chief",
+            "Upper-case letters are not allowed: use “c”.",
+            "不允许使用大写字母：请改用“c”。",
+        ),
+        ("my_role", "Not allowed: “_”.", "不允许使用：“_”。"),
+    ],
+)
+def test_the_role_name_rule_names_every_rule_it_checks_and_says_what_breaks_it(
+    name, english, chinese
+):
+    # qa78: "a-" was refused for its end, which the rule did not mention; "C" was "not
+    # allowed" as if the letter were; the Chinese sentences were joined by a space.
+    spec = pytorch_spec(framework=S.CUSTOM, roles=[role(name, 1)])
+
+    with translation.override("en"):
+        [in_english] = S.validate(spec)["roles[0].name"]
+    with translation.override("zh-hans"):
+        [in_chinese] = S.validate(spec)["roles[0].name"]
+
+    assert in_english == (
+        "Role names use lowercase letters, digits and '-', start with a letter, end with a "
+        "letter or digit, and are 1-32 characters long. " + english
+    )
+    assert in_chinese == (
+        "角色名称支持小写字母、数字和 -，以字母开头，以字母或数字结尾，长度为 1-32 个字符。"
+        + chinese
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "english"),
+    [
+        ("MASTER_ADDR", "MASTER_ADDR is reserved: the platform sets it in PyTorch jobs."),
+        ("TF_CONFIG", "TF_CONFIG is reserved: the platform sets it in TensorFlow jobs."),
+        ("K_MPI_JOB_ROLE", "K_MPI_JOB_ROLE is reserved: the platform sets it in MPI jobs."),
+        ("AIHC_ROLE", "AIHC_ROLE is reserved: the platform sets it in every job."),
+    ],
+)
+def test_a_reserved_variable_is_refused_in_every_job_saying_which_jobs_the_platform_sets_it_in(
+    name, english
+):
+    # qa78: a TensorFlow job's MASTER_ADDR was "set by the platform", which sets it only in
+    # PyTorch jobs. Still refused there: a job copied to PyTorch keeps its variables' meaning.
+    spec = pytorch_spec(framework=S.TENSORFLOW, roles=[role("worker", 2)], envs=[S.Env(name, "x")])
+
+    with translation.override("en"):
+        [in_english] = S.validate(spec)["envs[0].name"]
+    with translation.override("zh-hans"):
+        [in_chinese] = S.validate(spec)["envs[0].name"]
+
+    assert in_english == english + " Choose another name."
+    assert in_chinese.startswith(f"{name} 是保留变量：")
+    assert in_chinese.endswith("请换一个名称。")
 
 
 def test_messages_come_in_chinese_and_english():

@@ -103,6 +103,52 @@ def test_the_api_refuses_ps_and_evaluator_alone_on_its_roles(api):  # noqa: F811
     assert not Job.objects.exists()
 
 
+PS_ALONE = (
+    "A TensorFlow job with a ps needs a chief or a worker: the ps serves until it is stopped, "
+    "and the job ends when its chief (without one, worker 0) has exited. Add a chief or a worker."
+)
+PS_ALONE_ZH = "带 ps 的 TensorFlow 任务需要 chief 或 worker"
+
+
+def test_a_job_of_ps_alone_gets_one_message_saying_to_add_a_chief_or_a_worker(alice, alice_client):
+    # qa78: it got "needs a worker, chief or evaluator" and "ps and evaluator alone never
+    # succeeds": the first's advice (an evaluator) was refused by the second.
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client, draft, upto=W.RESOURCES, **{W.BASIC: basic_data(framework=S.TENSORFLOW)}
+    )
+    roles = [role("chief", 0), role("worker", 0), role("ps", 1, card=""), role("evaluator", 0)]
+
+    chinese = html.unescape(
+        post_step(alice_client, draft, W.RESOURCES, resources_data(roles)).content.decode()
+    )
+    alice_client.cookies["django_language"] = "en"
+    english = html.unescape(
+        post_step(alice_client, draft, W.RESOURCES, resources_data(roles)).content.decode()
+    )
+
+    assert english.count(PS_ALONE) == 1
+    assert "evaluator instance" not in english
+    assert "ps and evaluator" not in english
+    assert chinese.count(PS_ALONE_ZH) == 1
+    assert "至少需要配置一台 worker、chief 或 evaluator" not in chinese
+    assert REFUSED_ZH not in chinese
+
+
+def test_the_api_refuses_a_job_of_ps_alone_with_one_message(api):  # noqa: F811
+    job = body()
+    job["jobFramework"] = "TFJob"
+    job["console"] = {"roles": [{"name": "ps", "replicas": 1}]}
+
+    error = refused(lambda: api.create_job(pool="local", body=job))
+
+    assert error.status == 400
+    message = error.message
+    assert (message.count(PS_ALONE) + message.count(PS_ALONE_ZH)) == 1, message
+    assert "evaluator" not in message
+    assert not Job.objects.exists()
+
+
 def test_run_again_of_a_job_of_ps_and_evaluator_alone_says_why_and_submits_nothing(
     alice, alice_client
 ):

@@ -674,6 +674,23 @@ def test_the_role_table_of_a_tensorflow_job_says_it_ends_with_its_chief(alice_cl
     assert "chief（没有 chief 时为 worker 0）以 0 退出，任务即成功" in html
 
 
+def test_the_role_table_of_a_tensorflow_job_says_any_role_may_be_cpu_only(alice_client):
+    # qa78: "ps and evaluator may be CPU-only" read as if chief and workers may not be;
+    # CPU-only ones are taken and run.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+    post_step(alice_client, draft, W.BASIC, basic_data(framework=S.TENSORFLOW))
+
+    chinese = html.unescape(alice_client.get(step_url(draft, W.RESOURCES)).content.decode())
+    alice_client.cookies["django_language"] = "en"
+    english = html.unescape(alice_client.get(step_url(draft, W.RESOURCES)).content.decode())
+
+    assert "Any role may be CPU-only: cards speed up the roles that compute" in english
+    assert "ps and evaluator may be CPU-only" not in english
+    assert "每个角色都可以只用 CPU" in chinese
+    assert "ps、evaluator 可以使用 CPU" not in chinese
+
+
 @pytest.mark.parametrize("htmx", [False, True])
 def test_a_step_sent_from_a_page_shown_before_the_framework_changed_is_not_saved(
     alice_client, htmx

@@ -465,6 +465,18 @@ def test_the_example_partial_switches_frameworks(alice_client):
     )
 
 
+def test_the_tensorflow_example_names_the_strategy_of_a_job_with_ps_too(alice_client):
+    # qa78: it named only MultiWorkerMirroredStrategy, which has no ps, on a job with one.
+    draft = new_draft(alice_client)
+
+    fragment = alice_client.get(
+        reverse("wizard-example", args=[draft.id]), {"example": "TFJob"}, headers=HTMX
+    ).content.decode()
+
+    assert "MultiWorkerMirroredStrategy" in fragment
+    assert "a job with ps with ParameterServerStrategy" in fragment
+
+
 @pytest.mark.parametrize("htmx", [False, True])
 def test_a_row_added_with_the_examples_open_draws_the_step_again_with_the_same_example_open(
     alice_client, htmx

@@ -126,7 +126,8 @@ def test_the_job_name_rule_says_in_english_too_that_a_name_ends_with_a_lowercase
     )
     assert refused_in_english == [
         "Job names use lowercase letters, digits and '-', start with a lowercase letter, end "
-        "with a lowercase letter or digit, and are 1-50 characters long. Not allowed: “A”."
+        "with a lowercase letter or digit, and are 1-50 characters long. Upper-case letters are "
+        "not allowed: use “a”."
     ]
 
 

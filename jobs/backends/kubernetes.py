@@ -925,8 +925,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             self._check_mpi_slots(spec, err)
         if cluster.training_api == M.TRAINER_API:
             self._check_trainer(spec, err)
-        if spec.framework == spec_module.TENSORFLOW and not any(
-            role.replicas > 0 for role in spec.roles if role.name in ("chief", "worker")
+        if (
+            spec.framework == spec_module.TENSORFLOW
+            and not any(
+                role.replicas > 0 for role in spec.roles if role.name in ("chief", "worker")
+            )
+            # A job of ps alone has the spec's message already, saying the same (qa78).
+            and not spec_module.tensorflow_has_only_ps(spec)
         ):
             # The training operator's TFJob succeeds on its chief's exit 0, or worker 0's
             # without a chief (UpdateJobStatus); with neither it never does, and such a job

@@ -36,7 +36,15 @@ from jobs.sandbox import (
     read_only_parent_message,
     resolve_in_root,
 )
-from jobs.spec import CORES_PER_CARD, MPI, PYTORCH, TENSORFLOW, normalised_mount_path
+from jobs.spec import (
+    CORES_PER_CARD,
+    MPI,
+    PYTORCH,
+    TENSORFLOW,
+    normalised_mount_path,
+    tensorflow_has_only_ps,
+    tensorflow_only_ps_message,
+)
 from jobs.volume_access import HostVolume, parse_volumes
 
 from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
@@ -265,6 +273,10 @@ MPI_RUNNER_PATHS = ("/tmp/.mpi", "/etc/mpi")
 def too_many_replicas(spec: JobSpec) -> str:
     """Why this machine will not run so many replicas of one job (LOCAL_MAX_REPLICAS), or "".
     They would all start here, one after another in the worker's loop."""
+    if not spec.counts_in_range():
+        # Each count out of range has its own message (0 to 1000); a total of them would be
+        # a second one on the same field, counting a negative count in (qa78).
+        return ""
     count = spec.total_replicas
     if count <= settings.LOCAL_MAX_REPLICAS:
         return ""
@@ -288,6 +300,9 @@ def tensorflow_without_end(spec: JobSpec) -> str:
         or counts.get("worker", 0) > 0
     ):
         return ""
+    if tensorflow_has_only_ps(spec):
+        # Named as what the job has (no evaluator), in the spec rule's own words (qa78).
+        return tensorflow_only_ps_message()
     return _(
         "A TensorFlow job of ps and evaluator alone never succeeds here: without a chief or "
         "a worker the job ends when all its instances have exited, and a parameter server "
@@ -447,7 +462,8 @@ class LocalBackend(Backend):
             # job"): the evaluator's TF_CONFIG lists its role, which TF refuses with two.
             if spec.framework == TENSORFLOW and role.name == "evaluator" and role.replicas > 1:
                 err(f"roles[{i}].replicas", _("TensorFlow allows at most 1 evaluator."))
-        if problem := tensorflow_without_end(spec):
+        if (problem := tensorflow_without_end(spec)) and not tensorflow_has_only_ps(spec):
+            # A job of ps alone has the spec's message already, saying the same (qa78).
             err("roles", problem)
         volumes = {v.name: v for v in host_volumes()}
         mounted: list[tuple[int, str, str, bool]] = []  # (row, mount path, folder, read-only)
