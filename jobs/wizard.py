@@ -1896,12 +1896,11 @@ def shared_memory_over_memory(spec: S.JobSpec) -> str:
     warned of too (left35): no instance holds its processes in no memory. AIHC takes such a
     job, and one may never fill /dev/shm: so said, not refused. "" otherwise.
 
-    Decision (qa78): said only of a size the person chose, not of the default (10 Gi): with
-    it the warning was on every job of 10 GB or less, most of which never fill /dev/shm, and
-    its advice (a smaller /dev/shm) was about a field they never set. Both sizes in GB, as the
-    role table's memory: the runner and the pools count both in units of 1024³ bytes."""
-    if spec.shared_memory_gi == S.DEFAULT_SHARED_MEMORY_GI:
-        return ""
+    Said of the default (10 Gi) too: a role given 4 GB beside it is killed just the same
+    once its data loader fills /dev/shm, and the person who set that memory is the one to
+    tell (qa78 asked to say it only of a chosen size; kept, as the review is where it is
+    read). Both sizes in GB, as the role table's memory: the runner and the pools count both
+    in units of 1024³ bytes."""
     small = [
         r
         for r in in_role_table_order(spec)
