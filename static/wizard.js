@@ -273,15 +273,22 @@ document.addEventListener("htmx:afterSettle", function (event) {
 // as its buttons are off; a select, a checkbox and a radio have no read-only: they are
 // disabled. They open again once the request has failed (the step stays, as it was); when
 // htmx is told to load another page (a language switch), they stay as the buttons stay.
+// Busy and read-only were not read out (focus78): meanwhile a polite status (#wizard-busy,
+// step.html) says the step is being saved, or the language switched, emptied once the request
+// ends, and a text field made read-only says so with aria-readonly too (镜像地址 is a combobox).
 const staysOnStep = /^(add-row|remove-row-\d+|fill-example-\w+|dismiss-[\w-]+)$/;
 let lockedFields = [];
 // beforeSend: the request is sure to be sent then, and its afterRequest opens them again.
 document.addEventListener("htmx:beforeSend", function (event) {
   const form = event.detail.requestConfig.elt;
   if (!(form instanceof HTMLFormElement) || form.id !== "wizard-form") return;
-  if (staysOnStep.test(String(event.detail.requestConfig.formData.get("action") || ""))) return;
+  const action = String(event.detail.requestConfig.formData.get("action") || "");
+  if (staysOnStep.test(action)) return;
   form.setAttribute("aria-busy", "true");
   lockFields(form);
+  const status = document.getElementById("wizard-busy");
+  const words = action.startsWith("language-") ? "switching" : "saving";
+  if (status) status.textContent = status.dataset[words];
 });
 // A mount row another answer draws inside the busy step meanwhile comes locked too.
 document.addEventListener("htmx:load", function (event) {
@@ -293,6 +300,7 @@ function lockFields(root) {
     const lock = isBox(field) || field instanceof HTMLSelectElement ? "disabled" : "readOnly";
     if (field[lock]) continue;
     field[lock] = true;
+    if (lock === "readOnly") field.setAttribute("aria-readonly", "true");
     lockedFields.push([field, lock]);
   }
 }
@@ -300,9 +308,50 @@ document.addEventListener("htmx:afterRequest", function (event) {
   // requestConfig.elt: once the answer replaced the form, the event comes from its parent.
   const request = event.detail.requestConfig;
   if (!request || request.elt.id !== "wizard-form" || event.detail.keepIndicators) return;
-  lockedFields.forEach(([field, lock]) => (field[lock] = false));
+  lockedFields.forEach(([field, lock]) => {
+    field[lock] = false;
+    field.removeAttribute("aria-readonly");
+  });
   lockedFields = [];
   request.elt.removeAttribute("aria-busy");
+  const status = document.getElementById("wizard-busy");
+  if (status) status.textContent = "";
+});
+
+// The control a step's request was sent from (下一步, a step link, a box Enter was pressed in,
+// 添加) is disabled until the answer comes, and the browser drops focus to the page: when the
+// request failed, the next Tab started at the page's first link (focus78). Focus goes back to
+// it then, or, gone meanwhile (a mount row redrawn), to the one of its id, else to the step's
+// first field with a problem or first field; not if the person has put focus somewhere since.
+// An answer that draws a step moves focus itself (afterSettle, above). The control stays
+// disabled meanwhile, not aria-disabled with focus kept: disabled refuses a second press made
+// in any way (a click, Enter or Space, a screen reader's click, Enter in a field, which presses
+// the step's first button) with nothing more to keep in step; #wizard-busy says what is going on.
+const sentFrom = new WeakMap();
+document.addEventListener("htmx:configRequest", function (event) {
+  // configRequest comes before htmx disables anything: a field Enter was pressed in has focus.
+  const form = event.detail.elt;
+  if (!(form instanceof HTMLFormElement) || form.id !== "wizard-form") return;
+  const trigger = event.detail.triggeringEvent;
+  const button = trigger && trigger.submitter;
+  // Enter in a field presses 下一步's hidden twin (step.html): the field sent it, and has focus.
+  const sender = button && !button.matches("[aria-hidden=true]") ? button : document.activeElement;
+  if (sender && sender !== document.body) {
+    sentFrom.set(event.detail, { control: sender, id: sender.id });
+  }
+});
+document.addEventListener("htmx:afterRequest", function (event) {
+  const request = event.detail.requestConfig;
+  const sent = request && sentFrom.get(request);
+  // Failed: refused (an error status, not swapped in), or no answer at all (status 0).
+  if (!sent || !(event.detail.successful === false || event.detail.xhr.status === 0)) return;
+  sentFrom.delete(request);
+  if (document.activeElement && document.activeElement !== document.body) return;
+  const form = document.getElementById("wizard-form");
+  const control = sent.control.isConnected ? sent.control : document.getElementById(sent.id);
+  const problem = form && form.querySelector("[aria-invalid='true'], .is-invalid");
+  const target = control || problem || (form && form.querySelector(STEP_FIELDS));
+  if (target) target.focus();
 });
 // Nothing inside the busy step asks the server anything (the idle counts ask every 5 s): the
 // answer would land in a step on its way out, asked without the fields disabled.

@@ -470,6 +470,142 @@ def test_the_steps_fields_are_read_only_while_next_is_on_its_way_and_open_again_
     assert draft.data[W.IMAGE]["command"] == ["torchrun train.py --resume"]
 
 
+@pytest.mark.parametrize("failure", ["server error", "connection lost"])
+def test_focus_is_back_on_next_pressed_from_the_keyboard_once_the_step_fails(
+    logged_in_page, failure
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    slow = HeldAnswer(page, "/image/")
+
+    page.focus("#wizard-next")
+    page.keyboard.press("Enter")
+    slow.wait_held()
+    # 下一步 is disabled meanwhile, which refuses a second press: the browser drops its focus.
+    expect(page.locator("#wizard-next")).to_be_disabled()
+    if failure == "server error":
+        slow.route.fulfill(status=500, body="Server Error")
+    else:
+        slow.route.abort("connectionreset")
+
+    expect(page.locator("#request-error")).to_be_visible()
+    # Before focus78 focus stayed on the page: the next Tab went to its first link (跳到正文).
+    expect(page.locator("#wizard-next")).to_be_focused()
+    page.keyboard.press("Shift+Tab")
+    expect(page.locator("#wizard-back")).to_be_focused()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")  # pressed again, it goes on
+    page.wait_for_url(re.compile(r"/resources/$"))
+    expect(page.locator("#step-heading")).to_be_focused()
+
+
+def test_focus_is_back_on_the_box_enter_was_pressed_in_once_the_step_fails(logged_in_page):
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "bert-large")
+    page.check("input[name=framework][value=PyTorchJob]")
+    slow = HeldAnswer(page, "/basic/")
+
+    page.focus("#id_log_persistence")
+    page.keyboard.press("Enter")  # sends the step, as 下一步 does
+    slow.wait_held()
+    expect(page.locator("#id_log_persistence")).to_be_disabled()
+    slow.route.fulfill(status=500, body="Server Error")
+
+    expect(page.locator("#request-error")).to_be_visible()
+    expect(page.locator("#id_log_persistence")).to_be_focused()  # before, the page had it
+    expect(page.locator("#id_log_persistence")).to_be_enabled()
+
+
+def test_a_status_says_the_step_is_being_saved_while_next_is_on_its_way(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    status = page.locator("#wizard-busy[role=status]")
+    expect(status).to_have_text("")
+    slow = HeldAnswer(page, "/image/")
+
+    page.focus("#wizard-next")
+    page.keyboard.press("Enter")
+    slow.wait_held()
+    # Before focus78 nothing was read out meanwhile: focus had gone, the form was only busy.
+    expect(status).to_have_text("正在保存…")
+    slow.let_go()
+
+    expect(page.locator("#step-heading")).to_contain_text("资源配置")
+    expect(page.locator("#step-heading")).to_be_focused()  # as before: the new step is named
+    expect(status).to_have_text("")
+
+
+def test_the_image_address_says_it_is_read_only_while_next_is_on_its_way_and_not_after(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    image = page.locator("#id_image")
+    expect(image).to_have_attribute("list", re.compile(r"."))  # a combobox
+    image.fill("registry.example.com/train/pytorch:2.5")
+    slow = HeldAnswer(page, "/image/")
+
+    page.click("#wizard-next")
+    slow.wait_held()
+    # Before focus78 only the readonly property said so.
+    expect(image).to_have_attribute("aria-readonly", "true")
+    expect(page.locator("#id_command")).to_have_attribute("aria-readonly", "true")
+    slow.route.abort("connectionreset")
+
+    expect(page.locator("#request-error")).to_be_visible()
+    expect(image).not_to_have_attribute("aria-readonly", re.compile(r"."))
+    expect(page.locator("#id_command")).not_to_have_attribute("aria-readonly", re.compile(r"."))
+    expect(image).to_be_editable()
+    expect(page.locator("#wizard-busy")).to_have_text("")
+
+
+def test_the_step_stays_read_only_and_says_so_while_the_other_language_loads(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    # The page being left cannot be looked at from here while the next one loads (Playwright
+    # waits for that one): it writes down what it shows, a moment after the switch's answer.
+    page.evaluate(
+        """() => document.addEventListener("htmx:afterRequest", () => setTimeout(() => {
+          const command = document.getElementById("id_command");
+          sessionStorage.setItem("while-loading", JSON.stringify([
+            document.getElementById("wizard-form").getAttribute("aria-busy"),
+            command.readOnly,
+            command.getAttribute("aria-readonly"),
+            document.getElementById("wizard-busy").textContent,
+          ]));
+        }, 200))"""
+    )
+    saved = HeldAnswer(page, "/image/")
+
+    page.click("button[data-language=en]")
+    saved.wait_held()
+    expect(page.locator("#wizard-busy")).to_have_text("正在保存，然后切换语言…")
+    loaded = HeldAnswer(page, "/image/")  # the page in English, once the step is saved
+    saved.route.continue_()
+    loaded.wait_held()
+    page.wait_for_timeout(1000)  # the new page is slow to come
+    loaded.route.continue_()
+
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    # The step was saved as sent: what was typed while the new page loaded would be lost.
+    shown = page.evaluate("() => JSON.parse(sessionStorage.getItem('while-loading'))")
+    assert shown == ["true", True, "true", "正在保存，然后切换语言…"]
+    expect(page.locator("#id_command")).to_have_value("torchrun train.py")
+    expect(page.locator("#id_command")).to_be_editable()
+    expect(page.locator("#wizard-busy")).to_have_text("")
+
+
 def test_a_mount_row_drawn_while_the_step_is_on_its_way_is_disabled_until_the_step_fails(
     logged_in_page,
 ):
