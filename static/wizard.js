@@ -416,8 +416,9 @@ document.addEventListener("htmx:load", function (event) {
 });
 document.addEventListener("htmx:afterRequest", function (event) {
   // requestConfig.elt: once the answer replaced the form, the event comes from its parent.
+  // Not when another page is on its way (a language switch): they stay off as the step's own.
   const request = event.detail.requestConfig;
-  if (!request || request.elt.id !== "wizard-form") return;
+  if (!request || request.elt.id !== "wizard-form" || event.detail.keepIndicators) return;
   disabledMeanwhile.forEach((button) => {
     button.disabled = false;
   });
