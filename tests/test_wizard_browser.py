@@ -1468,7 +1468,8 @@ def test_a_copy_of_a_job_in_a_retired_pool_says_which_pool_to_change_and_the_dif
     for slug in ("image", "resources", "data", "fault", "advanced", "submission", "review"):
         next_step(page, slug)
 
-    row = page.locator("#copy-diff tr", has_text="资源池")
+    # (The local pool's host network row says 本机资源池 too: it differs, and rightly.)
+    row = page.locator("#copy-diff tr", has_text="基础信息 · 资源池")
     expect(row).to_contain_text("旧训练池（已不再提供） (cce-old)")
     expect(row).to_contain_text("本机 Local (local)")
 
