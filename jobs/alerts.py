@@ -325,7 +325,8 @@ def alert_payload(job: Job, item: str, message: str, time: str) -> dict[str, Any
 def task_name(job: Job) -> str:
     """The job's name as the job list shows it: a queue group's task with its place in the
     group, `qa-grp 2/3` (an alert mail or chat message naming the group alone did not say
-    which of its tasks had failed, qa76)."""
+    which of its tasks had failed, qa76), and the alert's message text too, which the
+    callers of job_alert write with it (qa79: "qa-grp 运行成功。")."""
     if job.group_id is None:
         return job.name
     return f"{job.name} {job.group_index}/{job.group.total}"

@@ -876,13 +876,17 @@ class AdvancedForm(StepForm):
         # The two events that need a switch of step 5 say so before any refusal: without
         # it neither ever comes (jobHang is refused on every pool, jobFT on the local one;
         # an AIHC pool takes jobFT without fault tolerance, as AIHC does, and the field then
-        # ends with a warning: alert_warning_said, wizard.fault_tolerance_alert_unsent).
+        # ends with a warning: alert_warning_said, wizard.fault_tolerance_alert_unsent). Said
+        # as facts true on every pool and framework (qa79: "needs fault tolerance" read as a
+        # rule beside AIHC's warning that the event is taken without it, and as advice an
+        # MPI job, which cannot have it, could not follow).
         help_text=_(
             "The console sends them by email and webhook (Feishu/Lark, WeCom, DingTalk or "
             "Slack group bots, or a URL of your own). It sends no SMS itself: use a webhook "
             "of a service that does, or on an AIHC pool a notify policy with SMS. “Job hangs” "
-            "needs hang detection and “Fault tolerance happens” needs fault tolerance, both on "
-            "step 5 (Fault tolerance & diagnostics)."
+            "needs hang detection, on step 5 (Fault tolerance & diagnostics). “Fault tolerance "
+            "happens” comes only when fault tolerance (the same step; PyTorch jobs only) "
+            "restarts the job."
         ),
     )
     alert_emails = forms.CharField(

@@ -41,7 +41,7 @@ from django.utils.functional import SimpleLazyObject
 from django.utils.html import conditional_escape
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import gettext_lazy, ngettext, pgettext
 
 from . import chat_bots, job_users
 from . import forms as F
@@ -1910,13 +1910,17 @@ def shared_memory_over_memory(spec: S.JobSpec) -> str:
         return ""
     return _(
         "/dev/shm (%(shm)d GB) is not smaller than the memory of %(roles)s. "
-        "What a process writes to /dev/shm counts against its instance's memory, beside what "
-        "its processes use themselves, so the instance is killed for lack of memory "
+        "What a process writes to /dev/shm counts against its instance's memory, together "
+        "with what its processes use themselves, so the instance is killed for lack of memory "
         "(OOMKilled) before /dev/shm is full. Give those roles more memory than the shared "
         "memory, or make the shared memory smaller (step Resources)."
     ) % {
         "shm": spec.shared_memory_gi,
-        "roles": ", ".join(f"{r.name} ({r.memory_gb} GB)" for r in small),
+        # Each role and its memory as the language writes them (中文: full-width brackets,
+        # 、 between them), as the sentence around them is (qa79).
+        "roles": pgettext("between list items", ", ").join(
+            _("%(role)s (%(memory)d GB)") % {"role": r.name, "memory": r.memory_gb} for r in small
+        ),
     }
 
 

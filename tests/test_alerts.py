@@ -123,6 +123,36 @@ def test_a_queue_tasks_alert_names_which_task_of_its_group_it_is(alice, settings
     assert sent.subject == "[AI 训练任务控制台] local-test 2/3 运行失败"
 
 
+def test_a_queue_tasks_alert_message_names_which_task_of_its_group_it_is(
+    alice, settings, hook_server
+):
+    # qa79: the subject and the JSON's groupTaskIndex said 2/3, the message text did not:
+    # "qa-grp 运行成功。", "qa-grp: master-0 退出…". The JSON's keys stay as they were.
+    from jobs.services import jobs_submit
+    from tests.conftest import run_queued_tasks
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    succeeding = alerting_spec("true", hook_server.url, name="grp-ok")
+    succeeding.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=2)
+    failing = alerting_spec("false", hook_server.url, name="grp-bad")
+    failing.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=2)
+    tasks = [
+        *jobs_submit(owner=alice, spec=succeeding, submit_key="ok-group"),
+        *jobs_submit(owner=alice, spec=failing, submit_key="bad-group"),
+    ]
+
+    ended = (JobStatus.SUCCEEDED, JobStatus.FAILED)
+    run_until(Worker(), lambda: all(status_of(t) in ended for t in tasks))
+    run_queued_tasks()
+
+    said = {(r["body"]["event"], r["body"]["message"]) for r in hook_server.received}
+    for n in (1, 2):
+        assert ("jobRunning", f"grp-ok {n}/2 正在运行。") in said
+        assert ("jobSucceed", f"grp-ok {n}/2 运行成功。") in said
+        assert any(e == "jobFailed" and m.startswith(f"grp-bad {n}/2: ") for e, m in said)
+    assert {r["body"]["name"] for r in hook_server.received} == {"grp-ok", "grp-bad"}
+
+
 def test_a_webhook_alert_is_delivered_to_a_server_on_localhost(alice, settings, hook_server):
     settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
     job = submit(alice, alerting_spec("true", hook_server.url))

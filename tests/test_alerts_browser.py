@@ -85,3 +85,23 @@ def test_the_aihc_warning_that_fault_tolerance_alerts_never_come_follows_the_eve
     page.get_by_label("任务发生容错").uncheck()
     expect(warning).to_be_hidden()
     expect(events).not_to_have_accessible_description(re.compile("永远不会发出"))
+
+
+def test_the_reviews_fault_tolerance_link_lands_on_the_fault_tolerance_switch(
+    logged_in_page, alice_client, aihc_pool
+):
+    # qa79: the warning names step 5's 容错 switch, but its link opened the step with focus on
+    # the page, leaving a keyboard or screen-reader user to look for the switch.
+    draft = aihc_draft_alerting(alice_client, ["jobFT"])
+    page = logged_in_page
+    page.goto(step_url(draft, W.REVIEW))
+
+    page.locator("#alert-notice").get_by_role("link", name="容错&诊断").click()
+
+    expect(page).to_have_url(
+        re.compile(rf"{re.escape(step_url(draft, W.FAULT))}#id_fault_tolerance$")
+    )
+    switch = page.get_by_role("checkbox", name="容错", exact=True)
+    expect(switch).to_be_focused()
+    page.keyboard.press("Space")
+    expect(switch).to_be_checked()

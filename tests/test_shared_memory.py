@@ -44,7 +44,7 @@ def test_the_review_warns_when_shared_memory_is_larger_than_a_roles_memory(alice
 
     shown = review_of(alice_client, alice, spec)
 
-    assert "共享内存: /dev/shm（12 GB）不小于 worker (4 GB) 的内存" in shown
+    assert "/dev/shm（12 GB）不小于 worker（4 GB）的内存" in shown
     assert "master" not in shown.split("/dev/shm（12 GB）", 1)[1].split("。", 1)[0]
     assert "OOMKilled" in shown
 
@@ -106,8 +106,51 @@ def test_the_review_warns_when_shared_memory_is_as_large_as_a_roles_memory(alice
 
     shown = review_of(alice_client, alice, spec)
 
-    assert "/dev/shm（16 GB）不小于 master (16 GB) 的内存" in shown
-    assert "除其进程自身占用的内存外" in shown
+    assert "/dev/shm（16 GB）不小于 master（16 GB）的内存" in shown
+    assert "与其进程自身占用的内存一起计入实例的内存" in shown
+
+
+def test_the_chinese_shared_memory_warning_lists_its_roles_in_full_width_punctuation(
+    alice, alice_client
+):
+    # qa79: "共享内存: /dev/shm（10 GB）不小于 master (4 GB), worker (4 GB) 的内存", and
+    # "除其进程自身占用的内存外", which can read as "excluding" it.
+    spec = make_spec(
+        "true",
+        name="two-roles",
+        roles=[S.Role("master", 1, memory_gb=4), S.Role("worker", 2, memory_gb=4)],
+    )
+
+    shown = notice_of(alice_client, alice, spec)
+
+    assert shown.startswith(
+        "共享内存：/dev/shm（10 GB）不小于 master（4 GB）、worker（4 GB）的内存。"
+        "进程写入 /dev/shm 的数据与其进程自身占用的内存一起计入实例的内存，"
+    )
+    assert "除" not in shown
+
+
+def test_the_english_shared_memory_warning_lists_its_roles_as_english_does(alice, alice_client):
+    spec = make_spec(
+        "true",
+        name="two-roles",
+        roles=[S.Role("master", 1, memory_gb=4), S.Role("worker", 2, memory_gb=4)],
+    )
+    alice_client.cookies["django_language"] = "en"
+
+    shown = review_of(alice_client, alice, spec)
+
+    assert "memory of master (4 GB), worker (4 GB). " in shown
+    assert "counts against its instance's memory, together with what its processes use" in shown
+
+
+def notice_of(client, owner, spec: S.JobSpec) -> str:
+    """The review's shared-memory warning as read: its heading and text, tags removed."""
+    [job] = jobs_submit(owner=owner, spec=spec, submit_key=spec.name)
+    draft = W.draft_from_job(job=job, owner=owner)
+    page = client.get(reverse("wizard-step", args=[draft.id, W.REVIEW])).content.decode()
+    notice = re.search(r'id="shared-memory-notice"[^>]*>(.*?)</div>', page, re.S).group(1)
+    return html.unescape(re.sub(r"<[^>]+>", "", notice))
 
 
 def test_what_a_job_writes_to_dev_shm_counts_against_its_memory(alice):
