@@ -1356,21 +1356,30 @@ def read_float(text: str) -> float:
     return number
 
 
-def out_of_range_number(document: Any, path: str = "") -> tuple[str, str] | None:
-    """The body's path and text of its first number too large for a float, or None. Walked
-    after nested_too_deeply, so never deeper than MAX_JSON_DEPTH."""
+def out_of_range_numbers(document: Any, path: str = "") -> list[tuple[str, str]]:
+    """The body's path and text of each number too large for a float, in the body's order.
+    Walked after nested_too_deeply, so never deeper than MAX_JSON_DEPTH."""
     if isinstance(document, OutOfRangeNumber):
-        return path, document.text
+        return [(path, document.text)]
     if isinstance(document, dict):
         places = ((f"{path}.{key}" if path else str(key), v) for key, v in document.items())
     elif isinstance(document, list):
         places = ((f"{path}[{i}]", v) for i, v in enumerate(document))
     else:
-        return None
-    for place, value in places:
-        if (found := out_of_range_number(value, place)) is not None:
-            return found
-    return None
+        return []
+    return [found for place, value in places for found in out_of_range_numbers(value, place)]
+
+
+def out_of_range_errors(document: Any) -> dict[str, list[str]]:
+    """A field message (path -> messages, "" for the body itself) for every number of the
+    body too large for a float, in the language of the answer. Every one is named, so that
+    one answer says all that is to change; the body's other rules are not checked with them,
+    as they would read the number as infinity and say things of it that are not so."""
+    errors: dict[str, list[str]] = {}
+    for path, text in out_of_range_numbers(document):
+        message = _("The number %(number)s is out of range: no field takes it.")
+        errors.setdefault(path, []).append(message % {"number": text[:40]})
+    return errors
 
 
 def _body(request: HttpRequest) -> Any:
@@ -1414,14 +1423,9 @@ def _body(request: HttpRequest) -> Any:
             "The JSON you provided holds an unpaired surrogate (a lone \\ud800-\\udfff), "
             "which is not a character.",
         )
-    if (number := out_of_range_number(document)) is not None:
+    if errors := out_of_range_errors(document):
         # Well-formed JSON, so not MalformedJSON: the field is named, as any bad value's.
-        path, text = number
-        raise ApiError(
-            400,
-            "InvalidParameter",
-            f"{path or 'The body'}: The number {text[:40]} is out of range: no field takes it.",
-        )
+        raise ApiError(400, "InvalidParameter", _errors_message(errors))
     return document
 
 

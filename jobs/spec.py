@@ -857,11 +857,20 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
             )
             spec.roles.append(role)
     else:
-        replicas = r.int(job_spec.get("replicas"), "jobSpec.replicas", 1)
+        replicas = r.int(job_spec.get("replicas"), "jobSpec.replicas", 1) or 0
+        if spec.framework in (PYTORCH, MPI) and not 1 <= replicas <= MAX_REPLICAS + 1:
+            # The v1 field counts the master and its workers: 1 to 1 + MAX_REPLICAS. Refused
+            # here, as read: the roles made of 0 or -1 were a master alone, a job the body
+            # did not ask for, run without a word (qa79).
+            r.error(
+                "jobSpec.replicas",
+                _("Instances must be between %(min)d and %(max)d.")
+                % {"min": 1, "max": MAX_REPLICAS + 1},
+            )
         template = _read_resources(
             r, r.list(job_spec.get("resources"), "jobSpec.resources"), "jobSpec.resources", "", 0
         )
-        spec.roles = _roles_from_v1(spec.framework, replicas or 0, template)
+        spec.roles = _roles_from_v1(spec.framework, replicas, template)
 
     # Names are compared as the env rows' own names are read, without spaces around them: a
     # script's " HF_TOKEN" in secretEnvs still marks HF_TOKEN secret (else its value would
@@ -1362,24 +1371,26 @@ def with_full_width_named(message: str, text: str) -> str:
 
 def name_problem(name: str, limit: int) -> str:
     """What in this name breaks the name rule (NAME_RE, ROLE_NAME_RE), said after the rule so
-    that a person sees what to change without comparing the name with the rule."""
-    if len(name) > limit:
-        return _("This one has %(count)d characters.") % {"count": len(name)}
+    that a person sees what to change without comparing the name with the rule: every part
+    it breaks, so that one fix is enough ("Coord-" was told of its upper case only, qa79)."""
     allowed = set("abcdefghijklmnopqrstuvwxyz0123456789-")
     upper = list(dict.fromkeys(c for c in name if "A" <= c <= "Z"))
-    if upper or any(c not in allowed for c in name):
-        # An upper-case letter is said to be one, with the letter to type instead: "Not
-        # allowed: “C”" read as if the letter c were not allowed (qa78).
-        lower = _("Upper-case letters are not allowed: use %(chars)s.") % {
-            "chars": " ".join(f"“{c.lower()}”" for c in upper[:5])
-        }
-        return sentences(
-            lower if upper else "",
-            _not_allowed([c for c in name if c not in allowed and c not in upper]),
-        )
-    if not name[0].isalpha():
-        return _("It starts with “%(char)s”.") % {"char": name[0]}
-    return _("It ends with “%(char)s”.") % {"char": name[-1]}
+    # An upper-case letter is said to be one, with the letter to type instead: "Not
+    # allowed: “C”" read as if the letter c were not allowed (qa78).
+    lower = _("Upper-case letters are not allowed: use %(chars)s.") % {
+        "chars": " ".join(f"“{c.lower()}”" for c in upper[:5])
+    }
+    # A first or last character already named as not allowed is not named again.
+    first, last = name[:1], name[-1:]
+    return sentences(
+        _("This one has %(count)d characters.") % {"count": len(name)} if len(name) > limit else "",
+        lower if upper else "",
+        _not_allowed([c for c in name if c not in allowed and c not in upper]),
+        _("It starts with “%(char)s”.") % {"char": first}
+        if first in allowed and not first.isalpha()
+        else "",
+        _("It ends with “%(char)s”.") % {"char": last} if last == "-" and len(name) > 1 else "",
+    )
 
 
 def stored_labels(document: Any) -> list[tuple[str, str]]:
@@ -1541,6 +1552,7 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
         return  # each of thousands checked too would bury that one message
     seen: set[str] = set()
     by_name: dict[str, Role] = {}
+    counts_in_range = True
     for i, role in enumerate(spec.roles):
         path = f"roles[{i}]"
         if not role.name:  # (name_problem has nothing to point at in an empty name)
@@ -1566,6 +1578,7 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
         by_name[role.name] = role
         min_replicas = 0 if allowed else 1
         if role.replicas < min_replicas or role.replicas > MAX_REPLICAS:
+            counts_in_range = False
             err(
                 f"{path}.replicas",
                 _("Instances must be between %(min)d and %(max)d.")
@@ -1590,9 +1603,12 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
     def index(name: str) -> int:
         return next(i for i, r in enumerate(spec.roles) if r.name == name)
 
+    # A count out of range gets its range message alone: the framework's rules on counts
+    # would read it as typed ("master -1" also "needs exactly 1 master", "worker -2" also
+    # "needs at least one worker"), a second message that sends the user the wrong way (qa79).
     if spec.framework in (PYTORCH, MPI):
         master = by_name.get("master")
-        if master is None or master.replicas != 1:
+        if master is None or (counts_in_range and master.replicas != 1):
             path = f"roles[{index('master')}].replicas" if master else "roles"
             err(
                 path,
@@ -1602,6 +1618,7 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
         worker = by_name.get("worker")
         if (
             spec.framework == MPI
+            and counts_in_range
             and master
             and master.replicas == 1
             and not (master.accelerator_type and master.accelerators)
@@ -1630,7 +1647,7 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
                     f"roles[{index('worker')}].{attr}",
                     _("Master and worker must use the same card type and cards per instance."),
                 )
-    elif spec.framework == TENSORFLOW:
+    elif spec.framework == TENSORFLOW and counts_in_range:
         chief = by_name.get("chief")
         if chief and chief.replicas > 1:
             err(f"roles[{index('chief')}].replicas", _("TensorFlow allows at most 1 chief."))

@@ -86,6 +86,8 @@ from .api_views import (
     cut_to_depth,
     has_lone_surrogate,
     nested_too_deeply,
+    out_of_range_errors,
+    read_float,
     refuse_constant,
     v1_paths,
 )
@@ -695,7 +697,7 @@ def read_body(
     and read as the console's (framework_read), or None."""
     body, query_pool = request_parts(text)
     try:
-        document = json.loads(body, parse_constant=refuse_constant)
+        document = json.loads(body, parse_constant=refuse_constant, parse_float=read_float)
     except json.JSONDecodeError as exc:
         problem = JSON_PROBLEMS.get(exc.msg, exc.msg)
         message = _("Not valid JSON: line %(line)d, column %(column)d: %(problem)s.") % {
@@ -733,6 +735,9 @@ def read_body(
             "character."
         )
         raise ImportRefusedError([("body", message)], text)
+    if too_large := out_of_range_errors(document):
+        # As the API says it (qa79): read as infinity, 1e400 made a draft named "inf".
+        raise ImportRefusedError(_spec_errors(too_large, str, []), shown_text(text))
     if not isinstance(document, dict):
         raise ImportRefusedError(
             [("body", _("The request body must be a JSON object: {…}."))], text
@@ -831,11 +836,13 @@ def secrets_restored(
         return text, []
     body, _pool = request_parts(text)
     try:
-        document = json.loads(body, parse_constant=refuse_constant)
+        document = json.loads(body, parse_constant=refuse_constant, parse_float=read_float)
     except (ValueError, RecursionError, NotJsonConstant):
         return text, []
     if not isinstance(document, dict) or nested_too_deeply(document):
         return text, []
+    if out_of_range_errors(document):
+        return text, []  # written back, 1e400 would be Infinity; read_body refuses it as sent
     restored = []
     for path, value in kept["leaves"]:
         if _put_back(document, path, value):

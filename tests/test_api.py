@@ -841,6 +841,26 @@ def test_a_number_too_large_for_any_field_is_named_at_its_field_and_makes_no_job
     assert Job.objects.count() == 0
 
 
+def test_every_number_too_large_for_any_field_is_named_in_the_language_asked_for(wsgi, alice_key):
+    # qa79: the message was English whatever Accept-Language said, and named the first only.
+    key, secret = alice_key
+    content = (
+        json.dumps(body())
+        .replace('"replicas": 1', '"replicas": 1e400')
+        .replace('"from-a-script"', "-2e999")
+        .encode()
+    )
+
+    r = signed_post(wsgi, key, secret, content, names=None, **{"Accept-Language": "zh-CN"})
+
+    assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
+    assert r.json()["message"] == (
+        "name: 数字 -2e999 超出范围：没有字段能接受它。; "
+        "jobSpec.replicas: 数字 1e400 超出范围：没有字段能接受它。"
+    )
+    assert Job.objects.count() == 0
+
+
 def test_a_signature_must_cover_the_host(wsgi, alice_key):
     key, secret = alice_key
     r = signed_post(wsgi, key, secret, json.dumps(body()).encode(), names=["x-bce-date"])

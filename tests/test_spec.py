@@ -728,6 +728,17 @@ def test_a_bad_role_name_is_told_what_in_it_breaks_the_rule():
             "不允许使用大写字母：请改用“c”。",
         ),
         ("my_role", "Not allowed: “_”.", "不允许使用：“_”。"),
+        # qa79: "Coord-" was told of its upper case only, then of its end once that was fixed.
+        (
+            "Coord-",
+            "Upper-case letters are not allowed: use “c”. It ends with “-”.",
+            "不允许使用大写字母：请改用“c”。当前以“-”结尾。",
+        ),
+        (
+            "9" + "a" * 32 + "-",
+            "This one has 34 characters. It starts with “9”. It ends with “-”.",
+            "当前为 34 个字符。当前以“9”开头。当前以“-”结尾。",
+        ),
     ],
 )
 def test_the_role_name_rule_names_every_rule_it_checks_and_says_what_breaks_it(

@@ -131,6 +131,7 @@ def test_a_job_of_ps_alone_gets_one_message_saying_to_add_a_chief_or_a_worker(al
     assert "evaluator instance" not in english
     assert "ps and evaluator" not in english
     assert chinese.count(PS_ALONE_ZH) == 1
+    assert "请添加一个 chief 或 worker。" in chinese  # qa79: 一台 is said of machines
     assert "至少需要配置一台 worker、chief 或 evaluator" not in chinese
     assert REFUSED_ZH not in chinese
 

@@ -417,6 +417,31 @@ def test_nan_or_infinity_is_refused_as_not_json_in_both_languages(alice_client):
     assert not Draft.objects.exists()
 
 
+def test_a_number_too_large_for_any_field_is_named_at_each_of_its_fields_and_makes_no_draft(
+    alice_client,
+):
+    # qa79: read as infinity, "name": 1e400 made a draft named "inf" and "replicas": 1e400 was
+    # "not a whole number"; the API names them so, and the box says what the API says.
+    text = (
+        json.dumps(BODY)
+        .replace(f'"name": "{BODY["name"]}"', '"name": -1e400')
+        .replace('"replicas": 3', '"replicas": 1e400')
+    )
+
+    r = import_body(alice_client, text)
+    alice_client.cookies["django_language"] = "en"
+    english = import_body(alice_client, text)
+
+    assert r.status_code == 200
+    assert "name: 数字 -1e400 超出范围：没有字段能接受它。" in error_texts(r)
+    assert "jobSpec.replicas: 数字 1e400 超出范围：没有字段能接受它。" in error_texts(r)
+    assert "jobSpec.replicas: The number 1e400 is out of range: no field takes it." in (
+        error_texts(english)
+    )
+    assert "1e400" in r.content.decode()  # kept in the box, as typed
+    assert not Draft.objects.exists()
+
+
 def test_with_htmx_a_refusal_swaps_only_the_import_section(alice_client):
     r = import_body(alice_client, "{", headers=HTMX)
 
