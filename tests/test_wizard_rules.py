@@ -91,7 +91,12 @@ RULES = [
     (W.IMAGE, image_data(entrypoint=""), "id_entrypoint", "Enter an entrypoint"),
     (W.IMAGE, image_data(entrypoint="python 'x"), "id_entrypoint", "unclosed quote"),
     (W.IMAGE, image_data(command="  "), "id_command", "Enter the command"),
-    (W.IMAGE, image_data(envs=[("RANK", "3")]), "id_env-0-name", "set by the platform"),
+    (
+        W.IMAGE,
+        image_data(envs=[("RANK", "3")]),
+        "id_env-0-name",
+        "the platform sets it in PyTorch jobs",
+    ),
     (W.IMAGE, image_data(envs=[("A", "1"), ("A", "2")]), "id_env-1-name", "defined twice"),
     (W.IMAGE, image_data(envs=[("1BAD", "x")]), "id_env-0-name", "do not start with a digit"),
     (W.IMAGE, image_data(envs=[("", "orphan")]), "id_env-0-name", "Enter the variable"),
