@@ -1166,9 +1166,7 @@ class JobAdmin(
     def name_shown(self, job: Job) -> str:
         # A queue group's tasks share a name: each says which task it is ("qa-grp 2/3"), as
         # on the owner's job list, so a reviewer sees three pending rows are one group.
-        name = (
-            job.name if job.group_id is None else f"{job.name} {job.group_index}/{job.group.total}"
-        )
+        name = job.task_name
         change_url = getattr(job, "change_url", "")
         if not change_url:
             return name

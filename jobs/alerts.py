@@ -322,16 +322,6 @@ def alert_payload(job: Job, item: str, message: str, time: str) -> dict[str, Any
     return payload
 
 
-def task_name(job: Job) -> str:
-    """The job's name as the job list shows it: a queue group's task with its place in the
-    group, `qa-grp 2/3` (an alert mail or chat message naming the group alone did not say
-    which of its tasks had failed, qa76), and the alert's message text too, which the
-    callers of job_alert write with it (qa79: "qa-grp 运行成功。")."""
-    if job.group_id is None:
-        return job.name
-    return f"{job.name} {job.group_index}/{job.group.total}"
-
-
 def job_alert(*, job: Job, item: str, message: str) -> None:
     """Enqueues delivery of alert `item` if the job chose it and has somewhere to send it.
 
@@ -767,7 +757,7 @@ def _deliver_email(
     turn = _turn_for_delivery(job=job, item=item, channel=AlertChannel.EMAIL, tries=tries)
     if turn is None:
         return
-    title = recorded(ITEM_TITLES[item], name=task_name(job)) if item in ITEM_TITLES else item
+    title = recorded(ITEM_TITLES[item], name=job.task_name) if item in ITEM_TITLES else item
     brand = recorded(gettext_noop("AI Job Console"))
     note = None
     if turn.reopens is not None and turn.routine_share:
@@ -794,7 +784,7 @@ def _deliver_email(
             # What a bot's message says too (QA 38: the mail had the message and the link
             # only, so a job's end mailed later never said when it ended).
             lines = chat_bots.alert_lines(
-                name=task_name(job),
+                name=job.task_name,
                 event=translation.gettext(ITEM_NAMES[item]) if item in ITEM_NAMES else item,
                 time_text=chat_bots.time_shown(payload["time"]),
             )
@@ -888,7 +878,7 @@ def bot_text(*, bot: str, job: Job, item: str, message: str, payload: dict[str, 
     `message` stays as recorded: programs read it)."""
     gettext = translation.gettext
     with translation.override(reader_language(user=job.owner)):
-        name = task_name(job)
+        name = job.task_name
         title = gettext(ITEM_TITLES[item]) % {"name": name} if item in ITEM_TITLES else item
         return chat_bots.alert_text(
             bot=bot,

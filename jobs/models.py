@@ -279,6 +279,15 @@ class Job(models.Model):
     def status_reason_shown(self) -> str:
         return display_text(self.status_reason, self.status_reason_source)
 
+    @property
+    def task_name(self) -> str:
+        """Its name as the job list shows it: a queue group's tasks share a name, so a task
+        has its place in the group after it, `qa-grp 2/3` (1-based; its AIHC_GROUP_TASK_INDEX
+        is this minus 1). Reads the group (one query unless selected with it)."""
+        if self.group_id is None:
+            return self.name
+        return f"{self.name} {self.group_index}/{self.group.total}"
+
     def job_spec(self) -> spec_module.JobSpec:
         return spec_module.parse_document(self.spec)
 

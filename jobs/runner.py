@@ -62,7 +62,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from . import cgroups, job_users, network
 from . import logs as job_logs
-from .alerts import job_alert, task_name
+from .alerts import job_alert
 from .backends.local import (
     accelerator_devices,
     detected_accelerators,
@@ -1973,7 +1973,7 @@ def _running_alert(job: Job, run: LocalRun) -> None:
             job_alert(
                 job=job,
                 item="jobRunning",
-                message=recorded(gettext_noop("%(name)s is running."), name=task_name(job)),
+                message=recorded(gettext_noop("%(name)s is running."), name=job.task_name),
             )
 
 
@@ -2339,7 +2339,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                 job_alert(
                     job=job,
                     item="jobSucceed",
-                    message=recorded(gettext_noop("%(name)s succeeded."), name=task_name(job)),
+                    message=recorded(gettext_noop("%(name)s succeeded."), name=job.task_name),
                 )
         if succeeded:
             _ended_unwatched(job, now)
@@ -2596,7 +2596,7 @@ def _timed_out_unwatched(
             ended_at=deadline,
         )
         if ended:
-            job_alert(job=job, item="jobFailed", message=joined(f"{task_name(job)}:", message))
+            job_alert(job=job, item="jobFailed", message=joined(f"{job.task_name}:", message))
     if not ended:
         return
     _timed_out_late(job, now, TIMED_OUT_EXITED_LATE_MESSAGE)
@@ -3127,12 +3127,12 @@ def _finish_tear_down(
             ended_at=last_exit,
         )
         if ended and final in (S.FAILED, S.TIMED_OUT):
-            job_alert(job=job, item="jobFailed", message=joined(f"{task_name(job)}:", text))
+            job_alert(job=job, item="jobFailed", message=joined(f"{job.task_name}:", text))
         elif ended and final == S.SUCCEEDED:
             job_alert(
                 job=job,
                 item="jobSucceed",
-                message=recorded(gettext_noop("%(name)s succeeded."), name=task_name(job)),
+                message=recorded(gettext_noop("%(name)s succeeded."), name=job.task_name),
             )
     if ended and at_limit is not None:
         _timed_out_late(job, now, TIMED_OUT_STOPPED_LATE_MESSAGE)
