@@ -655,6 +655,10 @@ AIHC_RETRY_BACKOFF = envfloat("AIHC_RETRY_BACKOFF", 0.5)
 # doubling on each further failure up to the maximum; the jobs stay Queued meanwhile.
 AIHC_SUBMIT_PAUSE_SECONDS = envfloat("AIHC_SUBMIT_PAUSE_SECONDS", 5)
 AIHC_SUBMIT_PAUSE_MAX_SECONDS = envfloat("AIHC_SUBMIT_PAUSE_MAX_SECONDS", 300)
+# A create that got no clear answer (none in time, a 5xx) may still be under way on AIHC: the
+# job is looked for again, and sent again only if AIHC shows none, this long after it (qa80:
+# sent again at once, the first create landed after the second, two jobs on AIHC).
+AIHC_CREATE_SETTLE_SECONDS = envfloat("AIHC_CREATE_SETTLE_SECONDS", 120)
 # How often (seconds) the worker reads a running AIHC job's pod usage from AIHC's job metrics
 # API (one GpuUsage, one CpuUsage and one MemoryUsage read per job: utilisations), for the
 # job page and the API's job metrics; as often as Kubernetes' metrics-server is read by default.

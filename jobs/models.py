@@ -135,6 +135,10 @@ class Job(models.Model):
     # before the first create, and for jobs from before the setting: v1), so a change of the
     # setting never looks for a running job under the other API's kind.
     training_api = models.CharField(max_length=16, blank=True, default="", editable=False)
+    # AIHC: until when the worker looks on AIHC for another job carrying this job's id label
+    # (jobs.backends.aihc.AihcBackend.stop_duplicates): a create that got no clear answer, or
+    # that a worker died sending, may land after the job was created again or ended here.
+    duplicate_watch_until = models.DateTimeField(null=True, blank=True, editable=False)
     resource_pool = models.CharField(_("resource pool"), max_length=64)
     queue = models.CharField(_("queue"), max_length=64, default="default")
     priority = models.CharField(
@@ -216,6 +220,13 @@ class Job(models.Model):
             # Not one by status: SQLite then took it for a user's own list filtered by status
             # too (no statistics), over every user's jobs of that status.
             models.Index(fields=["resource_pool", "-created_at", "-id"], name="job_pool_created"),
+            # The worker's look for AIHC duplicates, once a minute: the few jobs watched,
+            # not every job (stop_duplicates).
+            models.Index(
+                fields=["duplicate_watch_until"],
+                name="job_duplicate_watch",
+                condition=models.Q(duplicate_watch_until__isnull=False),
+            ),
             # A user's running and waiting jobs (the pools page's own jobs, their quota's
             # use), without reading every job they ever had; also a user's jobs of one status
             # newest first (the job list's status filter), read in order.
@@ -358,6 +369,9 @@ EVENT_REASONS = {
     # The platform refused the look for what an unanswered create made (left46).
     "LookRefused": pgettext_lazy("event reason", "Look refused"),
     "SubmitFailed": pgettext_lazy("event reason", "Submit failed"),
+    # Another AIHC job carrying this job's id label, made by a create that landed late (qa80).
+    "DuplicateStopped": pgettext_lazy("event reason", "Duplicate stopped"),
+    "DuplicateFound": pgettext_lazy("event reason", "Duplicate found"),
     "Queued": pgettext_lazy("event reason", "Queued"),
     "Submitting": pgettext_lazy("event reason", "Submitting"),
     "Started": pgettext_lazy("event reason", "Started"),

@@ -347,6 +347,7 @@ class Worker:
         self.next_forget = 0.0
         # When remove_secrets_left next looks (monotonic; 0: on the first tick).
         self.next_secrets_left = 0.0
+        self.next_duplicates_look = 0.0  # stop_aihc_duplicates: at the first pass, then a minute
         # When requeue_stale_tasks next looks (monotonic; 0: on the first tick).
         self.next_stale_tasks = 0.0
         # Jobs whose deletion for their retention failed, by pk: tried again a minute later,
@@ -434,6 +435,8 @@ class Worker:
         # minute: go_on (a query for the lease) is asked only then, not on every pass.
         if time.monotonic() >= self.next_secrets_left and (go_on is None or go_on()):
             self.remove_secrets_left()
+        if time.monotonic() >= self.next_duplicates_look:
+            self.stop_aihc_duplicates(go_on=go_on)
 
     def beat(self) -> None:
         """Renews the lease: each tick, but written at most every WORKER_HEARTBEAT_SECONDS (a tick
@@ -821,6 +824,20 @@ class Worker:
                 logger.info("removed Secret %s that deleting %s left", secret_left, public_id)
         except Exception:
             logger.exception("removing Secrets that deleted jobs left failed")
+
+    def stop_aihc_duplicates(self, *, go_on: Callable[[], bool] | None = None) -> None:
+        """Once a minute (JOB_MINUTE_SECONDS), stops the AIHC jobs a create that got no clear
+        answer made late, beside the one the console follows (AihcBackend.stop_duplicates).
+        A failure never fails the pass; the look is made again the next minute."""
+        self.next_duplicates_look = time.monotonic() + settings.JOB_MINUTE_SECONDS
+        if "aihc" not in settings.CONSOLE_BACKENDS:
+            return
+        try:
+            get_backend("aihc").stop_duplicates(go_on=go_on)
+        except BackendError as exc:
+            logger.warning("looking on AIHC for duplicate jobs failed: %s", exc)
+        except Exception:
+            logger.exception("looking on AIHC for duplicate jobs failed")
 
     def delete_expired_sessions(self) -> None:
         """Once an hour, deletes the session rows past their expiry (jobs.sessions): a

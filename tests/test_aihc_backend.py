@@ -42,6 +42,10 @@ def fake(settings, db):
     )
     fake.add_pool("cce-pool2", "推理池", gpus={"nvidia.com/gpu": (8, 8)})
     configure(settings, fake)
+    # A job is looked for, and sent again, at the next pass after a create that got no clear
+    # answer, not AIHC_CREATE_SETTLE_SECONDS later: the tests of what comes of each look and
+    # create go pass by pass. The wait itself is tested with it set (test_a_create_...).
+    settings.AIHC_CREATE_SETTLE_SECONDS = 0
     yield fake
     fake.stop()
 
@@ -466,15 +470,24 @@ def test_a_create_that_times_out_is_reconciled_and_the_job_created_once(
     assert "已关联该任务而未重复创建" in job.events.get(reason="Submitted").message
 
 
-def test_a_create_lost_on_the_way_is_tried_again_only_after_checking(fake, aihc, alice):
+def test_a_create_lost_on_the_way_is_tried_again_only_at_a_later_pass_after_checking(
+    fake, aihc, alice
+):
     fake.drop_next("CreateJob")
     [job] = submit(alice, seed_spec())
 
     aihc.submit(job)
 
     job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
     ops = [r.op for r in fake.requests if r.op in ("CreateJob", "DescribeJobs")]
-    assert ops == ["CreateJob", "DescribeJobs", "CreateJob"]
+    assert ops == ["CreateJob", "DescribeJobs"]  # not sent again in the same pass (qa80)
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    ops = [r.op for r in fake.requests if r.op in ("CreateJob", "DescribeJobs")]
+    assert ops == ["CreateJob", "DescribeJobs", "DescribeJobs", "CreateJob"]
     assert len(fake.jobs) == 1
     assert job.external_id in fake.jobs
 
@@ -484,15 +497,18 @@ def test_a_job_created_after_two_unanswered_creates_is_adopted_on_the_next_try(f
     [job] = submit(alice, seed_spec())
 
     aihc.submit(job)
+    aihc.submit(job)
 
     job.refresh_from_db()
     assert job.status == JobStatus.QUEUED and job.external_id == ""
     assert job.events.filter(reason="SubmitTimedOut").count() == 2
     assert fake.jobs == {}
+    at = timezone.localtime(job.events.filter(reason="SubmitTimedOut").last().created_at)
     with translation.override("en"):  # stored in Chinese, read in English as a whole
         assert job.status_reason_shown == (
             "AIHC gave no clear answer to the job's create requests (2 so far) and shows no "
-            "such job. The job will be submitted again after checking it was not created."
+            "such job. A create AIHC is still working on may show up later: the job is looked "
+            f"for again at {at:%H:%M:%S}, and sent again only if AIHC still shows none."
         )
     # Meanwhile the job shows up on AIHC (a create that was slow, not lost).
     created = fake.create_external(POOL, fake.calls("CreateJob")[-1].body)
@@ -514,6 +530,7 @@ def test_a_job_of_the_same_name_made_by_hand_is_never_adopted_after_an_unanswere
     theirs = fake.create_external(POOL, SEED_DOC)
 
     aihc.submit(job)
+    aihc.submit(job)
 
     job.refresh_from_db()
     assert job.external_id and job.external_id != theirs.job_id  # its own create, sent again
@@ -527,11 +544,18 @@ def test_after_four_unanswered_creates_the_job_is_submit_failed(fake, aihc, alic
     fake.drop_next("CreateJob", times=4)
     [job] = submit(alice, seed_spec())
 
-    aihc.submit(job)
+    for _pass in range(4):
+        aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED  # the fourth may still land: looked for once more
+    assert len(fake.calls("CreateJob")) == 4
+
     aihc.submit(job)
 
     job.refresh_from_db()
     assert job.status == JobStatus.SUBMIT_FAILED
+    assert len(fake.calls("CreateJob")) == 4
     assert "4" in job.status_reason
     assert fake.jobs == {}
 
@@ -639,12 +663,14 @@ def test_a_last_create_whose_look_goes_unanswered_keeps_the_job_queued_not_submi
     settings.AIHC_RETRIES = 0
     fake.drop_next("CreateJob", times=3)  # lost on the way: not made
     fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # the fourth: made
-    fake.delay_next("DescribeJobs", 0, times=4)  # the first four looks answered (no delay)
-    fake.drop_next("DescribeJobs")  # the fourth create's look: no answer
+    # A pass looks before its create (after the first) and right after it: six looks
+    # answered (no delay), then the fourth create's own look gets no answer.
+    fake.delay_next("DescribeJobs", 0, times=6)
+    fake.drop_next("DescribeJobs")
     [job] = submit(alice, seed_spec())
 
-    aihc.submit(job)
-    aihc.submit(job)
+    for _pass in range(4):
+        aihc.submit(job)
 
     job.refresh_from_db()
     assert len(fake.calls("CreateJob")) == 4 and len(fake.jobs) == 1
@@ -670,8 +696,8 @@ def test_submit_again_after_four_unanswered_creates_sends_a_create_again(
     settings.AIHC_RETRIES = 0
     fake.drop_next("CreateJob", times=4)
     [job] = submit(alice, seed_spec())
-    aihc.submit(job)
-    aihc.submit(job)
+    for _pass in range(5):  # four creates, then the look that finds none of them
+        aihc.submit(job)
     job.refresh_from_db()
     assert job.status == JobStatus.SUBMIT_FAILED and len(fake.calls("CreateJob")) == 4
 
@@ -689,11 +715,11 @@ def test_after_four_unanswered_creates_a_look_answered_late_fails_the_job_sendin
 ):
     settings.AIHC_RETRIES = 0
     fake.drop_next("CreateJob", times=4)
-    fake.delay_next("DescribeJobs", 0, times=4)
+    fake.delay_next("DescribeJobs", 0, times=6)  # a pass's look before its create, and after
     fake.drop_next("DescribeJobs")
     [job] = submit(alice, seed_spec())
-    aihc.submit(job)
-    aihc.submit(job)
+    for _pass in range(4):
+        aihc.submit(job)
     job.refresh_from_db()
     assert job.status == JobStatus.QUEUED
 
@@ -715,11 +741,11 @@ def test_a_fourth_unanswered_create_whose_look_goes_unanswered_says_it_is_not_se
     fails it (the test above)."""
     settings.AIHC_RETRIES = 0
     fake.drop_next("CreateJob", times=4)
-    fake.delay_next("DescribeJobs", 0, times=4)
+    fake.delay_next("DescribeJobs", 0, times=6)  # a pass's look before its create, and after
     fake.drop_next("DescribeJobs")
     [job] = submit(alice, seed_spec())
-    aihc.submit(job)
-    aihc.submit(job)
+    for _pass in range(4):
+        aihc.submit(job)
 
     job.refresh_from_db()
     assert job.status == JobStatus.QUEUED
@@ -745,11 +771,11 @@ def test_a_look_for_an_unanswered_create_that_gets_no_answer_pauses_submits_not_
     settings.AIHC_RETRIES = 0
     settings.AIHC_SUBMIT_PAUSE_SECONDS = 60  # the next passes fall within it, however slow
     fake.drop_next("CreateJob", times=4)
-    fake.delay_next("DescribeJobs", 0, times=4)
+    fake.delay_next("DescribeJobs", 0, times=6)  # a pass's look before its create, and after
     fake.drop_next("DescribeJobs", times=30)  # AIHC stops answering the looks
     [job] = submit(alice, seed_spec())
-    aihc.submit(job)
-    aihc.submit(job)
+    for _pass in range(4):
+        aihc.submit(job)
     job.refresh_from_db()
     assert job.status == JobStatus.QUEUED  # the fourth create's look went unanswered
     looks, events = len(fake.calls("DescribeJobs")), job.events.count()
@@ -868,11 +894,238 @@ def test_a_create_refused_with_a_server_error_is_sent_again_only_after_looking(f
     [job] = submit(alice, seed_spec())
 
     aihc.submit(job)
+    aihc.submit(job)
 
     job.refresh_from_db()
     ops = [r.op for r in fake.requests if r.op in ("CreateJob", "DescribeJobs")]
-    assert ops == ["CreateJob", "DescribeJobs", "CreateJob"]
+    assert ops == ["CreateJob", "DescribeJobs", "DescribeJobs", "CreateJob"]
     assert len(fake.jobs) == 1 and job.external_id in fake.jobs
+
+
+# -- a create that lands late (qa80) ------------------------------------------------------
+
+
+def create_settled(job: Job, *, seconds: float = 121) -> None:
+    """Moves the job's creates that got no clear answer back in time, as if `seconds` had
+    passed since (AIHC_CREATE_SETTLE_SECONDS, 120 by default, then over), instead of
+    sleeping past the wait."""
+    job.events.filter(reason__in=["SubmitTimedOut", "SubmitServerError"]).update(
+        created_at=F("created_at") - timedelta(seconds=seconds)
+    )
+
+
+def held_create(fake, settings) -> threading.Event:
+    """The next create is held by AIHC past the console's read timeout, and carried out
+    when the returned event is set: a create AIHC is still working on."""
+    settings.AIHC_CREATE_SETTLE_SECONDS = 120  # the default
+    settings.AIHC_READ_TIMEOUT = 0.5
+    settings.AIHC_RETRIES = 0
+    return fake.block_next("CreateJob")
+
+
+def landed(fake, count: int) -> None:
+    """Waits until AIHC has `count` jobs (the held create carried out)."""
+    deadline = time.monotonic() + 10
+    while len(fake.jobs) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(fake.jobs) == count
+
+
+def test_a_create_aihc_is_still_working_on_is_looked_for_again_only_once_it_could_have_landed(
+    fake, aihc, alice, settings
+):
+    """Until qa80 the console looked at once, found nothing (AIHC still creating it), and
+    created the job again in the same pass: when the first create landed, AIHC had two."""
+    release = held_create(fake, settings)
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+    assert len(fake.calls("CreateJob")) == 1
+    timed_out = job.events.get(reason="SubmitTimedOut").created_at
+    said = timezone.localtime(timed_out + timedelta(seconds=120)).strftime("%H:%M:%S")
+    assert job.status_reason_shown.endswith(
+        f"A create AIHC is still working on may show up later: the job is looked for again at "
+        f"{said}, and sent again only if AIHC still shows none."
+    )
+    looks = len(fake.calls("DescribeJobs"))
+    for _pass in range(3):  # the worker's next passes, within the wait: nothing sent
+        aihc.submit(job)
+    assert len(fake.calls("DescribeJobs")) == looks and len(fake.calls("CreateJob")) == 1
+
+    release.set()  # AIHC finishes the create
+    landed(fake, 1)
+    create_settled(job)
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.external_id == next(iter(fake.jobs))  # adopted, not created again
+    assert len(fake.calls("CreateJob")) == 1 and len(fake.jobs) == 1
+    with translation.override("zh-hans"):
+        job.refresh_from_db()
+        assert "（已 1 次）" in job.events.get(reason="SubmitRetry").message_shown
+
+
+def test_a_create_that_lands_after_the_job_was_sent_again_is_stopped_there_and_said_on_the_job(
+    fake, aihc, alice, settings
+):
+    release = held_create(fake, settings)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    create_settled(job)  # the wait is over, and AIHC still works on the first create
+    aihc.submit(job)  # looked for (none yet), sent again: accepted
+    job.refresh_from_db()
+    followed = job.external_id
+    assert followed and len(fake.calls("CreateJob")) == 2
+    theirs = fake.create_external(POOL, SEED_DOC)  # a job of the same name made by hand
+    release.set()
+    landed(fake, 3)
+    [late] = set(fake.jobs) - {followed, theirs.job_id}
+
+    aihc.stop_duplicates()
+
+    assert [call.route["job"] for call in fake.calls("StopJob")] == [late]
+    assert fake.jobs[late].status == "ManualTermination"
+    assert fake.jobs[followed].status != "ManualTermination"
+    assert fake.jobs[theirs.job_id].status != "ManualTermination"  # never touched
+    job.refresh_from_db()
+    assert job.external_id == followed
+    event = job.events.get(reason="DuplicateStopped")
+    assert event.type == "Warning"
+    assert event.message_shown == (
+        f"AIHC had another job labelled with this job's id, {late}: a create that got no "
+        "clear answer landed late. The console stopped it there. It stays in AIHC's job "
+        "list: delete it there once its logs are not needed."
+    )
+    with translation.override("zh-hans"):
+        assert (
+            late in event.message_shown
+            and "控制台已在百舸 AIHC 上停止该任务" in event.message_shown
+        )
+
+    aihc.stop_duplicates()  # stopped already: not stopped again, not said again
+
+    assert len(fake.calls("StopJob")) == 1
+    assert job.events.filter(reason="DuplicateStopped").count() == 1
+
+
+def test_a_create_that_lands_after_the_job_was_stopped_here_is_stopped_there(
+    fake, aihc, alice, settings
+):
+    """qa80: Stop pressed while AIHC held the create; the look after the wait found none, the
+    job ended Stopped, and the create landed after: a job running on AIHC, untracked."""
+    from jobs.actions import job_stop
+
+    release = held_create(fake, settings)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    job.refresh_from_db()
+    job_stop(job=job, actor=alice)
+    create_settled(job, seconds=180)
+    job.refresh_from_db()
+    aihc.sync(job)  # looked for once the create could have landed: none yet
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.STOPPED, "")
+    release.set()
+    landed(fake, 1)
+    [late] = fake.jobs
+
+    aihc.stop_duplicates()
+
+    assert [call.route["job"] for call in fake.calls("StopJob")] == [late]
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert late in job.events.get(reason="DuplicateStopped").message_shown
+
+
+def test_the_worker_stops_a_late_create_once_a_minute_while_the_job_is_watched(
+    fake, aihc, alice, settings
+):
+    from jobs.worker import Worker
+
+    release = held_create(fake, settings)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    create_settled(job)
+    aihc.submit(job)
+    release.set()
+    landed(fake, 2)
+    worker = Worker()
+
+    worker.stop_aihc_duplicates()
+
+    assert len(fake.calls("StopJob")) == 1
+    lists = len(fake.calls("DescribeJobs"))
+    job.refresh_from_db()
+    assert job.duplicate_watch_until > timezone.now() + timedelta(minutes=59)
+    worker.remote_pass()  # within the minute: not looked again
+    assert len(fake.calls("DescribeJobs")) == lists
+
+    # Once the watch is over, the job is not looked at again.
+    Job.objects.filter(pk=job.pk).update(duplicate_watch_until=timezone.now())
+    worker.stop_aihc_duplicates()
+    assert len(fake.calls("DescribeJobs")) == lists
+
+
+def test_a_late_create_aihc_will_not_stop_is_said_once_and_tried_again(fake, aihc, alice, settings):
+    release = held_create(fake, settings)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    create_settled(job)
+    aihc.submit(job)
+    release.set()
+    landed(fake, 2)
+    fake.fail_next("StopJob", status=403, code="AccessDenied", message="no stop", times=2)
+
+    aihc.stop_duplicates()
+    aihc.stop_duplicates()
+
+    assert len(fake.calls("StopJob")) == 2  # tried again
+    [found] = job.events.filter(reason="DuplicateFound")  # said once
+    assert "AccessDenied" in found.message_shown
+    assert "Stop it in AIHC's console if it runs on." in found.message_shown
+
+    aihc.stop_duplicates()  # AIHC takes the stop now
+
+    assert len(fake.calls("StopJob")) == 3
+    assert job.events.filter(reason="DuplicateStopped").count() == 1
+
+
+def test_a_job_still_looking_for_its_own_create_is_not_taken_for_a_duplicates_owner(
+    fake, aihc, alice, settings
+):
+    """Queued after an unanswered create, the job's own look adopts what the create made:
+    stop_duplicates must not stop it first."""
+    release = held_create(fake, settings)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    release.set()
+    landed(fake, 1)
+
+    aihc.stop_duplicates()
+
+    assert fake.calls("StopJob") == []
+    create_settled(job)
+    aihc.submit(job)
+    job.refresh_from_db()
+    assert job.external_id == next(iter(fake.jobs))
+
+
+def test_a_create_without_a_clear_answer_is_logged_in_english_whatever_the_consoles_language(
+    fake, aihc, alice, settings, caplog
+):
+    settings.AIHC_RETRIES = 0
+    fake.drop_next("CreateJob")
+    [job] = submit(alice, seed_spec())
+
+    with translation.override("zh-hans"), caplog.at_level(logging.WARNING, "jobs.aihc"):
+        aihc.submit(job)
+
+    [line] = [r.getMessage() for r in caplog.records if "got no clear answer" in r.getMessage()]
+    assert "AIHC did not answer in time" in line, line
+    assert not any("\u4e00" <= ch <= "\u9fff" for ch in line), line
 
 
 def test_a_throttled_create_keeps_the_job_queued_and_pauses_submits(fake, aihc, alice, settings):
@@ -1588,8 +1841,9 @@ def test_a_job_stopped_during_an_unanswered_create_stops_what_aihc_made_of_it(fa
 
 
 def test_a_job_stopped_during_an_unanswered_create_waits_then_ends_stopped_when_aihc_has_none(
-    fake, aihc, alice
+    fake, aihc, alice, settings
 ):
+    settings.AIHC_CREATE_SETTLE_SECONDS = 120  # the default
     [recent] = submit(alice, seed_spec())
     stopped_during_an_unanswered_create(recent, minutes_ago=0)
     [old] = submit(alice, seed_spec())

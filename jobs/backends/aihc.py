@@ -40,7 +40,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -98,6 +98,7 @@ from .remote import (
     UNANSWERED_SYNCS_BEFORE_STATUS,
     RemoteBackend,
     given_up_submission_start,
+    logged_error,
     recorded_error,
     scrub,
     submission_start,
@@ -130,6 +131,22 @@ STOP_REQUESTED = gettext_noop("Stop requested.")
 STOP_UNANSWERED = gettext_noop(
     "Stop requested; AIHC did not answer it yet (%(error)s). The console sends the stop again "
     "until AIHC reports the job ended."
+)
+# A create that got no clear answer, or that a worker died sending, may land on AIHC late:
+# after the console sent it again and followed what that made, or after the job ended here
+# (stopped, Submit failed). For this long after such a create the worker looks, once a
+# minute, for any other AIHC job carrying the job's id label and stops it (stop_duplicates;
+# qa80: one console job could be two AIHC jobs, the second running on untracked).
+DUPLICATE_WATCH = timedelta(hours=1)
+DUPLICATE_STOPPED = gettext_noop(
+    "AIHC had another job labelled with this job's id, %(id)s: a create that got no clear "
+    "answer landed late. The console stopped it there. It stays in AIHC's job list: delete it "
+    "there once its logs are not needed."
+)
+DUPLICATE_NOT_STOPPED = gettext_noop(
+    "AIHC has another job labelled with this job's id, %(id)s: a create that got no clear "
+    "answer landed late. Stopping it there failed (%(error)s); the console tries again every "
+    "minute until %(time)s. Stop it in AIHC's console if it runs on."
 )
 # A job AIHC still reports running this long after it went Stopping, though the stop was sent
 # again meanwhile, gets one "StopUnconfirmed" warning; it stays Stopping, the stop still resent.
@@ -826,81 +843,93 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         )
         # A create that got no clear answer may still have happened: look before trying again.
         # So may one of the submission Submit failed ended, its looks refused for an hour.
+        # RemoteBackend.submit brings the job here only once the last such create has had
+        # AIHC_CREATE_SETTLE_SECONDS to land (create_wait).
         look_since = min(unanswered) if unanswered else given_up_submission_start(job)
-        for _attempt in range(2):
-            if look_since is not None:
-                if self._settled_by_looking(
+        if look_since is not None:
+            if self._settled_by_looking(
+                job,
+                client,
+                config,
+                spec,
+                since=look_since,
+                unanswered=len(unanswered),
+                secrets=secrets,
+            ):
+                return
+            if len(unanswered) >= MAX_UNANSWERED_CREATES:
+                # The last create's look, made once it had time to land: no such job, none
+                # sent again.
+                self._requeue_unanswered(job, len(unanswered), secrets, None)
+                return
+        started = timezone.now()
+        try:
+            result = client.create_job(pool=pool, body=body, version=version)
+        except AihcError as exc:
+            if _never_reached_aihc(exc):
+                self._defer(
                     job,
-                    client,
-                    config,
-                    spec,
-                    since=look_since,
-                    unanswered=len(unanswered),
-                    secrets=secrets,
-                ):
-                    return
-                if len(unanswered) >= MAX_UNANSWERED_CREATES:
-                    # The last create's look, answered only now: no such job, none sent again.
-                    self._requeue_unanswered(job, len(unanswered), secrets, None)
-                    return
-            started = timezone.now()
-            try:
-                result = client.create_job(pool=pool, body=body, version=version)
-            except AihcError as exc:
-                if _never_reached_aihc(exc):
-                    self._defer(
-                        job,
-                        exc,
-                        secrets,
-                        config=config,
-                        pause=(
-                            settings.AIHC_SUBMIT_PAUSE_SECONDS,
-                            settings.AIHC_SUBMIT_PAUSE_MAX_SECONDS,
-                        ),
-                        message=gettext_noop(
-                            "AIHC could not take the job now (%(error)s). It stays queued and "
-                            "is sent again in %(seconds)d s."
-                        ),
-                        stopped=recorded(gettext_noop("Stopped before AIHC created the job.")),
-                    )
-                    return
-                if not _may_have_created(exc):
-                    self._fail(job, recorded_error(exc), secrets)
-                    return
-                unanswered.append(started)
-                look_since = min(unanswered)
-                timed_out = isinstance(exc, AihcTimeout)
-                job_event(
-                    job=job,
-                    reason=TIMEOUT_EVENT if timed_out else SERVER_ERROR_EVENT,
-                    message=recorded(
-                        gettext_noop(
-                            "AIHC did not answer the create request in time; checking "
-                            "whether it was created."
-                        )
-                        if timed_out
-                        else gettext_noop(
-                            "AIHC answered the create request with a server error (%(error)s); "
-                            "checking whether it was created."
-                        ),
-                        error=scrub(recorded_error(exc), secrets),
+                    exc,
+                    secrets,
+                    config=config,
+                    pause=(
+                        settings.AIHC_SUBMIT_PAUSE_SECONDS,
+                        settings.AIHC_SUBMIT_PAUSE_MAX_SECONDS,
                     ),
-                    warning=True,
+                    message=gettext_noop(
+                        "AIHC could not take the job now (%(error)s). It stays queued and "
+                        "is sent again in %(seconds)d s."
+                    ),
+                    stopped=recorded(gettext_noop("Stopped before AIHC created the job.")),
                 )
-                logger.warning(
-                    "AIHC create for %s got no clear answer: %s",
-                    job.public_id,
-                    scrub(str(exc), secrets),  # AIHC may quote the body, secrets and all
-                )
-                continue
-            self._resume_submits(config)
-            self._accepted(job, result["jobId"], adopted=False)
+                return
+            if not _may_have_created(exc):
+                self._fail(job, recorded_error(exc), secrets)
+                return
+            unanswered.append(started)
+            timed_out = isinstance(exc, AihcTimeout)
+            job_event(
+                job=job,
+                reason=TIMEOUT_EVENT if timed_out else SERVER_ERROR_EVENT,
+                message=recorded(
+                    gettext_noop(
+                        "AIHC did not answer the create request in time; checking "
+                        "whether it was created."
+                    )
+                    if timed_out
+                    else gettext_noop(
+                        "AIHC answered the create request with a server error (%(error)s); "
+                        "checking whether it was created."
+                    ),
+                    error=scrub(recorded_error(exc), secrets),
+                ),
+                warning=True,
+            )
+            self._watch_for_duplicates(job)
+            logger.warning(
+                "AIHC create for %s got no clear answer: %s",
+                job.public_id,
+                scrub(logged_error(exc), secrets),  # AIHC may quote the body, secrets and all
+            )
+            # A create AIHC made before failing (a gateway's 5xx after it) is found at once.
+            # One still under way is not: nothing is sent again in this pass (until qa80 a
+            # second create followed here, and the first landed after it: two AIHC jobs,
+            # the console following one). The job waits, Queued, to be looked for again once
+            # AIHC_CREATE_SETTLE_SECONDS have passed (create_wait), and is sent again only
+            # if AIHC shows none then.
+            if not self._settled_by_looking(
+                job,
+                client,
+                config,
+                spec,
+                since=min(unanswered),
+                unanswered=len(unanswered),
+                secrets=secrets,
+            ):
+                self._requeue_unanswered(job, len(unanswered), secrets, None, settled=False)
             return
-        # Two creates without an answer: the last one was not looked for yet.
-        if not self._settled_by_looking(
-            job, client, config, spec, since=look_since, unanswered=len(unanswered), secrets=secrets
-        ):
-            self._requeue_unanswered(job, len(unanswered), secrets, None)
+        self._resume_submits(config)
+        self._accepted(job, result["jobId"], adopted=False)
 
     def _settled_by_looking(
         self,
@@ -953,10 +982,19 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         return False
 
     def _requeue_unanswered(
-        self, job: Job, unanswered: int, secrets: list[str], why: AihcError | None
+        self,
+        job: Job,
+        unanswered: int,
+        secrets: list[str],
+        why: AihcError | None,
+        *,
+        settled: bool = True,
     ) -> None:
         """Back to Queued so the worker tries later (looking first), or give up once a look
-        answered and showed no such job (`why`: the look's own failure, when it got none)."""
+        answered and showed no such job (`why`: the look's own failure, when it got none).
+        `settled`: the look was made once the last create had had AIHC_CREATE_SETTLE_SECONDS
+        to land; a look right after it (False) gives nothing up, as that create may still be
+        under way."""
         if why is None:
             reason = recorded(
                 gettext_noop(
@@ -986,30 +1024,60 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 n=unanswered,
                 error=recorded_error(why),
             )
-        if why is None and unanswered >= MAX_UNANSWERED_CREATES:
+        if why is None and settled and unanswered >= MAX_UNANSWERED_CREATES:
             self._fail(job, reason, secrets)
-        else:
-            if unanswered >= MAX_UNANSWERED_CREATES:
-                # No create is sent after the last (review 48: this said it would be).
-                message = recorded(
-                    gettext_noop(
-                        "It is looked for again, and not sent again: once AIHC answers that "
-                        "it has no such job, the job is Submit failed."
-                    )
+            return
+        if why is None and not settled:
+            # When, in the console's zone, as everyone reads the reason (a user's page may
+            # have another active: jobs.time_zones).
+            look_again = self.create_wait(job) or timezone.now()
+            at = timezone.localtime(look_again, timezone.get_default_timezone())
+            message = recorded(
+                gettext_noop(
+                    "A create AIHC is still working on may show up later: the job is looked "
+                    "for again at %(time)s, and not sent again: once AIHC answers that it has "
+                    "no such job, the job is Submit failed."
                 )
-            else:
-                message = recorded(
-                    gettext_noop(
-                        "The job will be submitted again after checking it was not created."
-                    )
-                )
-            self._move(
-                job,
-                JobStatus.QUEUED,
-                "SubmitRetry",
-                scrub(joined(reason, message), secrets),
-                warning=True,
+                if unanswered >= MAX_UNANSWERED_CREATES
+                else gettext_noop(
+                    "A create AIHC is still working on may show up later: the job is looked "
+                    "for again at %(time)s, and sent again only if AIHC still shows none."
+                ),
+                time=at.strftime("%H:%M:%S"),
             )
+        elif unanswered >= MAX_UNANSWERED_CREATES:
+            # No create is sent after the last (review 48: this said it would be).
+            message = recorded(
+                gettext_noop(
+                    "It is looked for again, and not sent again: once AIHC answers that "
+                    "it has no such job, the job is Submit failed."
+                )
+            )
+        else:
+            message = recorded(
+                gettext_noop("The job will be submitted again after checking it was not created.")
+            )
+        self._move(
+            job,
+            JobStatus.QUEUED,
+            "SubmitRetry",
+            scrub(joined(reason, message), secrets),
+            warning=True,
+        )
+
+    def create_wait(self, job: Job) -> datetime | None:
+        """When the job's last create that got no clear answer has had
+        AIHC_CREATE_SETTLE_SECONDS to land on AIHC (None: it has none in this submission):
+        it is not looked for again, nor sent again, before then (RemoteBackend.submit)."""
+        last = (
+            unanswered_creates(job, UNANSWERED_EVENTS)
+            .order_by("-created_at")
+            .values_list("created_at", flat=True)
+            .first()
+        )
+        if last is None:
+            return None
+        return last + timedelta(seconds=settings.AIHC_CREATE_SETTLE_SECONDS)
 
     def _find_created(
         self,
@@ -1047,6 +1115,105 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             if detail["labels"].get(CONSOLE_JOB_LABEL) == job.public_id:
                 return candidate["jobId"]
         return ""
+
+    @staticmethod
+    def _watch_for_duplicates(job: Job) -> None:
+        """A create of the job may land on AIHC late: look for it (stop_duplicates) for
+        DUPLICATE_WATCH from now."""
+        until = timezone.now() + DUPLICATE_WATCH
+        Job.objects.filter(pk=job.pk).update(duplicate_watch_until=until)
+        job.duplicate_watch_until = until
+
+    def stop_duplicates(self, *, go_on: Callable[[], bool] | None = None) -> None:
+        """Stops every AIHC job carrying a watched job's id label (_watch_for_duplicates)
+        that is not the one the console follows: what a create that got no clear answer
+        made after the job was sent again, or after it ended here. Not for a job still
+        waiting on its own looks (Queued, Submitting or Stopping with no AIHC job yet): those
+        adopt what its creates made. The worker calls this once a minute; `go_on` is asked
+        before each job. Raises BackendError when AIHC does not answer, or the settings
+        cannot be used: the rest wait for the next minute."""
+        watched = Job.objects.filter(
+            backend=NAME, duplicate_watch_until__gt=timezone.now()
+        ).order_by("duplicate_watch_until", "pk")
+        for job in watched:
+            if not job.external_id and job.status not in FINAL_STATUSES:
+                continue
+            if go_on is not None and not go_on():
+                return
+            config, client = self._setup()
+            try:
+                self._stop_duplicates_of(job, config, client)
+            except AihcError as exc:
+                if got_no_answer(exc) or _never_reached_aihc(exc):
+                    raise _sync_error(exc, job.secret_values()) from None
+                logger.warning(
+                    "looking on AIHC for duplicates of %s failed: %s; looked again in a minute",
+                    job.public_id,
+                    scrub(logged_error(exc), job.secret_values()),
+                )
+
+    def _stop_duplicates_of(self, job: Job, config: Config, client: AihcClient) -> None:
+        version = config.version(job.resource_pool)
+        secrets = job.secret_values()
+        ended = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.STOPPING}
+        for listed in client.list_jobs(
+            pool=job.resource_pool, queue=job.queue, name=job.name, version=version
+        ):
+            other = listed["jobId"]
+            if not other or other == job.external_id:
+                continue
+            if STATUS_MAP.get(listed["status"].lower()) in ended:
+                continue  # stopped already (by this, or by someone), or ended by itself
+            detail = client.get_job(
+                pool=job.resource_pool, job_id=other, queue=job.queue, version=version
+            )
+            if detail["labels"].get(CONSOLE_JOB_LABEL) != job.public_id:
+                continue  # another's job of the same name: never touched
+            try:
+                client.stop_job(
+                    pool=job.resource_pool, job_id=other, queue=job.queue, version=version
+                )
+            except AihcError as exc:
+                if exc.code == "JobNotFound":
+                    continue
+                logger.warning(
+                    "AIHC job %s carries %s's id label; stopping it failed: %s",
+                    other,
+                    job.public_id,
+                    scrub(logged_error(exc), secrets),
+                )
+                # Said once on the job, not every minute.
+                if not job.events.filter(reason="DuplicateFound", message__contains=other).exists():
+                    until = timezone.localtime(
+                        job.duplicate_watch_until, timezone.get_default_timezone()
+                    )
+                    job_event(
+                        job=job,
+                        reason="DuplicateFound",
+                        message=scrub(
+                            recorded(
+                                DUPLICATE_NOT_STOPPED,
+                                id=other,
+                                error=recorded_error(exc),
+                                time=until.strftime("%Y-%m-%d %H:%M:%S"),
+                            ),
+                            secrets,
+                        ),
+                        warning=True,
+                    )
+                continue
+            logger.warning(
+                "stopped AIHC job %s: it carries %s's id label, and the console follows %s",
+                other,
+                job.public_id,
+                job.external_id or "none",
+            )
+            job_event(
+                job=job,
+                reason="DuplicateStopped",
+                message=recorded(DUPLICATE_STOPPED, id=other),
+                warning=True,
+            )
 
     def _accepted(self, job: Job, external_id: str, *, adopted: bool) -> None:
         message = recorded(
@@ -1092,6 +1259,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         if found:
             self._accepted(job, found, adopted=True)
         else:
+            # The create the worker died sending may still land, after the job is sent again.
+            self._watch_for_duplicates(job)
             super()._reconcile_stuck(job)
 
     def submit_looked_for(self, job: Job) -> bool:
@@ -1111,10 +1280,15 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         unanswered = list(
             job.events.filter(reason__in=UNANSWERED_EVENTS).values_list("created_at", flat=True)
         )
-        # A slow create may still show up: give it the time a stuck submit gets, after the last
-        # create that got no clear answer, or after the stop of a job left Submitting.
-        last_sent = max(unanswered) if unanswered else job.updated_at
-        if timezone.now() - last_sent < STUCK_SUBMITTING or not self._look_due(job):
+        # A slow create may still show up: give it AIHC_CREATE_SETTLE_SECONDS after the last
+        # create that got no clear answer (as a job sent again waits: create_wait), or the time
+        # a stuck submit gets after the stop of a job left Submitting. One that lands later
+        # still is stopped by stop_duplicates.
+        if unanswered:
+            settles = max(unanswered) + timedelta(seconds=settings.AIHC_CREATE_SETTLE_SECONDS)
+        else:
+            settles = job.updated_at + STUCK_SUBMITTING
+        if timezone.now() < settles or not self._look_due(job):
             return
         # Looked for also with no such create: a worker that died sending the job leaves none
         # (until lookfix that job was Stopped unlooked-for, AIHC's job left running untracked).

@@ -172,6 +172,14 @@ def recorded_error(exc: Exception) -> str:
         return str(exc)
 
 
+def logged_error(exc: Exception) -> str:
+    """A platform's error as a log line quotes it: the console's own wording of a transport
+    failure in English, as the rest of the line (qa80: in the console's language, Chinese
+    by default, inside an English line)."""
+    with translation.override("en"):
+        return str(exc)
+
+
 class Keyed(Protocol):
     """A backend's settings: key() tells one account or API server apart (each has its own
     submit pause)."""
@@ -279,6 +287,9 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         refused = refused_looks(job, self.unanswered_events)
         if refused and timezone.now() < refused[-1] + look_wait(len(refused)):
             return  # its last look was refused: looked for again at its time, Queued till then
+        wait = self.create_wait(job)
+        if wait is not None and timezone.now() < wait:
+            return  # a create may still be under way: looked for (then sent) once it has landed
         # A job looked for again after a refusal moves without an event of its own: the
         # look's outcome says what came of it (one event a look, not two).
         if not self._move(
@@ -290,6 +301,13 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             self._fail(job, message, secrets)
             return
         self._create(job, spec=spec, secrets=secrets, config=config, client=client)
+
+    def create_wait(self, job: Job) -> datetime | None:
+        """Until when the job is neither looked for nor sent again after a create that got no
+        clear answer, as that create may still be under way; None: no wait. None here: a
+        platform that refuses a second create of the same job (Kubernetes: one name) needs
+        none."""
+        return None
 
     def _group_is_full(self, job: Job) -> bool:
         """A queue group keeps at most `concurrency` of its tasks on the platform at once."""
@@ -353,7 +371,7 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             "%s create for %s not sent: %s; submits pause for %ds",
             self.platform,
             job.public_id,
-            scrub(str(exc), secrets),
+            scrub(logged_error(exc), secrets),
             delay,
         )
         if self._move(
@@ -449,7 +467,8 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             else:
                 self._fail(job, said, secrets)
             return
-        look_again = now + look_wait(len(refused) + 1)
+        # Not before a create that may still be under way has had its time (create_wait).
+        look_again = max(now + look_wait(len(refused) + 1), self.create_wait(job) or now)
         self.logger.warning(
             "%s refused the look for %s's create: %s; looked for again at %s",
             self.platform,
