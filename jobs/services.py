@@ -190,7 +190,8 @@ def job_transition(
         **fields,
     }
     if to == JobStatus.RUNNING and job.started_at is None:
-        updates["started_at"] = now
+        # The caller's, when it knows when the job began (a platform's running time), else now.
+        updates.setdefault("started_at", now)
     if to in FINAL_STATUSES:
         finished = min(ended_at, now) if ended_at else now
         # A command that exits within the instant the worker marks it Running can have an

@@ -305,6 +305,8 @@ class FakeJob:
     version: str
     status: str = "Pending"
     created_at: str = ""
+    # When it first went Running (set_job_status): v1's runningAt, v2's jobTimeLine entry.
+    running_at: str = ""
     pods: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     logs: dict[str, list[str]] = field(default_factory=dict)
@@ -463,6 +465,8 @@ class FakeAihc:
         with self.lock:
             job = self.jobs[job_id]
             job.status = status
+            if status == "Running" and not job.running_at:
+                job.running_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             for pod in job.pods:
                 pod["podStatus"]["podPhase"] = phase
                 pod["restartCount"] = restarts
@@ -834,6 +838,19 @@ class FakeAihc:
                 {"key": "aijob.cce.baidubce.com/create-from-aihcp-api", "value": "true"},
             ],
         }
+        # When it began running: v1 gives runningAt (empty before), v2 a jobTimeLine of the
+        # conditions it went through (reference: Get job, JobItem).
+        if v2:
+            view["jobTimeLine"] = [
+                {"conditionType": "Created", "conditionMessage": "", "time": job.created_at},
+                *(
+                    [{"conditionType": "Running", "conditionMessage": "", "time": job.running_at}]
+                    if job.running_at
+                    else []
+                ),
+            ]
+        else:
+            view["runningAt"] = job.running_at
         if detail:
             if v2:
                 view["pods"] = [

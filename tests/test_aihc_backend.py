@@ -24,6 +24,7 @@ from jobs.backends import BackendError, all_pools, find_pool, get_backend
 from jobs.logs import shown_lines
 from jobs.models import Job, JobEvent, JobStatus
 from jobs.services import job_transition, jobs_submit
+from jobs.usage import job_usage_text
 from tests.fake_aihc import FakeAihc, configure
 
 SEED_DOC = json.loads(
@@ -94,11 +95,13 @@ def refused_looks_earlier(job: Job, *, seconds: float) -> None:
     )
 
 
-def minutes_said(start, end, *, seconds: int) -> set[str]:
-    """The HH:MM a reason may give for `seconds` after a moment between `start` and `end`."""
+def times_said(start, end, *, seconds: int) -> set[str]:
+    """The HH:MM:SS a reason may give for `seconds` after a moment between `start` and `end`
+    (each whole second between: the time is said to the second, qa80)."""
+    first = start.replace(microsecond=0)
     return {
-        timezone.localtime(moment + timedelta(seconds=seconds)).strftime("%H:%M")
-        for moment in (start, end)
+        timezone.localtime(first + timedelta(seconds=seconds + n)).strftime("%H:%M:%S")
+        for n in range(int((end - first).total_seconds()) + 1)
     }
 
 
@@ -480,6 +483,10 @@ def test_a_create_lost_on_the_way_is_tried_again_only_at_a_later_pass_after_chec
 
     job.refresh_from_db()
     assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+    assert job.events.get(reason="SubmitTimedOut").message_shown == (
+        "AIHC closed the connection without answering the create request; checking whether "
+        "it was created."
+    )
     ops = [r.op for r in fake.requests if r.op in ("CreateJob", "DescribeJobs")]
     assert ops == ["CreateJob", "DescribeJobs"]  # not sent again in the same pass (qa80)
 
@@ -821,7 +828,7 @@ def test_a_look_aihc_refuses_is_made_again_only_at_its_time_one_event_each_not_h
     assert shown.startswith("AIHC refused the look for the job its creates may have made: ")
     assert "AccessDenied" in shown
     at = shown.removesuffix(".").rsplit(" at ", 1)[1]
-    assert at in minutes_said(start, timezone.now(), seconds=30)
+    assert at in times_said(start, timezone.now(), seconds=30)
     assert shown.endswith(f"The job stays queued and is looked for again at {at}.")
     with translation.override("zh-hans"):
         assert "查找被百舸 AIHC 拒绝" in job.status_reason_shown
@@ -849,7 +856,7 @@ def test_a_look_aihc_refuses_is_made_again_only_at_its_time_one_event_each_not_h
     assert [e.reason for e in job.events.order_by("pk")[events:]] == ["LookRefused"]
     with translation.override("en"):
         at = job.status_reason_shown.removesuffix(".").rsplit(" at ", 1)[1]
-    assert at in minutes_said(start, timezone.now(), seconds=60)
+    assert at in times_said(start, timezone.now(), seconds=60)
     refused_looks_earlier(job, seconds=31)
     aihc.submit(job)  # 31 s is not its time any more: the wait doubled
     assert len(fake.calls("DescribeJobs")) == looks + 1
@@ -1124,7 +1131,7 @@ def test_a_create_without_a_clear_answer_is_logged_in_english_whatever_the_conso
         aihc.submit(job)
 
     [line] = [r.getMessage() for r in caplog.records if "got no clear answer" in r.getMessage()]
-    assert "AIHC did not answer in time" in line, line
+    assert "AIHC closed the connection without answering" in line, line
     assert not any("\u4e00" <= ch <= "\u9fff" for ch in line), line
 
 
@@ -1202,6 +1209,50 @@ def test_a_stop_aihc_refuses_fails_with_what_did_not_happen_and_aihcs_reason(fak
     assert not job.events.filter(reason="Stopping").exists()
 
 
+@pytest.mark.parametrize(
+    ("no_clear_answer", "said"),
+    [
+        (
+            lambda fake: fake.fail_next(
+                "StopJob", status=500, code="InternalError", message="etcd is unavailable"
+            ),
+            "Stop requested; AIHC answered it with an error (etcd is unavailable "
+            "(InternalError, HTTP 500, requestId ",
+        ),
+        (
+            lambda fake: fake.fail_next("StopJob", status=429, code="RequestLimitExceeded"),
+            "Stop requested; AIHC answered it with an error (Internal error "
+            "(RequestLimitExceeded, HTTP 429, requestId ",
+        ),
+        (
+            lambda fake: fake.drop_next("StopJob"),
+            # AIHC's words in the console's language, as recorded (Chinese by default).
+            "Stop requested; AIHC did not answer it yet (百舸 AIHC 未响应就关闭了连接 "
+            "(ConnectionClosed, ",
+        ),
+    ],
+    ids=["server-error", "throttled", "no-answer"],
+)
+def test_a_stop_aihc_answered_with_an_error_says_its_error_and_one_unanswered_says_no_answer(
+    fake, aihc, alice, no_clear_answer, said
+):
+    """qa80: a StopJob answered 500 was worded "AIHC did not answer it yet"."""
+    job = submitted(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    no_clear_answer(fake)
+
+    aihc.stop(job)
+
+    stopping = Job.objects.get(pk=job.pk).events.get(reason="Stopping")
+    assert stopping.message_shown.startswith(said)
+    assert stopping.message_shown.endswith(
+        "The console sends the stop again until AIHC reports the job ended."
+    )
+    with translation.override("zh-hans"):
+        assert ("百舸 AIHC 以错误答复" in stopping.message_shown) == ("answered" in said)
+
+
 def stop_sent_minutes_ago(job: Job, minutes: int) -> None:
     """Moves the job's move to Stopping back in time (instead of waiting for a resend)."""
     Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=minutes))
@@ -1236,7 +1287,6 @@ def test_a_stop_aihc_gives_no_clear_answer_is_taken_and_sent_again_until_the_job
     assert fake.jobs[job.external_id].status == "Running"
     stopping = job.events.get(reason="Stopping")
     assert stopping.type == "Warning"
-    assert "AIHC did not answer it yet" in stopping.message_shown
     assert "sends the stop again" in stopping.message_shown
     assert not job.events.filter(reason="StopFailed").exists()
     aihc.sync(job)  # within a minute of the stop: not sent again yet
@@ -1632,6 +1682,30 @@ def test_aihc_events_carry_aihcs_own_time_not_a_utc_stamp_in_their_message(fake,
     assert job.events.last().reason == "AIHC:FailedScheduling"  # in time order, the latest
 
 
+def test_an_aihc_event_of_the_second_the_console_asked_for_a_stop_is_listed_after_the_stop(
+    fake, aihc, alice
+):
+    """qa80: AIHC stamps whole seconds, so its event of the second the stop was asked showed
+    before the stop. One the console had read before the stop stays before it."""
+    job = submitted(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    job.refresh_from_db()
+    aihc.stop(job)
+    asked = job.events.get(reason="Stopping").created_at
+    second = f"{asked.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+    aihc_event(fake, job, "Killing", "stopping container pytorch", second)
+
+    aihc.sync(job)
+    aihc.sync(job)
+
+    reasons = list(job.events.values_list("reason", flat=True))
+    assert reasons.count("AIHC:Killing") == 1
+    assert reasons.index("Stopping") < reasons.index("AIHC:Killing")
+    running = job.events.get(reason="AIHC:Running").created_at
+    assert running <= asked and reasons.index("AIHC:Running") < reasons.index("Stopping")
+
+
 def test_an_aihc_event_with_a_time_that_cannot_be_read_is_dated_when_copied_and_copied_once(
     fake, aihc, alice
 ):
@@ -1696,6 +1770,52 @@ def test_a_job_that_finishes_between_syncs_passes_through_running(fake, aihc, al
     assert job.status == JobStatus.FAILED
     reasons = list(job.events.values_list("reason", flat=True))
     assert reasons.index("Failed") > reasons.index("Submitted")
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("ended", ["Succeeded", "Failed"])
+def test_a_job_that_ran_and_ended_between_two_syncs_starts_when_aihc_says_it_began_running(
+    fake, aihc, alice, settings, version, ended
+):
+    """qa80: seen Queued, then ended, such a job had no start, so no duration or card-hours.
+    AIHC's running time (v1 runningAt, v2 jobTimeLine) is its start."""
+    settings.AIHC_API_VERSION = version
+    job = submitted(fake, aihc, alice)
+    three_hours_ago = timezone.now() - timedelta(hours=3)
+    job.events.filter(reason="Submitting").update(created_at=three_hours_ago)
+    aihc.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    # Between two syncs, it ran for two hours and ended.
+    fake.set_job_status(job.external_id, "Running")
+    began = (timezone.now() - timedelta(hours=2)).astimezone(UTC).replace(microsecond=0)
+    fake.jobs[job.external_id].running_at = f"{began:%Y-%m-%dT%H:%M:%SZ}"
+    fake.set_job_status(job.external_id, ended)
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == ended.lower()
+    assert job.started_at == began
+    reasons = list(job.events.values_list("reason", flat=True))
+    assert reasons.index("Running") < reasons.index(ended)
+    # Two hours of its cards (and the moments the test took), on its page.
+    assert job.total_cards and abs(float(job_usage_text(job=job)) - 2 * job.total_cards) < 0.1
+
+
+def test_a_job_aihc_gives_a_zero_running_time_that_ended_between_syncs_is_given_no_start(
+    fake, aihc, alice
+):
+    """Go's zero time, which an API may give for "never", is no start (nor the job's send)."""
+    job = submitted(fake, aihc, alice)
+    fake.jobs[job.external_id].running_at = "0001-01-01T00:00:00Z"
+    fake.set_job_status(job.external_id, "Failed")
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and job.started_at is None
+    assert not job.events.filter(reason="Running").exists()
 
 
 def test_stopping_stops_the_aihc_job_and_sync_sees_it_stopped(fake, aihc, alice):
@@ -1880,7 +2000,7 @@ def test_a_stopped_jobs_look_aihc_refuses_is_made_again_only_at_its_time_then_st
         "AIHC refused the look for the job its creates may have made, to stop it: "
     )
     at = refused.message_shown.removesuffix(".").rsplit(" at ", 1)[1]
-    assert at in minutes_said(start, timezone.now(), seconds=30)
+    assert at in times_said(start, timezone.now(), seconds=30)
     assert "AccessDenied" in refused.message_shown
     events = job.events.count()
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from django.utils import translation
 
 from jobs.aihc import signer
 from jobs.aihc.client import (
@@ -19,6 +20,7 @@ from jobs.aihc.client import (
 )
 from jobs.aihc.endpoints import REGION_HOSTS, endpoint_for
 from jobs.aihc.mapping import v2_from_v1
+from jobs.backends.base import got_no_answer
 from tests.fake_aihc import FakeAihc
 
 SEED = json.loads((Path(__file__).parent / "data" / "seed001_create_job_request.json").read_text())
@@ -306,6 +308,24 @@ def test_create_without_an_answer_raises_a_timeout_not_a_retry(fake):
     assert len(fake.calls("CreateJob")) == 1
     assert sleeps == []
     assert len(fake.jobs) == 1  # it was created: the caller must reconcile, not resend
+
+
+def test_a_create_whose_connection_aihc_closed_says_so_and_is_still_a_create_without_answer(fake):
+    """qa80: a dropped connection was worded as a timeout ("did not answer in time"). It is
+    still no answer (AihcTimeout: the job may have been made, and is looked for)."""
+    fake.drop_next("CreateJob")
+    client, sleeps = make_client(fake)
+
+    with pytest.raises(AihcTimeout) as caught:
+        client.create_job(pool="cce-pool1", body=SEED)
+
+    assert sleeps == []
+    assert got_no_answer(caught.value)
+    with translation.override("en"):
+        assert str(caught.value).startswith("AIHC closed the connection without answering (")
+        assert "in time" not in str(caught.value)
+    with translation.override("zh-hans"):
+        assert str(caught.value.message) == "百舸 AIHC 未响应就关闭了连接"
 
 
 def test_an_unreachable_endpoint_is_reported_as_unavailable():

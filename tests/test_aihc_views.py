@@ -558,7 +558,8 @@ def test_a_stop_aihc_does_not_answer_is_accepted_once_and_the_page_says_it_is_se
     fake, alice_client, alice
 ):
     """AIHC fails the owner's Stop with a server error: the console takes the stop (no error
-    to press Stop again for), says AIHC has not answered yet, and sends it again itself."""
+    to press Stop again for), says AIHC answered it with that error (until qa80: that AIHC had
+    not answered yet), and sends it again itself."""
     job = submitted_on_aihc(alice_client, alice)
     fake.set_job_status(job.external_id, "Running")
     get_backend("aihc").sync(job)
@@ -577,7 +578,7 @@ def test_a_stop_aihc_does_not_answer_is_accepted_once_and_the_page_says_it_is_se
     page = html_module.unescape(
         alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
     )
-    assert "百舸 AIHC 尚未答复" in page and "stop backend down" in page
+    assert "百舸 AIHC 以错误答复（stop backend down" in page and "尚未答复" not in page
 
 
 def test_an_aihc_event_shows_at_its_own_time_in_the_consoles_time_zone(

@@ -19,7 +19,7 @@ from jobs.logs import shown_lines
 from jobs.models import EventType, Job, JobStatus
 from jobs.services import jobs_submit
 from tests.fake_kubernetes import FakeKubernetes, configure
-from tests.test_aihc_backend import minutes_said, refused_looks_earlier, submit_pause_over
+from tests.test_aihc_backend import refused_looks_earlier, submit_pause_over, times_said
 
 A800 = "baidu.com/a800_80g_cgpu"
 POOL = "k8s-default"
@@ -313,6 +313,25 @@ def test_a_read_answered_503_then_500_is_tried_again_after_a_growing_pause_and_a
     assert nodes and len(fake.calls("list nodes")) == 3
     assert slept == [0.01, 0.02]  # before the second and the third try; none for the create
     assert refused.value.status == 503 and len(fake.calls("create pytorchjobs")) == 1
+
+
+def test_a_call_whose_connection_the_api_server_closed_says_so_not_that_it_timed_out(fake):
+    """qa80: a dropped connection was worded "did not answer in time". Still no answer."""
+    from jobs.backends.base import got_no_answer
+    from jobs.kubernetes.client import KubeClient, KubeTimeout
+
+    client = KubeClient(server=fake.url, token=fake.token, retries=0)
+    fake.drop_next("list nodes")
+
+    with pytest.raises(KubeTimeout) as caught:
+        client.list("/api/v1/nodes")
+
+    assert got_no_answer(caught.value)
+    assert str(caught.value.message) == (
+        "The Kubernetes API server closed the connection without answering"
+    )
+    with translation.override("zh-hans"):
+        assert str(caught.value.message) == "Kubernetes API server 未响应就关闭了连接"
 
 
 def test_the_fake_api_server_serves_resourcequotas_as_a_real_one_does(fake):
@@ -1047,7 +1066,7 @@ def test_a_look_the_api_server_refuses_is_made_again_only_at_its_time_one_event_
     assert shown.startswith("Kubernetes refused the look for the job its creates may have made: ")
     assert "cannot get" in shown and "hf_secret_value" not in shown
     at = shown.removesuffix(".").rsplit(" at ", 1)[1]
-    assert at in minutes_said(start, timezone.now(), seconds=30)
+    assert at in times_said(start, timezone.now(), seconds=30)
     assert shown.endswith(f"The job stays queued and is looked for again at {at}.")
     looked, events = looks(), job.events.count()
 
@@ -1710,6 +1729,39 @@ def test_a_stop_without_an_answer_is_taken_and_sent_again_while_the_job_is_there
 
     assert len(fake.calls("delete pytorchjobs")) == 2
     assert job.status == JobStatus.STOPPED
+
+
+@pytest.mark.parametrize(
+    ("no_clear_answer", "said"),
+    [
+        (
+            lambda fake: fake.fail_next(
+                "delete pytorchjobs", status=503, reason="ServiceUnavailable", message="etcd down"
+            ),
+            "Stop requested; Kubernetes answered it with an error (etcd down (ServiceUnavailable",
+        ),
+        (
+            lambda fake: fake.drop_next("delete pytorchjobs"),
+            "Stop requested; Kubernetes did not answer it yet (The Kubernetes API server closed "
+            "the connection without answering (ConnectionClosed",
+        ),
+    ],
+    ids=["server-error", "no-answer"],
+)
+def test_a_stop_the_api_server_answered_with_an_error_quotes_it_and_one_unanswered_says_so(
+    fake, k8s, alice, no_clear_answer, said
+):
+    """qa80: a delete answered 5xx was worded "Kubernetes did not answer it yet"."""
+    job = submitted(alice, k8s)
+    no_clear_answer(fake)
+
+    k8s.stop(job)
+
+    stopping = Job.objects.get(pk=job.pk).events.get(reason="Stopping")
+    assert stopping.message_shown.startswith(said)
+    assert stopping.message_shown.endswith("The console sends it again until the job is deleted.")
+    with translation.override("zh-hans"):
+        assert ("Kubernetes 以错误答复" in stopping.message_shown) == ("answered" in said)
 
 
 # A job its owner stops while the worker syncs it ends Stopped, never Failed as lost: the

@@ -24,10 +24,12 @@ from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext_lazy
 
 from jobs.backends.base import (
+    CONNECTION_CLOSED,
     DOWNLOAD_TOO_LONG,
     BackendError,
     DownloadTooLong,
     PlatformRetries,
+    connection_closed,
     request_json,
     send_by,
 )
@@ -86,7 +88,8 @@ class AihcUnavailable(AihcError):
 
 
 class AihcTimeout(AihcError):
-    """AIHC did not answer in time: the request may or may not have been carried out."""
+    """AIHC did not answer: not in time, or it closed the connection without answering
+    (code CONNECTION_CLOSED). The request may or may not have been carried out."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +238,12 @@ class AihcClient(PlatformRetries):
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
             return AihcUnavailable(
                 gettext_lazy("AIHC could not be reached"), code="Unreachable", cause=reason
+            )
+        if connection_closed(exc):
+            return AihcTimeout(
+                gettext_lazy("AIHC closed the connection without answering"),
+                code=CONNECTION_CLOSED,
+                cause=reason,
             )
         return AihcTimeout(
             gettext_lazy("AIHC did not answer in time"), code="RequestTimeout", cause=reason
@@ -767,8 +776,21 @@ def _v2_pool(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _running_at(raw: dict[str, Any]) -> str:
+    """When AIHC says the job began running: v1's runningAt, or the time of the Running entry
+    of a v2 JobItem's jobTimeLine ([{conditionType, conditionMessage, time}]); "" if neither."""
+    if raw.get("runningAt"):
+        return str(raw["runningAt"])
+    timeline = raw.get("jobTimeLine")
+    for entry in timeline if isinstance(timeline, list) else []:
+        if isinstance(entry, dict) and str(entry.get("conditionType")).lower() == "running":
+            return str(entry.get("time") or "")
+    return ""
+
+
 def normalise_job(raw: dict[str, Any]) -> dict[str, Any]:
-    """One shape for v1 jobs and v2 JobItems: jobId, name, status, createdAt, labels, pods."""
+    """One shape for v1 jobs and v2 JobItems: jobId, name, status, createdAt, runningAt,
+    labels, pods."""
     pods = []
     raw_pods = raw.get("pods")
     if raw_pods is None:
@@ -796,6 +818,7 @@ def normalise_job(raw: dict[str, Any]) -> dict[str, Any]:
         "name": str(raw.get("name") or ""),
         "status": str(raw.get("status") or ""),
         "createdAt": str(raw.get("createdAt") or ""),
+        "runningAt": _running_at(raw),
         "labels": {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
         "pods": pods,
     }

@@ -83,6 +83,7 @@ from jobs.shim import UsageLog, usage_lines
 from jobs.texts import joined
 
 from .base import (
+    CONNECTION_CLOSED,
     AcceleratorStock,
     BackendError,
     NoLog,
@@ -132,6 +133,11 @@ STOP_UNANSWERED = gettext_noop(
     "Stop requested; AIHC did not answer it yet (%(error)s). The console sends the stop again "
     "until AIHC reports the job ended."
 )
+# A stop AIHC answered with its own failure (a 5xx, 429): it did answer, so said so (qa80).
+STOP_ANSWERED_ERROR = gettext_noop(
+    "Stop requested; AIHC answered it with an error (%(error)s). The console sends the stop "
+    "again until AIHC reports the job ended."
+)
 # A create that got no clear answer, or that a worker died sending, may land on AIHC late:
 # after the console sent it again and followed what that made, or after the job ended here
 # (stopped, Submit failed). For this long after such a create the worker looks, once a
@@ -158,6 +164,9 @@ TIMEOUT_EVENT = "SubmitTimedOut"
 SERVER_ERROR_EVENT = "SubmitServerError"
 # Creates that got no clear answer: each may or may not have created the job.
 UNANSWERED_EVENTS = (TIMEOUT_EVENT, SERVER_ERROR_EVENT)
+# The console's events of its requests to AIHC (sending the job, a stop): AIHC's events of
+# their second are listed after them (_sync_events).
+REQUEST_REASONS = ("Submitting", "Stopping")
 # A look for what a create may have made that AIHC has refused for an hour (remote.
 # LOOK_REFUSED_GIVE_UP): said as the job is given up, Submit failed, on the submit's look and on
 # the look for a job the worker died while sending (_reconcile_stuck).
@@ -893,6 +902,11 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 reason=TIMEOUT_EVENT if timed_out else SERVER_ERROR_EVENT,
                 message=recorded(
                     gettext_noop(
+                        "AIHC closed the connection without answering the create request; "
+                        "checking whether it was created."
+                    )
+                    if exc.code == CONNECTION_CLOSED
+                    else gettext_noop(
                         "AIHC did not answer the create request in time; checking "
                         "whether it was created."
                     )
@@ -1420,7 +1434,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             self._stop_again(job, client, config, secrets, status)
         elif target != job.status:
             self._walk(
-                job, target, recorded(gettext_noop("AIHC reports %(status)s."), status=status)
+                job,
+                target,
+                recorded(gettext_noop("AIHC reports %(status)s."), status=status),
+                started=self._began(job, remote),
             )
         if spec is not None:  # its time limit is in the spec it no longer reads
             self._enforce_timeout(job, client, config, spec)
@@ -1433,6 +1450,22 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             raise unanswered
         if job.status == JobStatus.RUNNING:
             self._sample_usage(job, client, version, remote["pods"], secrets, config.key())
+
+    def _began(self, job: Job, remote: dict[str, Any]) -> datetime | None:
+        """When AIHC says the job began running (v1's runningAt, v2's jobTimeLine), the start
+        the console gives it; None when AIHC does not say (then the sync that first sees it
+        running, or ended, is its start, as before).
+
+        Decided (qa80): AIHC's own time on the job, which its API documents, not its events,
+        whose reasons it does not (the fake's "Running", a training operator's own): a job
+        that ran and ended between two syncs gets its start, so its duration and card-hours.
+        Never before the job was first sent (AIHC's clock may lag, as its events': they show
+        no earlier either) nor after now; a zero time (Go's year 1, the Unix epoch, which an
+        API may give for "never") is none."""
+        when = aihc_time(remote.get("runningAt") or "")
+        if when is None or when.year <= 1970:
+            return None
+        return min(max(when, self._first_sent(job)), timezone.now())
 
     def sync(self, job: Job) -> None:
         super().sync(job)
@@ -1630,7 +1663,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         if job.status != JobStatus.STOPPED:
             return
         asked = (
-            job.events.filter(message_source__key__in=[STOP_REQUESTED, STOP_UNANSWERED])
+            job.events.filter(
+                message_source__key__in=[STOP_REQUESTED, STOP_UNANSWERED, STOP_ANSWERED_ERROR]
+            )
             .order_by("created_at")
             .values_list("created_at", flat=True)
             .first()
@@ -1693,7 +1728,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         framework: str,
         secrets: list[str],
     ) -> None:
-
+        # Before the read: a request recorded after it is not one the events read answered.
+        requests = list(
+            job.events.filter(reason__in=REQUEST_REASONS).values_list("created_at", flat=True)
+        )
         try:
             events = client.job_events(
                 pool=job.resource_pool,
@@ -1714,30 +1752,46 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 "reason", "message", "created_at"
             )
         )
-        seen = {(reason, message, at) for reason, message, at in existing}
+        copied: dict[tuple[str, str], list[datetime]] = {}
+        for reason, message, at in existing:
+            copied.setdefault((reason, message), []).append(at)
         # Undated events (a stamp that cannot be read) are told apart by their words alone;
         # events copied before times were read carry their stamp in the message.
         said = {(reason, message) for reason, message, _at in existing}
         # AIHC stamps whole seconds, so an event of the second the job was sent would show
         # before the console's own "Submitting": none shows before the job was first sent.
         sent = self._first_sent(job)
+        # Decided (qa80): nor before a request of the console's (sending the job, a stop)
+        # recorded in its second before it was read (`requests`). Its time is known to the
+        # second only, so listed at that second's start it showed before every console event
+        # of the second, a stop AIHC's events answered among them. An event the console read
+        # before its request stays before it (it was copied first); the console's own reports
+        # of what AIHC did (Submitted, the status AIHC gives) come after a read, so after
+        # AIHC's events of their second, as before.
         new: list[tuple[JobEvent, datetime]] = []
         for event in events:
             reason = f"AIHC:{event.get('reason') or 'Event'}"[:64]
             stamp = str(event.get("firstTimestamp") or event.get("lastTimestamp") or "")
             message = scrub(str(event.get("message") or "").strip(), secrets)
-            when = aihc_time(stamp)
+            stamped = aihc_time(stamp)
             if (reason, scrub(f"{message} [{stamp}]".strip(), secrets)) in said:
                 continue
-            if when is None:
+            if stamped is None:
                 if (reason, message) in said:
                     continue
                 when = timezone.now()
             else:
-                when = max(when, sent)
-                if (reason, message, when) in seen:
+                earliest = max(stamped, sent)
+                # A whole second's event is copied at a moment of [earliest, its second's end)
+                # (at `earliest` when that is past it): the same there is already copied.
+                second_end = stamped + timedelta(seconds=0 if stamped.microsecond else 1)
+                if any(
+                    at == earliest or earliest <= at < second_end
+                    for at in copied.get((reason, message), [])
+                ):
                     continue
-            seen.add((reason, message, when))
+                when = max([earliest, *(at for at in requests if at < second_end)])
+            copied.setdefault((reason, message), []).append(when)
             said.add((reason, message))
             kind = EventType.WARNING if str(event.get("type")) == "Warning" else EventType.NORMAL
             new.append((JobEvent(job=job, reason=reason, message=message, type=kind), when))
@@ -1807,7 +1861,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             self._stopping(
                 job,
                 recorded(
-                    STOP_UNANSWERED,
+                    STOP_ANSWERED_ERROR if unanswered.status else STOP_UNANSWERED,
                     error=scrub(recorded_error(unanswered), job.secret_values()),
                 ),
                 warning=True,

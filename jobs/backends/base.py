@@ -23,7 +23,11 @@ if TYPE_CHECKING:
 
 # BackendError codes of a platform that did not answer at all (the AIHC and Kubernetes
 # clients' transport failures): asking it about another job now would wait as long.
-UNANSWERED_CODES = frozenset({"Unreachable", "Timeout", "RequestTimeout", "CertificateNotTrusted"})
+# CONNECTION_CLOSED: it closed the connection without answering (connection_closed).
+CONNECTION_CLOSED = "ConnectionClosed"
+UNANSWERED_CODES = frozenset(
+    {"Unreachable", "Timeout", "RequestTimeout", CONNECTION_CLOSED, "CertificateNotTrusted"}
+)
 # The BackendError code of a whole-log download whose platform was still sending the log when
 # LOG_DOWNLOAD_TOTAL_SECONDS were up (DownloadTooLong): it answered, so trying again in a few
 # minutes does not help a log this large.
@@ -88,6 +92,20 @@ def got_no_answer(exc: BackendError) -> bool:
     that refuses (403, 404, a body that does not read) is the platform answering: a sync
     swallows it in its secondary reads and goes on."""
     return exc.code in UNANSWERED_CODES
+
+
+def connection_closed(exc: httpx.TransportError) -> bool:
+    """Whether the platform closed (or reset) the connection without sending a whole answer:
+    said so, not as an answer that did not come in time (qa80). Either way the call got no
+    answer, so it may or may not have been carried out."""
+    if isinstance(exc, httpx.ReadError | httpx.WriteError | httpx.CloseError):
+        return True
+    # httpcore's "Server disconnected without sending a response.", h11's "peer closed
+    # connection without sending complete message body"; any other is an answer garbled.
+    text = str(exc)
+    return isinstance(exc, httpx.RemoteProtocolError) and (
+        "disconnected" in text or "closed connection" in text
+    )
 
 
 def download_deadline() -> float:

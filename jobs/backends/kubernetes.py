@@ -2090,7 +2090,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         if error is not None:
             message = scrub(
                 recorded(
+                    # Answered with its own failure (a 5xx, 429): said so, not as no answer.
                     gettext_noop(
+                        "Stop requested; Kubernetes answered it with an error (%(error)s). "
+                        "The console sends it again until the job is deleted."
+                    )
+                    if error.status
+                    else gettext_noop(
                         "Stop requested; Kubernetes did not answer it yet (%(error)s). The "
                         "console sends it again until the job is deleted."
                     ),

@@ -477,8 +477,9 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             look_again.isoformat(timespec="seconds"),
         )
         # In the console's zone, as everyone reads the event's text (a user's page may have
-        # another active: jobs.time_zones).
-        at = timezone.localtime(look_again, timezone.get_default_timezone()).strftime("%H:%M")
+        # another active: jobs.time_zones). To the second: the next look may be 30 s away, and
+        # "16:22" said it no better than to the minute (qa80).
+        at = timezone.localtime(look_again, timezone.get_default_timezone()).strftime("%H:%M:%S")
         said = scrub(recorded(message, error=error, time=at), secrets)
         if stays:
             job_event(job=job, reason=LOOK_REFUSED, message=said, warning=True)
@@ -622,12 +623,33 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             if self._move(job, JobStatus.STOPPING, "Stopping", message, warning=warning):
                 return
 
-    def _walk(self, job: Job, target: str, message: str, *, reason: str = "") -> None:
+    def _walk(
+        self,
+        job: Job,
+        target: str,
+        message: str,
+        *,
+        reason: str = "",
+        started: datetime | None = None,
+    ) -> None:
         """Moves the job to `target` through the state machine's shortest allowed path.
 
         Each step's event reason is the console status it reaches ("Running", "Stopped"),
         as for local jobs, so it reads in the page's language; the platform's own status
-        name (AIHC's "ManualTermination") is in the final step's message."""
+        name (AIHC's "ManualTermination") is in the final step's message.
+
+        `started`: when the platform says the job began running. A job not started yet is
+        started then, and one it reports ended goes through Running first: it ran between two
+        syncs (seen Queued, then ended), and without a start its page showed no start time,
+        duration or card-hours (qa80)."""
+        fields = {"started_at": started} if started is not None and job.started_at is None else {}
+        if (
+            fields
+            and target in FINAL_STATUSES
+            and JobStatus.RUNNING in TRANSITIONS[job.status]
+            and not self._move(job, JobStatus.RUNNING, "Running", "", **fields)
+        ):
+            return
         avoid = {
             JobStatus.SUBMIT_FAILED,
             JobStatus.PENDING_REVIEW,
@@ -656,6 +678,7 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
                 (reason if final and reason else "") or step.title().replace("_", ""),
                 message if final else "",
                 warning=final and target in (JobStatus.FAILED, JobStatus.TIMED_OUT),
+                **(fields if step == JobStatus.RUNNING else {}),
             ):
                 return
 

@@ -21,10 +21,12 @@ from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext_lazy
 
 from jobs.backends.base import (
+    CONNECTION_CLOSED,
     DOWNLOAD_TOO_LONG,
     BackendError,
     DownloadTooLong,
     PlatformRetries,
+    connection_closed,
     request_json,
     send_by,
 )
@@ -60,7 +62,8 @@ class KubeUnavailable(KubeError):
 
 
 class KubeTimeout(KubeError):
-    """No answer in time: a create or delete may or may not have happened."""
+    """No answer: not in time, or the server closed the connection without answering (reason
+    CONNECTION_CLOSED). A create or delete may or may not have happened."""
 
 
 def kube_time(stamp: Any) -> datetime | None:
@@ -199,6 +202,12 @@ class KubeClient(PlatformRetries):
             return KubeUnavailable(
                 gettext_lazy("The Kubernetes API server could not be reached"),
                 reason="Unreachable",
+                cause=reason,
+            )
+        if connection_closed(exc):
+            return KubeTimeout(
+                gettext_lazy("The Kubernetes API server closed the connection without answering"),
+                reason=CONNECTION_CLOSED,
                 cause=reason,
             )
         return KubeTimeout(
