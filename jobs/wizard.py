@@ -1188,7 +1188,7 @@ def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -
             state.pool is not None and state.pool.training_api == "trainer"
         )
     elif step == ADVANCED:
-        form_kwargs["aihc_alerts"] = state.pool is not None and state.pool.backend == "aihc"
+        form_kwargs["backend"] = state.pool.backend if state.pool is not None else "local"
         # The local pool never sends nodeFT (its check refuses it, saying why).
         form_kwargs["node_alerts"] = (
             state.pool is None
