@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,13 +81,20 @@ def in_role_table_order(spec: S.JobSpec) -> list[S.Role]:
 
 
 def role_words(role: S.Role) -> str:
-    """A role as the review's role table says it: name × instances, then what each has."""
-    return (
-        f"{role.name} × {role.replicas}"
-        + (f", {role.accelerators} × {role.accelerator_type}" if role.accelerator_type else "")
-        + (f", {role.cpu} CPU" if role.cpu else "")
-        + (f", {role.memory_gb} GB" if role.memory_gb else "")
-    )
+    """A role as the review's role table says it: name × instances, then what each has, with
+    the language's separator between them (中文 "、": left55, it was an ASCII ", ")."""
+    parts = [
+        f"{role.name} × {role.replicas}",
+        f"{role.accelerators} × {role.accelerator_type}" if role.accelerator_type else "",
+        f"{role.cpu} CPU" if role.cpu else "",
+        f"{role.memory_gb} GB" if role.memory_gb else "",
+    ]
+    return list_words(parts)
+
+
+def list_words(items: Iterable[str]) -> str:
+    """The non-empty `items` as one list in the reader's language ("a, b"; 中文 "a、b")."""
+    return pgettext("between list items", ", ").join(i for i in items if i)
 
 
 def spec_sections(
@@ -188,7 +196,7 @@ def spec_sections(
             (_("Training method"), _label(F.TRAINING_METHOD_CHOICES, aiak.training_method)),
             (_("AIAK training template"), aiak.template),
         ]
-    basic.append((_("Labels"), ", ".join(f"{k}={v}" for k, v in spec.labels)))
+    basic.append((_("Labels"), list_words(f"{k}={v}" for k, v in spec.labels)))
     return [
         (_("Basic info"), basic),
         (
@@ -247,11 +255,9 @@ def spec_sections(
                 ),
                 (
                     _("Alerts"),
-                    pgettext("between list items", ", ").join(
-                        _label(F.ALERT_CHOICES, i) for i in spec.alert.items
-                    ),
+                    list_words(_label(F.ALERT_CHOICES, i) for i in spec.alert.items),
                 ),
-                (_("Alert emails"), ", ".join(spec.alert.emails)),
+                (_("Alert emails"), list_words(spec.alert.emails)),
                 (_("Alert webhooks"), webhooks),
                 (
                     _("Alert rule"),

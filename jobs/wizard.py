@@ -3532,7 +3532,9 @@ def roles_request_note(spec: S.JobSpec, backend: str) -> str:
         # With what each instance has: a master without cards reads back as the same
         # "master × 1, worker × 2" with the workers' cards, which names alone would say was
         # this job's roles, the note then contradicting itself (review 41).
-        "roles": "; ".join(role_words(r) for r in read_back if r.replicas)
+        "roles": pgettext("between list items", "; ").join(
+            role_words(r) for r in read_back if r.replicas
+        )
     }
 
 
