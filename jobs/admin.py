@@ -70,6 +70,7 @@ from .admin_lists import (
 from .alerts import webhook_shown
 from .api_keys import password_set_by
 from .backends import BackendError, NoLog, get_backend, no_log_yet
+from .backends import local as local_backend
 from .backends.local import detected_accelerators
 from .health import active_runner
 from .http import is_console_address
@@ -1421,6 +1422,10 @@ class JobAdmin(
         context["spec_sections"] = spec_sections(
             shown,
             pool_name=spec_pool_names(names=pool_names(), pool_ids=[pool_id]).get(pool_id, ""),
+            # A local job's network as it ran, not as the setting says today.
+            host_network=local_backend.job_on_host_network(job)
+            if pool_id == local_backend.POOL_ID
+            else None,
         )
         context["replica_envs"], context["replicas_hidden"] = replica_environments(
             spec,

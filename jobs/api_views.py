@@ -435,9 +435,10 @@ def job_view(job: Job, *, detail: bool) -> dict[str, Any]:
         # the stored body leaves out what is at its default, so they are answered here: a
         # script reading job["enableBccl"] got a KeyError from this console only.
         view["enableRDMA"] = bool(job_spec.get("enableRDMA"))
-        # A local job's network is the pool's (LOCAL_JOB_NETWORK), whatever its request says.
+        # A local job's network is the pool's (LOCAL_JOB_NETWORK), whatever its request says,
+        # as the job ran with it (a later change of the setting aside).
         view["hostNetwork"] = bool(job_spec.get("hostNetwork")) or (
-            job.resource_pool == local_backend.POOL_ID and local_backend.jobs_on_host_network()
+            job.resource_pool == local_backend.POOL_ID and local_backend.job_on_host_network(job)
         )
         view["privileged"] = bool(job_spec.get("privileged"))
         view["labels"] = body.get("labels") or []
@@ -837,7 +838,8 @@ def jobs_found(
     pool_of_jobs_known(owner=owner, pool_id=pool)
     if any("\x00" in text for text in (pool, queue, name_contains, queue_contains)):
         return Job.objects.none()  # a NUL matches no job, and PostgreSQL refuses it in a query
-    found = Job.objects.filter(owner=owner, resource_pool=pool)
+    # With the local run each job's answer reads (its network as it ran: job_view).
+    found = Job.objects.filter(owner=owner, resource_pool=pool).select_related("local_run")
     if queue and queue != "all":
         found = found.filter(queue=queue)
     if status:

@@ -33,7 +33,7 @@ from django.db.models import Prefetch, QuerySet
 from django.utils.translation import gettext as _
 
 from . import spec as S
-from .backends.local import host_volumes
+from .backends.local import host_volumes, job_on_host_network
 from .models import Job
 from .pools import pool_names, spec_pool_names
 from .runtime_env import with_group_task
@@ -123,6 +123,12 @@ def job_comparison(*, jobs: list[Job], log: bool = False) -> Comparison:
             # Secrets compared only among one owner's jobs (staff compare anyone's).
             owners=[
                 job.owner_id for job, spec in zip(jobs, specs, strict=True) if spec is not None
+            ],
+            # Each local job's network as it ran (its local_run is read with it).
+            host_networks=[
+                job_on_host_network(job)
+                for job, spec in zip(jobs, specs, strict=True)
+                if spec is not None
             ],
         )
         if readable

@@ -64,6 +64,33 @@ ALERT_CHOICES = [
     ("jobFT", _("Fault tolerance happens")),
     ("nodeFT", _("A node of the job fails")),
 ]
+# The alert events' help, by the pool's backend: who sends the alerts differs (the console on
+# the local pool; AIHC itself, from the request's alertConfig, on an AIHC pool, whose check
+# refuses emails and webhooks; nobody on a Kubernetes pool, whose check refuses alerts).
+# Seed 000 lists SMS, email, WeChat, Feishu and custom webhooks: the console sends
+# email and webhooks, chat bots among them; SMS needs a gateway it does not have.
+ALERT_HELP = {
+    "local": _(
+        "The console sends them by email and webhook (Feishu/Lark, WeCom, DingTalk or "
+        "Slack group bots, or a URL of your own). It sends no SMS itself: use a webhook "
+        "of a service that does, or on an AIHC pool a notify policy with SMS. “Job hangs” "
+        "needs hang detection, on step 5 (Fault tolerance & diagnostics). “Fault tolerance "
+        "happens” comes only when fault tolerance (the same step; PyTorch jobs only) "
+        "restarts the job."
+    ),
+    "aihc": _(
+        "AIHC sends them itself, through the notify policy given below (by email, SMS, "
+        "phone, DingTalk, WeCom or Feishu, as the policy says); the console sends no email "
+        "or webhook for a job on this pool. “Job hangs” needs hang detection, on step 5 "
+        "(Fault tolerance & diagnostics). “Fault tolerance happens” comes only when fault "
+        "tolerance (the same step; PyTorch jobs only) restarts the job."
+    ),
+    "kubernetes": _(
+        "Kubernetes pools send no alerts yet, and the console sends none for their jobs: "
+        "a job on this pool with alert events, emails or webhooks is refused. Leave them "
+        "empty."
+    ),
+}
 RETENTION_UNITS = [("m", _("minutes")), ("h", _("hours")), ("d", _("days"))]
 SUBMISSION_CHOICES = [
     (S.SUBMIT_STANDALONE, _("Standalone job")),
@@ -871,23 +898,15 @@ class AdvancedForm(StepForm):
         required=False,
         choices=ALERT_CHOICES,
         widget=forms.CheckboxSelectMultiple,
-        # Seed 000 lists SMS, email, WeChat, Feishu and custom webhooks: the console sends
-        # email and webhooks, chat bots among them; SMS needs a gateway it does not have.
         # The two events that need a switch of step 5 say so before any refusal: without
         # it neither ever comes (jobHang is refused on every pool, jobFT on the local one;
         # an AIHC pool takes jobFT without fault tolerance, as AIHC does, and the field then
         # ends with a warning: alert_warning_said, wizard.fault_tolerance_alert_unsent). Said
         # as facts true on every pool and framework (qa79: "needs fault tolerance" read as a
         # rule beside AIHC's warning that the event is taken without it, and as advice an
-        # MPI job, which cannot have it, could not follow).
-        help_text=_(
-            "The console sends them by email and webhook (Feishu/Lark, WeCom, DingTalk or "
-            "Slack group bots, or a URL of your own). It sends no SMS itself: use a webhook "
-            "of a service that does, or on an AIHC pool a notify policy with SMS. “Job hangs” "
-            "needs hang detection, on step 5 (Fault tolerance & diagnostics). “Fault tolerance "
-            "happens” comes only when fault tolerance (the same step; PyTorch jobs only) "
-            "restarts the job."
-        ),
+        # MPI job, which cannot have it, could not follow). Who sends them depends on the
+        # pool: ALERT_SENDERS.
+        help_text=ALERT_HELP["local"],
     )
     alert_emails = forms.CharField(
         label=_("Alert emails"),
@@ -959,16 +978,18 @@ class AdvancedForm(StepForm):
     def __init__(
         self,
         *args: Any,
-        aihc_alerts: bool = False,
+        backend: str = "local",
         privileged: bool = False,
         node_alerts: bool = True,
         **kwargs: Any,
     ) -> None:
-        """`privileged`: offer the Privileged mode switch (the pool allows it, or the draft
+        """`backend`: the pool's, which says who sends the alerts (ALERT_HELP) and whether
+        AIHC's notify policy is asked for. `privileged`: offer the Privileged mode switch (the pool allows it, or the draft
         asks for it: an imported or copied job's, which the pool's refusal is then said on).
         `node_alerts`: offer “A node of the job fails” (not on the local pool, where it never
         comes, unless the draft asks for it: the pool's refusal is then said on the field)."""
         super().__init__(*args, **kwargs)
+        self.fields["alert_items"].help_text = ALERT_HELP.get(backend, ALERT_HELP["local"])
         if not node_alerts:
             field = self.fields["alert_items"]
             field.choices = [c for c in ALERT_CHOICES if c[0] != "nodeFT"]
@@ -984,6 +1005,7 @@ class AdvancedForm(StepForm):
             )
         _mark_required(self, "tensorboard_path", "retention_value")
         alert_ids = ["alert_instance_id", "alert_notify_rule_id"]
+        aihc_alerts = backend == "aihc"
         if not aihc_alerts:
             for name in alert_ids:
                 del self.fields[name]

@@ -783,6 +783,12 @@ class LocalRun(models.Model):
     # nothing rather than guess from today's setting.
     run_uid = models.PositiveBigIntegerField(null=True, blank=True)
     run_gid = models.PositiveBigIntegerField(null=True, blank=True)
+    # Whether this attempt's replicas run on this machine's network (LOCAL_JOB_NETWORK=host)
+    # rather than in a namespace of their own, recorded by the runner as it starts them: what
+    # the job ran with is a fact of the job, which a later change of the setting does not
+    # change (jobs.backends.local.job_on_host_network). None: not started yet, or started
+    # before 0046.
+    host_network = models.BooleanField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"local run of {self.job_id} (attempt {self.attempt})"

@@ -1215,7 +1215,11 @@ def launch_attempt(
         # worker's own user included: the job page shows this, not today's setting, and the
         # attempt's remaining replicas, launched by a worker started again, run as it.
         run.run_uid, run.run_gid = as_user if as_user is not None else job_users.own_user()
-        LocalRun.objects.filter(pk=run.pk).update(run_uid=run.run_uid, run_gid=run.run_gid)
+        # So is its network (the job's pages say it, not today's LOCAL_JOB_NETWORK).
+        run.host_network = not network.isolated()
+        LocalRun.objects.filter(pk=run.pk).update(
+            run_uid=run.run_uid, run_gid=run.run_gid, host_network=run.host_network
+        )
     else:
         # A relaunch after a worker restart (some replicas already started) runs the rest
         # exactly as the attempt's first launch recorded, as its network is kept: a worker

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,13 +60,16 @@ def retention_words(period: str) -> str:
     return _duration(n * {"m": 1, "h": 60, "d": 24 * 60}[unit])
 
 
-def host_network_words(spec: S.JobSpec) -> str:
+def host_network_words(spec: S.JobSpec, *, on_host: bool | None = None) -> str:
     """The job's host network as it runs: the local pool decides it for every job
     (LOCAL_JOB_NETWORK), the request's hostNetwork aside (qa78: "no" for jobs that ran on the
-    host's network); on another pool, the request's."""
+    host's network); on another pool, the request's. `on_host`: what a local job ran with
+    (jobs.backends.local.job_on_host_network); None, what the pool does now (a draft)."""
     if spec.resource_pool_id != local_backend.POOL_ID:
         return _("yes") if spec.host_network else _("no")
-    if local_backend.jobs_on_host_network():
+    if on_host is None:
+        on_host = local_backend.jobs_on_host_network()
+    if on_host:
         return _("yes (the local pool runs every job on this machine's network)")
     return _("no (the local pool runs each job in a network namespace of its own)")
 
@@ -80,13 +84,20 @@ def in_role_table_order(spec: S.JobSpec) -> list[S.Role]:
 
 
 def role_words(role: S.Role) -> str:
-    """A role as the review's role table says it: name × instances, then what each has."""
-    return (
-        f"{role.name} × {role.replicas}"
-        + (f", {role.accelerators} × {role.accelerator_type}" if role.accelerator_type else "")
-        + (f", {role.cpu} CPU" if role.cpu else "")
-        + (f", {role.memory_gb} GB" if role.memory_gb else "")
-    )
+    """A role as the review's role table says it: name × instances, then what each has, with
+    the language's separator between them (中文 "、": left55, it was an ASCII ", ")."""
+    parts = [
+        f"{role.name} × {role.replicas}",
+        f"{role.accelerators} × {role.accelerator_type}" if role.accelerator_type else "",
+        f"{role.cpu} CPU" if role.cpu else "",
+        f"{role.memory_gb} GB" if role.memory_gb else "",
+    ]
+    return list_words(parts)
+
+
+def list_words(items: Iterable[str]) -> str:
+    """The non-empty `items` as one list in the reader's language ("a, b"; 中文 "a、b")."""
+    return pgettext("between list items", ", ").join(i for i in items if i)
 
 
 def spec_sections(
@@ -97,6 +108,7 @@ def spec_sections(
     password_changed: bool = False,
     changed_webhooks: frozenset[str] = frozenset(),
     secrets_compared: bool = True,
+    host_network: bool | None = None,
 ) -> list[Section]:
     """Every field of the spec, in the wizard's order and words (values as text): one
     section per form step of the wizard, in its order. `changed_secrets` (env names),
@@ -104,7 +116,8 @@ def spec_sections(
     fragment differs from the source's line of the same URL) mark secret values that differ
     from a copy's source: masked, they would read the same on both sides of the diff.
     `secrets_compared` False: its secrets were not compared with the source's (another
-    user's job, specs_compared), and each says so."""
+    user's job, specs_compared), and each says so. `host_network`: a local job's, as it ran
+    (host_network_words)."""
     yes, no = _("yes"), _("no")
 
     def flag(value: bool) -> str:
@@ -188,7 +201,7 @@ def spec_sections(
             (_("Training method"), _label(F.TRAINING_METHOD_CHOICES, aiak.training_method)),
             (_("AIAK training template"), aiak.template),
         ]
-    basic.append((_("Labels"), ", ".join(f"{k}={v}" for k, v in spec.labels)))
+    basic.append((_("Labels"), list_words(f"{k}={v}" for k, v in spec.labels)))
     return [
         (_("Basic info"), basic),
         (
@@ -213,7 +226,7 @@ def spec_sections(
                 (_("Total cards"), str(spec.total_accelerators)),
                 (_("Shared memory"), f"{spec.shared_memory_gi} Gi"),
                 ("RDMA", flag(spec.enable_rdma)),
-                (_("Host network"), host_network_words(spec)),
+                (_("Host network"), host_network_words(spec, on_host=host_network)),
             ],
         ),
         (_("Data sources"), [(_("Mounts"), mounts)]),
@@ -247,11 +260,9 @@ def spec_sections(
                 ),
                 (
                     _("Alerts"),
-                    pgettext("between list items", ", ").join(
-                        _label(F.ALERT_CHOICES, i) for i in spec.alert.items
-                    ),
+                    list_words(_label(F.ALERT_CHOICES, i) for i in spec.alert.items),
                 ),
-                (_("Alert emails"), ", ".join(spec.alert.emails)),
+                (_("Alert emails"), list_words(spec.alert.emails)),
                 (_("Alert webhooks"), webhooks),
                 (
                     _("Alert rule"),
@@ -394,6 +405,7 @@ def specs_compared(
     *,
     pool_names: dict[str, str] | None = None,
     owners: list[Any] | None = None,
+    host_networks: list[bool | None] | None = None,
 ) -> list[ComparedField]:
     """Every field of the specs side by side, in the wizard's order and words (spec_sections),
     each saying whether the specs differ on it. The first spec is the one the others are read
@@ -409,7 +421,9 @@ def specs_compared(
     specs of the same owner. Equality with one's own jobs is one's own to know; a staff
     member comparing a job of theirs with another user's could otherwise guess that user's
     secret by making jobs with candidate values until one read the same, so such a column
-    says its secrets were not compared."""
+    says its secrets were not compared.
+
+    `host_networks` (one per spec): a local job's network as it ran (spec_sections)."""
     names = pool_names or {}
     baseline = specs[0]
     baseline_secrets = {e.name: e.value for e in baseline.envs if e.secret}
@@ -436,6 +450,7 @@ def specs_compared(
                     baseline.alert.webhooks, spec.alert.webhooks
                 ),
                 secrets_compared=owners is None or owners[index] == owners[0],
+                host_network=host_networks[index] if host_networks else None,
             )
         )
     if any(spec.labels for spec in specs):

@@ -1188,7 +1188,7 @@ def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -
             state.pool is not None and state.pool.training_api == "trainer"
         )
     elif step == ADVANCED:
-        form_kwargs["aihc_alerts"] = state.pool is not None and state.pool.backend == "aihc"
+        form_kwargs["backend"] = state.pool.backend if state.pool is not None else "local"
         # The local pool never sends nodeFT (its check refuses it, saying why).
         form_kwargs["node_alerts"] = (
             state.pool is None
@@ -3532,7 +3532,9 @@ def roles_request_note(spec: S.JobSpec, backend: str) -> str:
         # With what each instance has: a master without cards reads back as the same
         # "master × 1, worker × 2" with the workers' cards, which names alone would say was
         # this job's roles, the note then contradicting itself (review 41).
-        "roles": "; ".join(role_words(r) for r in read_back if r.replicas)
+        "roles": pgettext("between list items", "; ").join(
+            role_words(r) for r in read_back if r.replicas
+        )
     }
 
 

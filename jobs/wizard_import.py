@@ -574,8 +574,14 @@ def answered_job(document: Mapping[str, Any]) -> dict[str, Any] | None:
     # An id that is not text is no answer's (review35: quoted back as Python writes a list).
     job_id = job.get("jobId", job.get("jobid"))
     # This console's own v2 DescribeJob answers the job's jobSpec as v2 CreateJob takes it
-    # (qa78: such an answer, wrapped in "job", was read as a request without a name).
-    if isinstance(job_id, str) and ("jobSpec" not in job or job is not document):
+    # (qa78: such an answer, wrapped in "job", was read as a request without a name). Pasted
+    # without its wrapper, the item is told from a request (which has a jobSpec too) by what
+    # only an answer says of its job, its status and times (left55: read as a request).
+    if isinstance(job_id, str) and (
+        "jobSpec" not in job
+        or job is not document
+        or not ANSWER_ONLY_KEYS.isdisjoint(job.keys() - {"jobId", "jobid"})
+    ):
         return dict(job)
     return None
 

@@ -11,6 +11,7 @@ import pytest
 from jobs import wizard as W
 from jobs.aihc.endpoints import V2
 from jobs.models import Draft, Job
+from jobs.wizard_import import import_notices
 
 from . import test_api as v1
 from .runner_helpers import CARD, runner_settings  # noqa: F401
@@ -153,3 +154,37 @@ def test_a_job_whose_roles_the_flat_body_says_is_described_as_before(api):
 
     assert "console" not in described_v1(api, job_id)["result"]
     assert described_v2(api, job_id)["job"]["jobSpec"]["replicas"] == 1
+
+
+def imported_draft(client, pasted) -> tuple[list[tuple], dict, list[str]]:
+    """What `pasted` imports into: the draft's roles, its spec's v1 body and its notices."""
+    response = import_body(client, pasted)
+    assert response.status_code == 302
+    draft = Draft.objects.latest("pk")
+    spec = W.assemble(W.wizard_state(draft)).spec
+    return roles(spec), spec.to_v1_body(), import_notices(draft)
+
+
+def test_a_v2_describejob_job_pasted_without_its_wrapper_imports_as_the_same_job_as_with_it(
+    api, alice_client
+):
+    # left55: the item alone, which has a jobSpec as a request has, was read as a request: its
+    # jobId, status and times unread, its platform variables (AIHC_JOB_NAME…) refused.
+    job_id = custom_two_roles(api)
+    answer = described_v2(api, job_id)
+
+    wrapped = imported_draft(alice_client, answer)
+    alone = imported_draft(alice_client, answer["job"])
+
+    assert alone == wrapped
+    assert alone[0] == job_roles(job_id)
+    assert any("DescribeJob" in notice or "GetJob" in notice for notice in alone[2])
+
+
+def test_a_v2_createjob_request_still_imports_as_a_request(api, alice_client):
+    request = v2_body(name="v2-request")
+
+    _roles, v1_body, notices = imported_draft(alice_client, request)
+
+    assert v1_body["name"] == "v2-request"
+    assert not any("DescribeJob" in notice or "GetJob" in notice for notice in notices)

@@ -90,7 +90,7 @@ def test_labels_typed_on_basic_info_reach_the_review_the_request_and_the_job(ali
     review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
     r = alice_client.post(reverse("wizard-submit", args=[draft.id]))
 
-    assert "project=llm, example.com/exp=lr-sweep" in review
+    assert "project=llm、example.com/exp=lr-sweep" in review  # 中文 list words (left55)
     body = json.loads(
         html.unescape(re.search(r'id="request-json"[^>]*>(.*?)</', review, re.S).group(1))
     )

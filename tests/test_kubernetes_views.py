@@ -146,6 +146,32 @@ def test_a_refused_feature_is_shown_on_its_wizard_step(fake, alice_client):
     assert field_errors(r, "id_cpu_exclusive") == ["CPU 独占暂不支持 Kubernetes 资源池。"]
 
 
+def test_the_alerts_on_a_kubernetes_pool_say_none_are_sent_there_not_that_the_console_sends_them(
+    fake, alice_client
+):
+    # left55: it said the console sends them by email and webhook, which this pool refuses.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED, **k8s_steps())
+
+    def alerts_help() -> str:
+        page = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+        return html.unescape(re.search(r'id="id_alert_items_helptext"[^>]*>([^<]+)<', page)[1])
+
+    alice_client.cookies["django_language"] = "zh-hans"
+    chinese = alerts_help()
+    alice_client.cookies["django_language"] = "en"
+    english = alerts_help()
+
+    assert chinese == (
+        "Kubernetes 资源池暂不发送告警，控制台也不为其任务发送：此资源池上选了告警事件、告警邮箱或"
+        "告警 Webhook 的任务会被拒绝。请留空。"
+    )
+    assert english == (
+        "Kubernetes pools send no alerts yet, and the console sends none for their jobs: a job "
+        "on this pool with alert events, emails or webhooks is refused. Leave them empty."
+    )
+
+
 def test_the_review_shows_the_secret_then_the_pytorchjob_and_a_bearer_token_curl(
     fake, alice_client
 ):

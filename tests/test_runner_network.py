@@ -5,6 +5,7 @@ worker, the shims, bubblewrap, the holder and the kernel's namespaces."""
 from __future__ import annotations
 
 import contextlib
+import html
 import os
 import signal
 import socket
@@ -308,3 +309,34 @@ def test_a_replica_whose_running_peers_namespace_is_gone_fails_the_job_instead_o
         "无法启动：已在运行的实例所在的网络命名空间已不存在（其持有进程已结束），其余实例无法加入"
     )
     assert [r.status for r in job.replicas.order_by("role")] == ["stopped", "stopped"]
+
+
+def test_a_jobs_pages_say_the_network_it_ran_on_not_the_one_set_since(alice, superuser, settings):
+    # left55: DescribeJob, Compare jobs and the admin's job page said today's LOCAL_JOB_NETWORK
+    # of a job that ran under another; a job not started yet says what it will run on.
+    from django.test import Client
+
+    from jobs.api_views import job_view
+
+    from .test_job_compare import compare_url, rows
+
+    assert settings.LOCAL_JOB_NETWORK == "host"  # the default
+    ran = submit(alice, make_spec("true"))
+    run_until(Worker(), lambda: status_of(ran) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+    settings.LOCAL_JOB_NETWORK = "isolated"
+    waiting = submit(alice, make_spec("true"))
+    on_host = "yes (the local pool runs every job on this machine's network)"
+    own_namespace = "no (the local pool runs each job in a network namespace of its own)"
+
+    owner, staff = Client(), Client()
+    owner.force_login(alice)
+    staff.force_login(superuser)
+    for client in (owner, staff):
+        client.cookies["django_language"] = "en"
+    compared = rows(html.unescape(owner.get(compare_url(ran, waiting)).content.decode()))
+    admin_page = html.unescape(staff.get(f"/admin/jobs/job/{ran.pk}/change/").content.decode())
+
+    assert job_view(Job.objects.get(pk=ran.pk), detail=True)["hostNetwork"] is True
+    assert job_view(waiting, detail=True)["hostNetwork"] is False
+    assert compared["Resources · Host network"] == [on_host, own_namespace]
+    assert on_host in admin_page and own_namespace not in admin_page

@@ -502,6 +502,62 @@ def test_focus_is_back_on_next_pressed_from_the_keyboard_once_the_step_fails(
     expect(page.locator("#step-heading")).to_be_focused()
 
 
+@pytest.mark.parametrize("failure", ["server error", "connection lost"])
+def test_focus_is_back_on_an_env_rows_remove_pressed_from_the_keyboard_once_it_fails(
+    logged_in_page, failure
+):
+    # left55: a row's 添加/删除 sends the step as 下一步 does; nothing checked it got focus back.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    for row, name in enumerate(("LR", "SEED")):
+        page.click("#add-env")
+        expect(page.locator("tr.env-row")).to_have_count(row + 1)
+        settled(page)
+        page.fill(f"#id_env-{row}-name", name)
+    remove = page.locator("tr.env-row >> nth=1 >> button[value=remove-row-1]")
+    slow = HeldAnswer(page, "/image/")
+
+    remove.focus()
+    page.keyboard.press("Enter")
+    slow.wait_held()
+    expect(remove).to_be_disabled()  # the browser drops its focus
+    if failure == "server error":
+        slow.route.fulfill(status=500, body="Server Error")
+    else:
+        slow.route.abort("connectionreset")
+
+    expect(page.locator("#request-error")).to_be_visible()
+    expect(remove).to_be_focused()
+    expect(page.locator("tr.env-row")).to_have_count(2)  # nothing removed, nothing typed lost
+    expect(page.locator("#id_env-1-name")).to_have_value("SEED")
+    page.keyboard.press("Enter")  # pressed again, it goes through
+    expect(page.locator("tr.env-row")).to_have_count(1)
+    expect(page.locator("#add-env")).to_be_focused()  # as after any removal
+
+
+def test_focus_is_back_on_add_mount_pressed_from_the_keyboard_once_it_fails(logged_in_page):
+    page = logged_in_page
+    to_the_data_step(page)
+    add = page.locator("#add-mount")
+    rows = page.locator("tr.mount-row").count()
+    slow = HeldAnswer(page, "/data/")
+
+    add.focus()
+    page.keyboard.press("Enter")
+    slow.wait_held()
+    expect(add).to_be_disabled()
+    slow.route.fulfill(status=500, body="Server Error")
+
+    expect(page.locator("#request-error")).to_be_visible()
+    expect(add).to_be_focused()
+    expect(page.locator("tr.mount-row")).to_have_count(rows)
+    page.keyboard.press("Enter")  # pressed again, it adds the row and goes into it
+    expect(page.locator("tr.mount-row")).to_have_count(rows + 1)
+    expect(page.locator(f"#id_mounts-{rows}-type")).to_be_focused()  # its first field
+
+
 def test_focus_is_back_on_the_box_enter_was_pressed_in_once_the_step_fails(logged_in_page):
     page = logged_in_page
     start(page)

@@ -504,8 +504,9 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # local run's runner past 0015 (none: followed by whichever worker is active) and the API
     # key of its Delete past 0037 (none; a deleted job's key is null: not recorded), and a
     # job's stop sent past 0040 (none: none of these jobs had one out), the Kubernetes
-    # training API a job was created under past 0042 (none: read as v1, as before the setting)
-    # and a user's time zone past 0043 (none: the console's).
+    # training API a job was created under past 0042 (none: read as v1, as before the setting),
+    # a user's time zone past 0043 (none: the console's) and an AIHC job's watch for a create
+    # landing late past 0045 (none: not watched).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -516,6 +517,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "cards",
         "stop_sent_at",
         "training_api",
+        "duplicate_watch_until",
     }
     defaults = {
         "allow_self_approval": False,

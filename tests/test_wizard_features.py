@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape
 
 import pytest
 from django.urls import reverse
@@ -1374,4 +1375,44 @@ def test_the_roles_note_of_a_master_without_cards_says_what_each_instance_would_
     page = _review_of_a_copy(alice_client, alice, spec)
 
     note = re.search(r'id="request-roles-note">(.*?)</p>', page, re.S)
-    assert note and f"master × 1, 1 × {card}; worker × 2, 1 × {card}" in note[1]
+    # In the page's language's list words (left55: an ASCII ", " and "; " in Chinese).
+    assert note and f"master × 1、1 × {card}；worker × 2、1 × {card}" in note[1]
+
+
+def test_the_review_lists_roles_labels_alerts_and_emails_with_the_languages_separator(
+    alice_client, alice
+):
+    # left55: the role table said "master × 1, 1 × card, 4 CPU" on the Chinese page.
+    card = "baidu.com/a800_80g_cgpu"
+    spec = S.JobSpec(
+        name="lists",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="python3 t.py",
+        roles=[S.Role("master", 1, card, 1, cpu=4, memory_gb=16)],
+        labels=[("team", "nlp"), ("exp", "a1")],
+        alert=S.AlertConfig(
+            items=["jobFailed", "jobSucceed"], emails=["ops@example.com", "dev@example.com"]
+        ),
+    )
+
+    chinese = review_values(_review_of_a_copy(alice_client, alice, spec))
+    alice_client.cookies["django_language"] = "en"
+    english = review_values(_review_of_a_copy(alice_client, alice, spec))
+
+    assert chinese["角色"] == f"master × 1、1 × {card}、4 CPU、16 GB"
+    assert chinese["标签"] == "team=nlp、exp=a1"
+    assert chinese["告警"] == "任务失败退出、任务成功结束"
+    assert chinese["告警邮箱"] == "ops@example.com、dev@example.com"
+    assert english["Roles"] == f"master × 1, 1 × {card}, 4 CPU, 16 GB"
+    assert english["Alert emails"] == "ops@example.com, dev@example.com"
+
+
+def review_values(page: str) -> dict[str, str]:
+    """The review's summary, label -> value as shown."""
+    return {
+        label: unescape(value)
+        for label, value in re.findall(
+            r'<dt class="col-5">([^<]+)</dt><dd class="col-7 text-break">([^<]*)</dd>', page
+        )
+    }

@@ -188,6 +188,29 @@ def test_the_alerts_say_before_any_refusal_that_hang_and_fault_tolerance_alerts_
     )
 
 
+def test_the_alerts_on_an_aihc_pool_say_aihc_sends_them_by_its_notify_policy_not_the_console(
+    alice_client, aihc_pool
+):
+    # left55: it said the console sends them by email and webhook, which the AIHC pool refuses.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED, **aihc_steps())
+    alice_client.cookies["django_language"] = "zh-hans"
+    chinese = help_text(alice_client.get(step_url(draft, W.ADVANCED)), "id_alert_items")
+    alice_client.cookies["django_language"] = "en"
+    english = help_text(alice_client.get(step_url(draft, W.ADVANCED)), "id_alert_items")
+
+    assert chinese.startswith(
+        "告警由百舸 AIHC 按下方的通知策略发送（邮件、短信、电话、钉钉、企业微信或飞书，以通知策略为准）；"
+        "控制台不为此资源池上的任务发送告警邮件或 Webhook。"
+    )
+    assert chinese.endswith("“任务发生容错”只在容错（同一步，仅支持 PyTorch 任务）重启任务时发出。")
+    assert english.startswith(
+        "AIHC sends them itself, through the notify policy given below (by email, SMS, phone, "
+        "DingTalk, WeCom or Feishu, as the policy says); the console sends no email or webhook "
+        "for a job on this pool."
+    )
+
+
 @pytest.mark.parametrize("framework", [S.PYTORCH, S.MPI])
 def test_the_alerts_help_agrees_with_the_aihc_warning_beside_it_on_every_framework(
     alice_client, aihc_pool, framework

@@ -66,6 +66,20 @@ def jobs_on_host_network() -> bool:
     return settings.LOCAL_JOB_NETWORK == "host"
 
 
+def job_on_host_network(job: Job) -> bool:
+    """Whether a local job's replicas run (or ran) on this machine's network: as the runner
+    recorded when its last attempt started (LocalRun.host_network), whatever the setting says
+    since (left55: a job page said today's setting of a job run under another); a job not
+    started yet, or started before 0045, as the setting says now."""
+    from jobs.models import LocalRun
+
+    try:
+        recorded = job.local_run.host_network
+    except LocalRun.DoesNotExist:
+        recorded = None
+    return jobs_on_host_network() if recorded is None else recorded
+
+
 class _LocalStock(AcceleratorStock):
     """A local card type's stock whose idle count is read on first use (LocalBackend.pools)."""
 
