@@ -179,10 +179,11 @@ def job_delete_looked_for(job: Job) -> bool:
     )
 
 
-def job_delete(*, job: Job, for_retention: bool = False) -> bool:
+def job_delete(*, job: Job, for_retention: bool = False, actor: User | None = None) -> bool:
     """Deletes the job; True when it is gone now, False when it goes once it has stopped.
     `for_retention`: the worker deletes it because its retention period passed (said on the
-    page an old link to it opens: DeletedJob)."""
+    page an old link to it opens: DeletedJob). `actor`: who asked, named by the stop a Delete
+    makes of a job not ended (qa81: a Delete that stopped a job recorded no one)."""
     if job_delete_waits(job):
         from .runner import TARGET_STOPPED, request_stop
 
@@ -198,12 +199,12 @@ def job_delete(*, job: Job, for_retention: bool = False) -> bool:
         # It ended while the request came in: nothing is left to stop, so it goes now.
     _refuse_while_sending(job)
     if job_delete_only_stops(job):
-        job_stop(job=job)
+        job_stop(job=job, actor=actor)
         job.refresh_from_db()
         if job.status == S.STOPPING:
             raise ActionError(str(DELETE_ONLY_STOPPED))
     if job.status not in FINAL_STATUSES and job.status in NOT_STARTED:
-        job_stop(job=job, message=recorded(gettext_noop("Stopped to be deleted.")))
+        job_stop(job=job, actor=actor, message=recorded(gettext_noop("Stopped to be deleted.")))
         # The worker may have started sending it since the page loaded: job_stop then found
         # it Submitting and stopped it through the backend, and the create is still on its way.
         _refuse_while_sending(job)
@@ -240,6 +241,7 @@ def job_delete(*, job: Job, for_retention: bool = False) -> bool:
                         "secret_left": secret_left,
                         "group_index": job.group_index if job.group_id else None,
                         "group_total": job.group.total if job.group_id else None,
+                        **duplicate_watch_kept(job),
                     },
                 )
     except DatabaseError as exc:
@@ -255,6 +257,18 @@ def job_delete(*, job: Job, for_retention: bool = False) -> bool:
             % {"error": f"{type(exc).__name__}: {said}" if said else type(exc).__name__}
         ) from exc
     return True
+
+
+def duplicate_watch_kept(job: Job) -> dict[str, Any]:
+    """The deleted job's record of the watch for a create of it landing late on AIHC, while it
+    lasts (DeletedJob.duplicate_watch_until): the worker goes on looking after the Delete."""
+    until = job.duplicate_watch_until
+    if until is None or until <= timezone.now():
+        return {}
+    return {
+        "duplicate_watch_until": until,
+        "duplicate_watch": {"pool": job.resource_pool, "queue": job.queue},
+    }
 
 
 def deletion_left_secret(*, public_id: str) -> bool:
@@ -332,7 +346,7 @@ def jobs_stop(*, jobs: Iterable[Job], actor: User) -> list[Outcome]:
     return outcomes
 
 
-def jobs_delete(*, jobs: Iterable[Job]) -> list[Outcome]:
+def jobs_delete(*, jobs: Iterable[Job], actor: User | None = None) -> list[Outcome]:
     """Deletes each job as its own page's Delete does; one refused (a job being sent to its
     platform) is kept, and the others still go. Once BULK_ACTION_SECONDS have passed (see
     jobs_stop) a job whose delete would wait on its platform is left as it is, untouched:
@@ -344,7 +358,7 @@ def jobs_delete(*, jobs: Iterable[Job]) -> list[Outcome]:
             outcomes.append(Outcome(job=job, done=False, not_reached=True))
             continue
         try:
-            gone = job_delete(job=job)
+            gone = job_delete(job=job, actor=actor)
             left = gone and deletion_left_secret(public_id=job.public_id)
             outcomes.append(Outcome(job=job, done=gone, secret_left=left))
         except ActionError as exc:

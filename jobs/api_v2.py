@@ -448,7 +448,7 @@ def _job_list(params: Params) -> list[str]:
 
 def _delete_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
     found = _job(_params(request), owner)
-    return {"jobId": found.public_id, "jobName": found.name, **job_deleted(job=found)}
+    return {"jobId": found.public_id, "jobName": found.name, **job_deleted(job=found, actor=owner)}
 
 
 def _modify_job(request: HttpRequest, owner: Any) -> dict[str, Any]:

@@ -866,12 +866,12 @@ def job_stopped(*, job: Job, owner: Any) -> None:
 SECRET_LEFT_FOR_WORKER = "SecretLeftForWorker"
 
 
-def job_deleted(*, job: Job) -> dict[str, Any]:
+def job_deleted(*, job: Job, actor: Any = None) -> dict[str, Any]:
     """Deletes the job; the answer's `warnings` (beside its result, which AIHC's SDKs
     ignore) when its Kubernetes Secret was left for the worker to remove, as the job page's
     Delete says it; none otherwise, so the answer is AIHC's own."""
     try:
-        gone = job_delete(job=job)
+        gone = job_delete(job=job, actor=actor)
     except ActionError as exc:
         cause = exc.__cause__
         if isinstance(cause, BackendError) and (got_no_answer(cause) or cause.try_again):
@@ -1592,7 +1592,7 @@ def job(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
             raise ApiError(400, "InvalidParameter", 'The body is a JSON object: {"priority": …}.')
         priority_changed(job=found, priority=required_param(body, "priority"), owner=owner)
         return {"result": {"jobId": found.public_id}}
-    warnings = job_deleted(job=found)
+    warnings = job_deleted(job=found, actor=owner)
     return {"result": {"jobId": found.public_id, "jobName": found.name}, **warnings}
 
 

@@ -941,6 +941,12 @@ class DeletedJob(models.Model):
     # for rows written before 0044.
     group_index = models.PositiveIntegerField(null=True, blank=True, editable=False)
     group_total = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    # AIHC: the job's Job.duplicate_watch_until, when it was deleted while a create of it that
+    # got no clear answer might still land (qa81: deleted once Stopped, as its Delete had
+    # said to, the late AIHC job then ran on, followed by nothing), and where the worker looks
+    # for it meanwhile: {"pool": …, "queue": …} (AihcBackend.stop_duplicates).
+    duplicate_watch_until = models.DateTimeField(null=True, blank=True, editable=False)
+    duplicate_watch = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         verbose_name = _("deleted job")

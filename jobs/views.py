@@ -162,6 +162,10 @@ EXPLAINED_STATUSES = frozenset(
 # hour of them, whose create's job may run there still, to be looked for and stopped by hand.
 LISTED_REASONS = frozenset(
     {
+        # Queued until a create AIHC may still be working on has had its time (qa81: the
+        # list said a bare Queued while the job page said until when).
+        aihc.CREATE_SETTLING,
+        aihc.CREATE_SETTLING_LAST,
         aihc.QUEUED_LOOK_REFUSED,
         aihc.SUBMITTING_LOOK_REFUSED,
         aihc.STOP_LOOKS_REFUSED_GIVEN_UP,
@@ -169,6 +173,22 @@ LISTED_REASONS = frozenset(
         kubernetes.STOP_LOOKS_REFUSED_GIVEN_UP,
     }
 )
+
+
+def reason_listed(source: dict[str, Any] | None) -> bool:
+    """Whether the list shows the job's reason whatever its status: recorded from one of
+    LISTED_REASONS, alone or as a part (a Submit retry's reason is AIHC's answer, then what
+    comes next: texts.joined)."""
+    if not isinstance(source, dict):
+        return False
+    if source.get("key") in LISTED_REASONS:
+        return True
+    parts = source.get("parts")
+    return isinstance(parts, list) and any(
+        isinstance(part, dict) and reason_listed(part.get("source")) for part in parts
+    )
+
+
 LOG_TAIL_LINES = 200
 # A job with more replicas than this picks the log to show from a list, not a tab each: 64
 # tabs wrapped into 6 rows on a laptop, more on a phone (left33). The list keeps a real
@@ -514,6 +534,7 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     for job in page.object_list:
         label = labels.get(job.resource_pool)
         job.pool_label = label.text if label else ""
+        job.reason_listed = reason_listed(job.status_reason_source)
         job.label_chips = label_chips(
             stored_labels({"labels": job.label_items}), kept, path=request.path
         )
@@ -555,7 +576,6 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         ),
         "safe_address_length": SAFE_ADDRESS_LENGTH,
         "explained": EXPLAINED_STATUSES,
-        "listed_reasons": LISTED_REASONS,
         "selected": set(selection.ids),
         # Stop / Delete selected come back to this list as it was (filters and page); the
         # selection goes in the form itself.
@@ -1446,7 +1466,7 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
     # Back to the list as the job page was opened from it (its filters and page), if it was.
     back = _list_query(request.POST.get("back", ""))
     try:
-        gone = job_delete(job=job)
+        gone = job_delete(job=job, actor=request.user)
     except ActionError as exc:
         messages.error(request, exc.args[0])
         return redirect("job-detail", public_id=public_id)
@@ -1644,7 +1664,7 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     if stop:
         _say_stopped(request, jobs_stop(jobs=jobs, actor=request.user), missing)
     else:
-        _say_deleted(request, jobs_delete(jobs=jobs), missing)
+        _say_deleted(request, jobs_delete(jobs=jobs, actor=request.user), missing)
     return redirect(back)
 
 

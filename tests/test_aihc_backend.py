@@ -95,12 +95,23 @@ def refused_looks_earlier(job: Job, *, seconds: float) -> None:
     )
 
 
+def zoned(moment) -> str:
+    """A time as events and reasons say it: HH:MM:SS in the console's zone, the zone named
+    by its offset (Asia/Shanghai by default: "18:24:50 (UTC+08:00)"; qa81)."""
+    local = timezone.localtime(moment)
+    offset = local.utcoffset()
+    hours, rest = divmod(int(offset.total_seconds()) // 60, 60)
+    return (
+        f"{local:%H:%M:%S} (UTC{'+' if offset >= timedelta(0) else '-'}{abs(hours):02}:{rest:02})"
+    )
+
+
 def times_said(start, end, *, seconds: int) -> set[str]:
-    """The HH:MM:SS a reason may give for `seconds` after a moment between `start` and `end`
-    (each whole second between: the time is said to the second, qa80)."""
+    """The time a reason may give for `seconds` after a moment between `start` and `end`
+    (each whole second between: the time is said to the second, qa80, with its zone, qa81)."""
     first = start.replace(microsecond=0)
     return {
-        timezone.localtime(first + timedelta(seconds=seconds + n)).strftime("%H:%M:%S")
+        zoned(first + timedelta(seconds=seconds + n))
         for n in range(int((end - first).total_seconds()) + 1)
     }
 
@@ -515,7 +526,7 @@ def test_a_job_created_after_two_unanswered_creates_is_adopted_on_the_next_try(f
         assert job.status_reason_shown == (
             "AIHC gave no clear answer to the job's create requests (2 so far) and shows no "
             "such job. A create AIHC is still working on may show up later: the job is looked "
-            f"for again at {at:%H:%M:%S}, and sent again only if AIHC still shows none."
+            f"for again at {zoned(at)}, and sent again only if AIHC still shows none."
         )
     # Meanwhile the job shows up on AIHC (a create that was slow, not lost).
     created = fake.create_external(POOL, fake.calls("CreateJob")[-1].body)
@@ -952,7 +963,7 @@ def test_a_create_aihc_is_still_working_on_is_looked_for_again_only_once_it_coul
     assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
     assert len(fake.calls("CreateJob")) == 1
     timed_out = job.events.get(reason="SubmitTimedOut").created_at
-    said = timezone.localtime(timed_out + timedelta(seconds=120)).strftime("%H:%M:%S")
+    said = zoned(timed_out + timedelta(seconds=120))
     assert job.status_reason_shown.endswith(
         f"A create AIHC is still working on may show up later: the job is looked for again at "
         f"{said}, and sent again only if AIHC still shows none."
@@ -973,6 +984,25 @@ def test_a_create_aihc_is_still_working_on_is_looked_for_again_only_once_it_coul
     with translation.override("zh-hans"):
         job.refresh_from_db()
         assert "（已 1 次）" in job.events.get(reason="SubmitRetry").message_shown
+
+
+def test_the_job_list_says_until_when_a_job_waits_for_a_create_to_land(
+    fake, aihc, alice, alice_en, settings
+):
+    """qa81: the list said a bare Queued while the job page said until when."""
+    from django.urls import reverse
+
+    release = held_create(fake, settings)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    release.set()
+
+    listed = alice_en.get(reverse("job-list")).content.decode()
+
+    row = listed[listed.index(f'data-job="{job.public_id}"') :]
+    row = row[: row.index("</tr>")]
+    assert "job-status-reason" in row
+    assert "A create AIHC is still working on may show up later" in row
 
 
 def test_a_create_that_lands_after_the_job_was_sent_again_is_stopped_there_and_said_on_the_job(
@@ -1044,7 +1074,74 @@ def test_a_create_that_lands_after_the_job_was_stopped_here_is_stopped_there(
     assert [call.route["job"] for call in fake.calls("StopJob")] == [late]
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPED
-    assert late in job.events.get(reason="DuplicateStopped").message_shown
+    said = (
+        f"AIHC made this job after all, as {late}: a create that got no clear answer landed "
+        "after the job ended here. The console stopped it there. It stays in AIHC's job list: "
+        "delete it there once its logs are not needed."
+    )
+    assert job.events.get(reason="DuplicateStopped").message_shown == said
+    # Its reason no longer says it was stopped before AIHC created it (qa81).
+    assert job.status_reason_shown == said
+
+
+def test_a_create_that_lands_after_the_job_was_deleted_is_stopped_there(
+    fake, aihc, alice, settings
+):
+    """qa81: Stop, then Delete once Stopped (as the first Delete said to): the watch went with
+    the job's row, and the late AIHC job ran on, followed by nothing."""
+    from jobs.actions import ActionError, job_delete
+    from jobs.models import DeletedJob
+
+    release = held_create(fake, settings)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    job.refresh_from_db()
+    with pytest.raises(ActionError, match="The job was stopped, not deleted"):
+        job_delete(job=job, actor=alice)
+    job.refresh_from_db()
+    # The Delete's stop names who asked, as a Stop's does (qa81: it named no one).
+    assert job.events.get(reason="StopRequested").actor == alice
+    create_settled(job, seconds=180)
+    job.refresh_from_db()
+    aihc.sync(job)  # none yet: Stopped
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert job_delete(job=job, actor=alice)
+    assert DeletedJob.objects.get(public_id=job.public_id).duplicate_watch == {
+        "pool": POOL,
+        "queue": "default",
+    }
+    release.set()
+    landed(fake, 1)
+    [late] = fake.jobs
+
+    aihc.stop_duplicates()
+
+    assert [call.route["job"] for call in fake.calls("StopJob")] == [late]
+    aihc.stop_duplicates()  # stopped: not again
+    assert len(fake.calls("StopJob")) == 1
+    # Once the watch is over, nothing is asked of AIHC for it.
+    DeletedJob.objects.update(duplicate_watch_until=timezone.now())
+    lists = len(fake.calls("DescribeJobs"))
+    aihc.stop_duplicates()
+    assert len(fake.calls("DescribeJobs")) == lists
+
+
+def test_a_job_deleted_with_no_create_in_doubt_keeps_no_watch(fake, aihc, alice):
+    from jobs.actions import job_delete
+    from jobs.models import DeletedJob
+
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    job.refresh_from_db()
+    fake.set_job_status(job.external_id, "Succeeded")
+    aihc.sync(job)
+    job.refresh_from_db()
+
+    assert job_delete(job=job, actor=alice)
+
+    gone = DeletedJob.objects.get(public_id=job.public_id)
+    assert (gone.duplicate_watch_until, gone.duplicate_watch) == (None, None)
 
 
 def test_the_worker_stops_a_late_create_once_a_minute_while_the_job_is_watched(
@@ -1456,6 +1553,35 @@ def test_a_queue_group_submits_each_task_and_respects_its_concurrency(fake, aihc
     jobs[2].refresh_from_db()
     assert jobs[2].external_id in fake.jobs
     assert len(fake.jobs) == 3
+
+
+def test_a_task_whose_create_got_no_clear_answer_holds_its_place_in_its_group(
+    fake, aihc, alice, settings
+):
+    """qa81: the held task went back to Queued with no AIHC id and no longer counted, so the
+    group's next task went out (two on AIHC under "at most 1"); and the held one was not
+    looked for at its time while the group was full, its late create followed by nothing."""
+    release = held_create(fake, settings)
+    spec = seed_spec()
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=2, concurrency=1)
+    first, second = submit(alice, spec)
+    aihc.submit(first)
+    first.refresh_from_db()
+    assert (first.status, first.external_id) == (JobStatus.QUEUED, "")
+
+    aihc.submit(second)
+
+    assert len(fake.calls("CreateJob")) == 1  # the second waits for the first's place
+    second.refresh_from_db()
+    assert second.external_id == ""
+    release.set()
+    landed(fake, 1)
+    create_settled(first)
+    aihc.submit(first)  # looked for at its time, though its group counts it full
+    first.refresh_from_db()
+    assert first.external_id == next(iter(fake.jobs))
+    aihc.submit(second)
+    assert len(fake.calls("CreateJob")) == 1  # the first now runs on AIHC, in its place
 
 
 def _sent_envs(call) -> dict[str, str]:

@@ -506,7 +506,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # job's stop sent past 0040 (none: none of these jobs had one out), the Kubernetes
     # training API a job was created under past 0042 (none: read as v1, as before the setting),
     # a user's time zone past 0043 (none: the console's) and an AIHC job's watch for a create
-    # landing late past 0045 (none: not watched).
+    # landing late past 0045 (none: not watched), a deleted job's past 0047 (the same).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()

@@ -65,6 +65,7 @@ from jobs.aihc.signer import canonical_query
 from jobs.logs import DOWNLOAD_SPOOL_BYTES, spooled_lines, unmarked
 from jobs.models import (
     FINAL_STATUSES,
+    DeletedJob,
     EventType,
     Job,
     JobEvent,
@@ -80,7 +81,7 @@ from jobs.runtime_env import (
 )
 from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, usage_lines
-from jobs.texts import joined
+from jobs.texts import joined, source_of
 
 from .base import (
     CONNECTION_CLOSED,
@@ -98,6 +99,7 @@ from .remote import (
     STUCK_SUBMITTING,
     UNANSWERED_SYNCS_BEFORE_STATUS,
     RemoteBackend,
+    console_time,
     given_up_submission_start,
     logged_error,
     recorded_error,
@@ -149,10 +151,27 @@ DUPLICATE_STOPPED = gettext_noop(
     "answer landed late. The console stopped it there. It stays in AIHC's job list: delete it "
     "there once its logs are not needed."
 )
+# The same, of a job that had ended here with no AIHC job (Stopped, Submit failed).
+LATE_CREATE_STOPPED = gettext_noop(
+    "AIHC made this job after all, as %(id)s: a create that got no clear answer landed after "
+    "the job ended here. The console stopped it there. It stays in AIHC's job list: delete it "
+    "there once its logs are not needed."
+)
 DUPLICATE_NOT_STOPPED = gettext_noop(
     "AIHC has another job labelled with this job's id, %(id)s: a create that got no clear "
     "answer landed late. Stopping it there failed (%(error)s); the console tries again every "
     "minute until %(time)s. Stop it in AIHC's console if it runs on."
+)
+# Said as a job whose create got no clear answer waits, Queued, for it to land
+# (AihcBackend.create_wait); the job list shows these (views.LISTED_REASONS).
+CREATE_SETTLING = gettext_noop(
+    "A create AIHC is still working on may show up later: the job is looked for again at "
+    "%(time)s, and sent again only if AIHC still shows none."
+)
+CREATE_SETTLING_LAST = gettext_noop(
+    "A create AIHC is still working on may show up later: the job is looked for again at "
+    "%(time)s, and not sent again: once AIHC answers that it has no such job, the job is "
+    "Submit failed."
 )
 # A job AIHC still reports running this long after it went Stopping, though the stop was sent
 # again meanwhile, gets one "StopUnconfirmed" warning; it stays Stopping, the stop still resent.
@@ -1045,19 +1064,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             # When, in the console's zone, as everyone reads the reason (a user's page may
             # have another active: jobs.time_zones).
             look_again = self.create_wait(job) or timezone.now()
-            at = timezone.localtime(look_again, timezone.get_default_timezone())
             message = recorded(
-                gettext_noop(
-                    "A create AIHC is still working on may show up later: the job is looked "
-                    "for again at %(time)s, and not sent again: once AIHC answers that it has "
-                    "no such job, the job is Submit failed."
-                )
-                if unanswered >= MAX_UNANSWERED_CREATES
-                else gettext_noop(
-                    "A create AIHC is still working on may show up later: the job is looked "
-                    "for again at %(time)s, and sent again only if AIHC still shows none."
-                ),
-                time=at.strftime("%H:%M:%S"),
+                CREATE_SETTLING_LAST if unanswered >= MAX_UNANSWERED_CREATES else CREATE_SETTLING,
+                time=console_time(look_again),
             )
         elif unanswered >= MAX_UNANSWERED_CREATES:
             # No create is sent after the last (review 48: this said it would be).
@@ -1141,93 +1150,138 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     def stop_duplicates(self, *, go_on: Callable[[], bool] | None = None) -> None:
         """Stops every AIHC job carrying a watched job's id label (_watch_for_duplicates)
         that is not the one the console follows: what a create that got no clear answer
-        made after the job was sent again, or after it ended here. Not for a job still
-        waiting on its own looks (Queued, Submitting or Stopping with no AIHC job yet): those
-        adopt what its creates made. The worker calls this once a minute; `go_on` is asked
-        before each job. Raises BackendError when AIHC does not answer, or the settings
-        cannot be used: the rest wait for the next minute."""
-        watched = Job.objects.filter(
-            backend=NAME, duplicate_watch_until__gt=timezone.now()
-        ).order_by("duplicate_watch_until", "pk")
+        made after the job was sent again, or after it ended here, or after it was deleted
+        (DeletedJob.duplicate_watch_until). Not for a job still waiting on its own looks
+        (Queued, Submitting or Stopping with no AIHC job yet): those adopt what its creates
+        made. The worker calls this once a minute; `go_on` is asked before each job. Raises
+        BackendError when AIHC does not answer, or the settings cannot be used: the rest wait
+        for the next minute."""
+        now = timezone.now()
+        watched = Job.objects.filter(backend=NAME, duplicate_watch_until__gt=now).order_by(
+            "duplicate_watch_until", "pk"
+        )
         for job in watched:
             if not job.external_id and job.status not in FINAL_STATUSES:
                 continue
             if go_on is not None and not go_on():
                 return
-            config, client = self._setup()
-            try:
-                self._stop_duplicates_of(job, config, client)
-            except AihcError as exc:
-                if got_no_answer(exc) or _never_reached_aihc(exc):
-                    raise _sync_error(exc, job.secret_values()) from None
-                logger.warning(
-                    "looking on AIHC for duplicates of %s failed: %s; looked again in a minute",
-                    job.public_id,
-                    scrub(logged_error(exc), job.secret_values()),
-                )
+            self._look_for_duplicates(
+                public_id=job.public_id,
+                pool=job.resource_pool,
+                queue=job.queue,
+                name=job.name,
+                job=job,
+            )
+        deleted = DeletedJob.objects.filter(duplicate_watch_until__gt=now).order_by(
+            "duplicate_watch_until", "pk"
+        )
+        for gone in deleted:
+            where = gone.duplicate_watch if isinstance(gone.duplicate_watch, dict) else {}
+            if not where.get("pool"):
+                continue
+            if go_on is not None and not go_on():
+                return
+            self._look_for_duplicates(
+                public_id=gone.public_id,
+                pool=str(where["pool"]),
+                queue=str(where.get("queue") or "default"),
+                name=gone.name,
+                job=None,
+            )
 
-    def _stop_duplicates_of(self, job: Job, config: Config, client: AihcClient) -> None:
-        version = config.version(job.resource_pool)
-        secrets = job.secret_values()
+    def _look_for_duplicates(
+        self, *, public_id: str, pool: str, queue: str, name: str, job: Job | None
+    ) -> None:
+        """Stops the AIHC jobs named `name` in `pool` that carry `public_id`'s label, are not
+        ended, and are not the one `job` follows (`job` None: deleted, so none is followed;
+        said in the log only). A refusal of the look is logged and looked again next minute."""
+        config, client = self._setup()
+        secrets = job.secret_values() if job is not None else []
+        version = config.version(pool)
         ended = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.STOPPING}
-        for listed in client.list_jobs(
-            pool=job.resource_pool, queue=job.queue, name=job.name, version=version
-        ):
-            other = listed["jobId"]
-            if not other or other == job.external_id:
-                continue
-            if STATUS_MAP.get(listed["status"].lower()) in ended:
-                continue  # stopped already (by this, or by someone), or ended by itself
-            detail = client.get_job(
-                pool=job.resource_pool, job_id=other, queue=job.queue, version=version
-            )
-            if detail["labels"].get(CONSOLE_JOB_LABEL) != job.public_id:
-                continue  # another's job of the same name: never touched
-            try:
-                client.stop_job(
-                    pool=job.resource_pool, job_id=other, queue=job.queue, version=version
-                )
-            except AihcError as exc:
-                if exc.code == "JobNotFound":
+        followed = job.external_id if job is not None else ""
+        try:
+            for listed in client.list_jobs(pool=pool, queue=queue, name=name, version=version):
+                other = listed["jobId"]
+                if not other or other == followed:
                     continue
-                logger.warning(
-                    "AIHC job %s carries %s's id label; stopping it failed: %s",
-                    other,
-                    job.public_id,
-                    scrub(logged_error(exc), secrets),
-                )
-                # Said once on the job, not every minute.
-                if not job.events.filter(reason="DuplicateFound", message__contains=other).exists():
-                    until = timezone.localtime(
-                        job.duplicate_watch_until, timezone.get_default_timezone()
-                    )
-                    job_event(
-                        job=job,
-                        reason="DuplicateFound",
-                        message=scrub(
-                            recorded(
-                                DUPLICATE_NOT_STOPPED,
-                                id=other,
-                                error=recorded_error(exc),
-                                time=until.strftime("%Y-%m-%d %H:%M:%S"),
-                            ),
-                            secrets,
-                        ),
-                        warning=True,
-                    )
-                continue
+                if STATUS_MAP.get(listed["status"].lower()) in ended:
+                    continue  # stopped already (by this, or by someone), or ended by itself
+                detail = client.get_job(pool=pool, job_id=other, queue=queue, version=version)
+                if detail["labels"].get(CONSOLE_JOB_LABEL) != public_id:
+                    continue  # another's job of the same name: never touched
+                try:
+                    client.stop_job(pool=pool, job_id=other, queue=queue, version=version)
+                except AihcError as exc:
+                    if exc.code == "JobNotFound":
+                        continue
+                    self._duplicate_not_stopped(public_id, other, exc, job, secrets)
+                    continue
+                self._duplicate_stopped(public_id, other, job)
+        except AihcError as exc:
+            if got_no_answer(exc) or _never_reached_aihc(exc):
+                raise _sync_error(exc, secrets) from None
             logger.warning(
-                "stopped AIHC job %s: it carries %s's id label, and the console follows %s",
-                other,
-                job.public_id,
-                job.external_id or "none",
+                "looking on AIHC for duplicates of %s failed: %s; looked again in a minute",
+                public_id,
+                scrub(logged_error(exc), secrets),
             )
+
+    @staticmethod
+    def _duplicate_stopped(public_id: str, other: str, job: Job | None) -> None:
+        logger.warning(
+            "stopped AIHC job %s: it carries %s's id label, and the console follows %s",
+            other,
+            public_id,
+            (job.external_id if job is not None else "") or "none",
+        )
+        if job is None:
+            return  # deleted: the log says it
+        if job.external_id:
             job_event(
                 job=job,
                 reason="DuplicateStopped",
                 message=recorded(DUPLICATE_STOPPED, id=other),
                 warning=True,
             )
+            return
+        # The job ended here with no AIHC job (Stopped after its look found none, or Submit
+        # failed): AIHC made it after all. Its reason said otherwise (qa81: "Stopped before
+        # AIHC created the job."), so the reason says it too; its status stays.
+        said = recorded(LATE_CREATE_STOPPED, id=other)
+        job_event(job=job, reason="DuplicateStopped", message=said, warning=True)
+        Job.objects.filter(pk=job.pk, status=job.status).update(
+            status_reason=said, status_reason_source=source_of(said)
+        )
+        job.status_reason, job.status_reason_source = said, source_of(said)
+
+    @staticmethod
+    def _duplicate_not_stopped(
+        public_id: str, other: str, exc: AihcError, job: Job | None, secrets: list[str]
+    ) -> None:
+        logger.warning(
+            "AIHC job %s carries %s's id label; stopping it failed: %s",
+            other,
+            public_id,
+            scrub(logged_error(exc), secrets),
+        )
+        # Said once on the job, not every minute.
+        if job is None or job.events.filter(reason="DuplicateFound", message__contains=other):
+            return
+        job_event(
+            job=job,
+            reason="DuplicateFound",
+            message=scrub(
+                recorded(
+                    DUPLICATE_NOT_STOPPED,
+                    id=other,
+                    error=recorded_error(exc),
+                    time=console_time(job.duplicate_watch_until, date=True),
+                ),
+                secrets,
+            ),
+            warning=True,
+        )
 
     def _accepted(self, job: Job, external_id: str, *, adopted: bool) -> None:
         message = recorded(

@@ -172,6 +172,18 @@ def recorded_error(exc: Exception) -> str:
         return str(exc)
 
 
+def console_time(moment: datetime, *, date: bool = False) -> str:
+    """A time as an event or a status reason says it: in the console's zone (TIME_ZONE), as
+    everyone reads the same recorded text whatever their own zone (jobs.time_zones), to the
+    second, the zone named by its offset, "18:24:50 (UTC+08:00)" (qa81: a user in another
+    zone, reading the event's own time in theirs beside it, took it for theirs); `date`:
+    with the day first."""
+    local = timezone.localtime(moment, timezone.get_default_timezone())
+    offset = local.strftime("%z") or "+0000"
+    shown = local.strftime("%Y-%m-%d %H:%M:%S" if date else "%H:%M:%S")
+    return f"{shown} (UTC{offset[:3]}:{offset[3:5]})"
+
+
 def logged_error(exc: Exception) -> str:
     """A platform's error as a log line quotes it: the console's own wording of a transport
     failure in English, as the rest of the line (qa80: in the console's language, Chinese
@@ -267,7 +279,12 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
                     exc,
                 )
             return
-        if job.status != JobStatus.QUEUED or self._group_is_full(job):
+        if job.status != JobStatus.QUEUED:
+            return
+        # A task whose create got no clear answer holds its place in its group (it may run on
+        # the platform): it is looked for at its time whatever the others do (qa81: it waited
+        # behind the task sent in its place, and its late create ran on, unfollowed).
+        if self._group_is_full(job) and not self.create_unsettled(job):
             return
         try:
             # A queue task is sent with its own AIHC_GROUP_TASK_* in its envs (with_group_task).
@@ -328,6 +345,22 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             .exclude(status=JobStatus.QUEUED, external_id="")
             .count()
         )
+        if live >= job.group.concurrency:
+            return True
+        # Queued again after a create that got no clear answer, the platform may run it: it
+        # counts (qa81: the group's next task went out meanwhile, two running under "at most
+        # 1"). The watch (Job.duplicate_watch_until, AIHC's) narrows it to the few such tasks.
+        unsettled = (
+            Job.objects.filter(
+                group_id=job.group_id,
+                status=JobStatus.QUEUED,
+                external_id="",
+                duplicate_watch_until__gt=timezone.now(),
+            )
+            .exclude(pk=job.pk)
+            .only("pk", "status", "external_id")
+        )
+        live += sum(1 for task in unsettled if self.create_unsettled(task))
         return live >= job.group.concurrency
 
     # Submits pause after a create that never reached the platform, doubling up to a limit,
@@ -476,11 +509,9 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             scrub(str(exc), secrets),
             look_again.isoformat(timespec="seconds"),
         )
-        # In the console's zone, as everyone reads the event's text (a user's page may have
-        # another active: jobs.time_zones). To the second: the next look may be 30 s away, and
-        # "16:22" said it no better than to the minute (qa80).
-        at = timezone.localtime(look_again, timezone.get_default_timezone()).strftime("%H:%M:%S")
-        said = scrub(recorded(message, error=error, time=at), secrets)
+        # To the second: the next look may be 30 s away, and "16:22" said it no better than
+        # to the minute (qa80).
+        said = scrub(recorded(message, error=error, time=console_time(look_again)), secrets)
         if stays:
             job_event(job=job, reason=LOOK_REFUSED, message=said, warning=True)
             if job.status == JobStatus.SUBMITTING:
