@@ -1703,7 +1703,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             )
         except AihcError as exc:
             logger.warning(
-                "AIHC stop (%s) of %s failed: %s", why, job.public_id, scrub(str(exc), secrets)
+                "AIHC stop (%s) of %s failed: %s",
+                why,
+                job.public_id,
+                scrub(logged_error(exc), secrets),
             )
             return exc
         return None
@@ -1798,7 +1801,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             if got_no_answer(exc):
                 raise _sync_error(exc, secrets) from None
             logger.info(
-                "AIHC events of %s unavailable: %s", job.public_id, scrub(str(exc), secrets)
+                "AIHC events of %s unavailable: %s",
+                job.public_id,
+                scrub(logged_error(exc), secrets),
             )
             return
         existing = list(
@@ -1905,7 +1910,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                     logger.warning(
                         "AIHC stop of %s got no clear answer: %s; sync sends it again",
                         job.public_id,
-                        scrub(str(exc), secrets),
+                        scrub(logged_error(exc), secrets),
                     )
         if job.status == JobStatus.STOPPING:
             return  # sync moves it on once AIHC reports it stopped (sending the stop again)

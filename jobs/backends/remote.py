@@ -506,7 +506,7 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             "%s refused the look for %s's create: %s; looked for again at %s",
             self.platform,
             job.public_id,
-            scrub(str(exc), secrets),
+            scrub(logged_error(exc), secrets),
             look_again.isoformat(timespec="seconds"),
         )
         # To the second: the next look may be 30 s away, and "16:22" said it no better than
