@@ -256,7 +256,36 @@ def _import_language_switched(request: AuthenticatedHttpRequest, language: str) 
 @post_only(lambda draft_id: reverse("wizard-start"))
 @login_required
 def wizard_discard(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
-    _draft(request, draft_id).delete()
+    discarded = request.session.get(DISCARDED_DRAFTS, [])
+    if str(draft_id) in discarded:
+        # Discarded already from this browser (删除 pressed twice, or in another tab): the
+        # same answer as the first time, not a 404. Only a draft this session discarded is
+        # answered so: anyone else's id, or one never made, is still a 404.
+        return _discarded(request)
+    draft = _draft(request, draft_id)
+    if request.POST.get("confirmed") != "1":
+        # Asked in the browser with JavaScript (data-confirm, console.js adds `confirmed`);
+        # without it, on a page of its own first: what a draft holds cannot be brought back.
+        return render(
+            request,
+            "jobs/wizard/discard_confirm.html",
+            {
+                "draft": draft,
+                "page_number": ListPage.number_of(request.POST.get("page")),
+            },
+        )
+    draft.delete()
+    request.session[DISCARDED_DRAFTS] = [*discarded, str(draft_id)][-DISCARDED_DRAFTS_KEPT:]
+    return _discarded(request)
+
+
+# The drafts this browser's session discarded last (wizard_discard): a second 删除 of one
+# answers as the first did.
+DISCARDED_DRAFTS = "wizard_discarded_drafts"
+DISCARDED_DRAFTS_KEPT = 20
+
+
+def _discarded(request: AuthenticatedHttpRequest) -> HttpResponse:
     messages.success(request, _("Draft discarded."))
     # Back to the page of My drafts the Discard was pressed on, not to the first: a page
     # emptied by it (its last draft) gives way to the last page that still has drafts.

@@ -866,7 +866,7 @@ def test_a_page_shown_before_another_steps_save_or_sending_the_same_values_saves
 def test_a_step_post_finds_no_draft_when_another_window_discarded_it_meanwhile(alice_client):
     draft = new_draft(alice_client)
     read_by_a = Draft.objects.get(pk=draft.pk)
-    r = alice_client.post(reverse("wizard-discard", args=[draft.id]))
+    r = alice_client.post(reverse("wizard-discard", args=[draft.id]), {"confirmed": "1"})
     assert r.status_code == 302
 
     with pytest.raises(Draft.DoesNotExist):
@@ -884,7 +884,9 @@ def test_discarding_a_draft_on_the_second_page_of_my_drafts_comes_back_to_that_p
     on_page_two = re.findall(r'action="/create/([0-9a-f-]+)/discard/"', page)
     assert len(on_page_two) == 20 and 'name="page" value="2"' in page
 
-    r = alice_client.post(reverse("wizard-discard", args=[on_page_two[0]]), {"page": "2"})
+    r = alice_client.post(
+        reverse("wizard-discard", args=[on_page_two[0]]), {"page": "2", "confirmed": "1"}
+    )
 
     assert r.status_code == 302 and r["Location"] == reverse("wizard-start") + "?page=2"
     assert not Draft.objects.filter(pk=on_page_two[0]).exists()
@@ -895,9 +897,12 @@ def test_discarding_the_last_draft_of_the_last_page_goes_to_the_page_before(alic
         W.draft_create(owner=alice)
     last = Draft.objects.order_by("updated_at", "id").first()  # alone on page 2
 
-    r = alice_client.post(reverse("wizard-discard", args=[last.id]), {"page": "2"})
+    r = alice_client.post(
+        reverse("wizard-discard", args=[last.id]), {"page": "2", "confirmed": "1"}
+    )
     odd = alice_client.post(
-        reverse("wizard-discard", args=[Draft.objects.first().id]), {"page": "x\x00"}
+        reverse("wizard-discard", args=[Draft.objects.first().id]),
+        {"page": "x\x00", "confirmed": "1"},
     )
 
     assert r["Location"] == reverse("wizard-start")
@@ -906,7 +911,7 @@ def test_discarding_the_last_draft_of_the_last_page_goes_to_the_page_before(alic
 
 def test_without_javascript_a_step_of_a_draft_deleted_elsewhere_says_it_was_deleted(alice_client):
     draft = new_draft(alice_client)
-    alice_client.post(reverse("wizard-discard", args=[draft.id]))
+    alice_client.post(reverse("wizard-discard", args=[draft.id]), {"confirmed": "1"})
 
     r = post_step(alice_client, draft, W.BASIC, basic_data())
 
@@ -1585,13 +1590,56 @@ def test_the_drafts_list_pages_through_every_draft(alice_client, alice):
     assert 'href="?page=2"' in first and 'href="?page=1"' in second
 
 
-def test_a_draft_can_be_discarded(alice_client, alice):
+def test_a_draft_is_discarded_once_the_question_is_answered(alice_client, alice):
     draft = new_draft(alice_client)
 
-    r = alice_client.post(reverse("wizard-discard", args=[draft.id]))
+    r = alice_client.post(reverse("wizard-discard", args=[draft.id]), {"confirmed": "1"})
 
     assert r.status_code == 302
     assert not Draft.objects.filter(owner=alice).exists()
+
+
+def test_without_javascript_discard_asks_first_on_a_page_of_its_own_and_keeps_the_draft(
+    alice_client, alice
+):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, basic_data(name="keep-me"))
+
+    r = alice_client.post(reverse("wizard-discard", args=[draft.id]), {"page": "2"})
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    assert "删除草稿 keep-me？" in page and "其中的内容无法恢复" in page
+    assert 'name="confirmed" value="1"' in page and 'name="page" value="2"' in page
+    assert f'href="{reverse("wizard-start")}?page=2"' in page  # 取消, back to that page
+    assert Draft.objects.filter(pk=draft.pk).exists()
+    english = alice_client.post(
+        reverse("wizard-discard", args=[draft.id]), headers={"Accept-Language": "en"}
+    )
+    assert "Discard draft keep-me?" in english.content.decode()
+
+
+def test_discard_pressed_again_answers_as_the_first_did_instead_of_not_found(alice_client):
+    draft = new_draft(alice_client)
+    url = reverse("wizard-discard", args=[draft.id])
+
+    first = alice_client.post(url, {"confirmed": "1"}, follow=True)
+    again = alice_client.post(url, {"confirmed": "1"}, follow=True)
+    unconfirmed = alice_client.post(url, follow=True)
+
+    for r in (first, again, unconfirmed):
+        assert r.status_code == 200 and r.redirect_chain == [(reverse("wizard-start"), 302)]
+        assert "草稿已删除" in r.content.decode()
+
+
+def test_a_discard_of_a_draft_someone_else_discarded_is_still_not_found(alice_client, bob, client):
+    draft = new_draft(alice_client)
+    alice_client.post(reverse("wizard-discard", args=[draft.id]), {"confirmed": "1"})
+    client.force_login(bob)
+
+    r = client.post(reverse("wizard-discard", args=[draft.id]), {"confirmed": "1"})
+
+    assert r.status_code == 404
 
 
 def test_the_drafts_list_uses_a_fixed_number_of_queries(alice_client, django_assert_num_queries):
