@@ -11,6 +11,7 @@ import json
 import uuid
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib import messages
@@ -19,7 +20,6 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import translation
 from django.utils.html import conditional_escape, format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
@@ -93,6 +93,8 @@ def wizard_start(request: AuthenticatedHttpRequest) -> HttpResponse:
     typed = typed_before_login(request, page=reverse("wizard-start"))
     if typed is not None:
         context.update(_import_typed_again(request, typed))
+    elif (switched := _import_switched_context(request)) is not None:
+        context.update(switched)
     return render(request, "jobs/wizard/start.html", context)
 
 
@@ -140,7 +142,9 @@ def _start_context(request: AuthenticatedHttpRequest, pool_id: str) -> dict[str,
         "pool": next((p for p in pools if p.id == pool_id), None) if pool_id else None,
         # New draft's one-time key: the same click sent twice makes one draft.
         "create_key": uuid.uuid4().hex,
-        **_import_context(F.ImportForm(pools=pools), drafts_url=request.get_full_path()),
+        **_import_context(
+            F.ImportForm(pools=pools), drafts_url=_without_switched_import(request.get_full_path())
+        ),
     }
 
 
@@ -198,6 +202,8 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
                 form.add_error(name, message)
         else:
             I.secrets_forgotten(session=request.session, create_key=key)
+            if (request.session.get(IMPORT_SWITCHED) or {}).get("key") == key:
+                del request.session[IMPORT_SWITCHED]
             messages.info(request, _("Imported from a request: check each step, then submit."))
             # Its warnings stay on the draft's steps until it is submitted or they are
             # dismissed (W.IMPORT_NOTICES), not as one-time messages.
@@ -210,47 +216,86 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 def _import_language_switched(request: AuthenticatedHttpRequest, language: str) -> HttpResponse:
     """The drafts page's 中文/EN buttons belong to the import form (start.html), so a paste or
-    a refused import survives the switch: the page comes back in `language` with the text in
-    the box (secret values as ******, as after any refusal: a value typed is never sent
-    back; it is kept for the page and put back at 导入, jobs.wizard_import), and a refusal shown is checked again, so its messages change language too. Nothing
-    is imported; an empty box just reopens the drafts page (`next`) in that language."""
-    translation.activate(language)
-    request.LANGUAGE_CODE = language
-    pools = W.available_pools()
-    form = F.ImportForm(request.POST, request.FILES, pools=pools)
+    a refused import survives the switch: the drafts page comes back in `language` with the
+    text in the box (secret values as ******, as after any refusal: a value typed is never
+    sent back; it is kept for the page and put back at 导入, jobs.wizard_import), and a
+    refusal shown is checked again, so its messages change language too. Nothing is imported.
+    Answered with a redirect, the box's text kept in the session for the page it leads to
+    (_import_switched_context): a reload there does not send the form again (qa82: the page
+    was this POST's answer, and a reload asked to resubmit it). An empty box just reopens the
+    drafts page (`next`) in that language."""
+    form = F.ImportForm(request.POST, request.FILES, pools=W.available_pools())
     key = str(request.POST.get("create_key", ""))
     body = str(request.POST.get("body", ""))
     refused = request.POST.get("refused") == "1"
+    url = str(request.POST.get("next", ""))
+    if not url_has_allowed_host_and_scheme(
+        url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ) or not is_console_address(url):
+        url = reverse("wizard-start")
+    url = _without_switched_import(url)
     if not refused and not body.strip() and not request.FILES:
-        url = str(request.POST.get("next", ""))
-        if not url_has_allowed_host_and_scheme(
-            url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-        ) or not is_console_address(url):
-            url = reverse("wizard-start")
         return _language_switched(request, url, language)
+    key = key if W.CREATE_KEY_RE.fullmatch(key) else uuid.uuid4().hex
+    # The .json file chosen, if any, as the form reads it: instead of the box's text.
+    text = form.cleaned_data["text"] if form.is_valid() else body
+    # The secrets typed stay with the page (secrets_kept), for 导入 after the switch; the
+    # session keeps the text only as the box shows it, with them as ******.
+    full, _restored = I.secrets_restored(session=request.session, create_key=key, text=text)
+    I.secrets_kept(session=request.session, create_key=key, text=full)
+    request.session[IMPORT_SWITCHED] = {
+        "key": key,
+        "text": I.shown_text(text),
+        "pool": str(request.POST.get("resource_pool", "")),
+        "refused": refused,
+    }
+    split = urlsplit(url)
+    query = urlencode([*parse_qsl(split.query), (IMPORT_SWITCHED_PARAMETER, key)])
+    return _language_switched(request, split._replace(query=query).geturl(), language)
+
+
+# The import box as the language switch left it (_import_language_switched), for the drafts
+# page it redirects to: that page's address names it (?import=<the form's key>), so a reload
+# shows it again, and the drafts page opened any other way has an empty box. Only the last is
+# kept; an import that makes a draft from it drops it.
+IMPORT_SWITCHED = "wizard_import_switched"
+IMPORT_SWITCHED_PARAMETER = "import"
+
+
+def _without_switched_import(url: str) -> str:
+    """The drafts page's address without its ?import=: the page where the box starts empty."""
+    split = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(split.query) if k != IMPORT_SWITCHED_PARAMETER]
+    return split._replace(query=urlencode(query)).geturl()
+
+
+def _import_switched_context(request: AuthenticatedHttpRequest) -> dict[str, Any] | None:
+    """The import box as the language switch left it, when this address names it; None
+    otherwise. A refusal is checked again, in the page's language."""
+    kept = request.session.get(IMPORT_SWITCHED)
+    key = str(request.GET.get(IMPORT_SWITCHED_PARAMETER, ""))
+    if not isinstance(kept, dict) or not key or kept.get("key") != key:
+        return None
+    text, pool = str(kept.get("text", "")), str(kept.get("pool", ""))
+    pools = W.available_pools()
+    drafts_url = _without_switched_import(request.get_full_path())
+    if not kept.get("refused"):
+        # A paste not yet imported: kept, but not judged before 导入 is pressed.
+        form = F.ImportForm(initial={"resource_pool": pool}, pools=pools)
+        return _import_context(form, text, key, drafts_url=drafts_url)
+    form = F.ImportForm({"body": text, "resource_pool": pool, "create_key": key}, pools=pools)
     if not form.is_valid():
-        text = I.form_refused_text(session=request.session, create_key=key, text=body)
+        text = I.form_refused_text(session=request.session, create_key=key, text=text)
     else:
-        # The secrets typed stay with the page (secrets_kept), for 导入 after the switch.
         sent = form.cleaned_data["text"]
         full, restored = I.secrets_restored(session=request.session, create_key=key, text=sent)
-        I.secrets_kept(session=request.session, create_key=key, text=full)
-        text, errors = I.rechecked(
+        shown, errors = I.rechecked(
             text=full, pool_id=form.cleaned_data["resource_pool"], restored=restored
         )
-        if restored:
-            text = I.shown_text(sent)
+        text = I.shown_text(sent) if restored else shown
         for name, message in errors:
             form.add_error(name, message)
-    if not refused:
-        # A paste not yet imported: kept, but not judged before 导入 is pressed.
-        form = F.ImportForm(
-            initial={"resource_pool": request.POST.get("resource_pool", "")}, pools=pools
-        )
-    context = {**_start_context(request, ""), **_import_context(form, text, key)}
-    response = render(request, "jobs/wizard/start.html", context)
-    _set_language_cookie(request, response, language)
-    return response
+    return _import_context(form, text, key, drafts_url=drafts_url)
 
 
 @post_only(lambda draft_id: reverse("wizard-start"))
