@@ -20,6 +20,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import translation
 from django.utils.html import conditional_escape, format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
@@ -436,6 +437,13 @@ def step_posted_logged_out_dropped(
 @vary_on_headers("HX-Request")
 @never_cache  # Back must not show a step as it was before a later change (bfcache included)
 def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> HttpResponse:
+    if (
+        request.method == "POST"
+        and not request.htmx
+        and step in W.FORM_STEPS
+        and not Draft.objects.filter(id=draft_id, owner=request.user).exists()
+    ):
+        return _step_of_a_draft_gone(request, draft_id, step)
     draft = _draft(request, draft_id)
     if step not in W.STEPS:
         raise Http404
@@ -556,6 +564,75 @@ def _language_switched(request: AuthenticatedHttpRequest, url: str, language: st
     )
     _set_language_cookie(request, response, language)
     return response
+
+
+def _step_of_a_draft_gone(
+    request: AuthenticatedHttpRequest, draft_id: Any, step: str
+) -> HttpResponse:
+    """A step sent without JavaScript for a draft discarded meanwhile (another tab): the 404
+    page said Back showed what was typed, but a step is never cached (no-store), so Back asked
+    again and got the 404 again (qa82). Answered instead with the step's fields as they were
+    sent (a secret value empty, never sent back), saying the draft is gone and offering to
+    save them as a new draft (wizard_recover). With htmx the step stays on the page as typed,
+    its banner saying so (wizard.js). Still a 404: someone else's draft is answered the same
+    way, with only what they sent themselves, so nothing says whether it exists."""
+    post = request.POST
+    language = str(post.get("action", "")).removeprefix("language-")
+    if language in dict(settings.LANGUAGES):
+        translation.activate(language)
+        request.LANGUAGE_CODE = language
+    draft = Draft(id=draft_id, owner=request.user, data={})
+    state = W.wizard_state(draft)
+    raw = W.raw_from_post(post, step)
+    if step == W.BASIC:
+        draft.data[W.BASIC] = raw
+        state = W.wizard_state(draft)
+    forms = W.pasted_secrets_hidden(
+        W.webhook_secrets_hidden(W.bind(state, step, raw, show_errors=False))
+    )
+    context: dict[str, Any] = {
+        "draft": draft,
+        "state": state,
+        "step": step,
+        "step_title": W.STEP_TITLES[step],
+        "step_template": f"jobs/wizard/_{step}.html",
+        "forms": forms,
+        "secrets_typed": W.secrets_typed(post, step),
+        "create_key": uuid.uuid4().hex,
+    }
+    context.update(_STEP_EXTRAS[step](request, state, forms))
+    response = render(request, "jobs/wizard/gone.html", context, status=404)
+    if language in dict(settings.LANGUAGES):
+        _set_language_cookie(request, response, language)
+    return response
+
+
+@post_only(lambda step: reverse("wizard-start"))
+@login_required
+def wizard_recover(request: AuthenticatedHttpRequest, step: str) -> HttpResponse:
+    """另存为新草稿 on the page of a step whose draft was discarded (_step_of_a_draft_gone):
+    a new draft with that step as typed, opened at that step when it may be (基础信息), else
+    at its first step, saying what it holds."""
+    if step not in W.FORM_STEPS:
+        raise Http404
+    draft = W.draft_recovered(
+        owner=request.user,
+        step=step,
+        raw=W.raw_from_post(request.POST, step),
+        create_key=str(request.POST.get("create_key", "")),
+    )
+    if W.step_allowed(draft, step):
+        messages.success(request, _("Saved as a new draft. Check this step, then go on."))
+        return redirect(_step_url(draft, step))
+    messages.success(
+        request,
+        _(
+            "Saved as a new draft: what you typed on %(step)s is kept in it, for when you reach "
+            "that step. Its other steps start afresh, from this one."
+        )
+        % {"step": W.STEP_TITLES[step]},
+    )
+    return redirect(_step_url(draft, W.first_incomplete(draft)))
 
 
 def _set_language_cookie(

@@ -909,17 +909,106 @@ def test_discarding_the_last_draft_of_the_last_page_goes_to_the_page_before(alic
     assert odd.status_code == 302 and odd["Location"] == reverse("wizard-start")
 
 
-def test_without_javascript_a_step_of_a_draft_deleted_elsewhere_says_it_was_deleted(alice_client):
-    draft = new_draft(alice_client)
-    alice_client.post(reverse("wizard-discard", args=[draft.id]), {"confirmed": "1"})
+def discarded_draft(client) -> Draft:
+    draft = new_draft(client)
+    client.post(reverse("wizard-discard", args=[draft.id]), {"confirmed": "1"})
+    return draft
 
-    r = post_step(alice_client, draft, W.BASIC, basic_data())
 
-    # The page a person sees, not only "nothing here": what happened and where the input is.
+def test_without_javascript_a_step_of_a_draft_discarded_elsewhere_comes_back_as_typed(
+    alice_client,
+):
+    # qa82: the not-found page said Back showed what was typed, but a step is never cached:
+    # Back asked again and got the not-found page again.
+    draft = discarded_draft(alice_client)
+
+    r = post_step(alice_client, draft, W.BASIC, basic_data(name="typed-here"))
+
     assert r.status_code == 404
     page = r.content.decode()
-    assert 'id="not-found"' in page
-    assert "已被删除（可能是在另一个标签页中）" in page and "后退" in page
+    assert 'id="draft-gone"' in page and "这个草稿已被删除（可能是在另一个标签页中）" in page
+    assert 'value="typed-here"' in page
+    assert f'formaction="{reverse("wizard-recover", args=[W.BASIC])}"' in page
+    assert "另存为新草稿" in page and "后退" not in page
+    english = post_step(alice_client, draft, W.BASIC, basic_data(), action="language-en")
+    assert english.status_code == 404
+    assert "This draft has been discarded" in english.content.decode()
+    assert 'value="llm-train"' in english.content.decode()
+
+
+@pytest.mark.parametrize("step", W.FORM_STEPS)
+def test_every_step_of_a_discarded_draft_comes_back_with_its_fields_as_sent(alice_client, step):
+    draft = discarded_draft(alice_client)
+
+    r = post_step(alice_client, draft, step, STEP_DATA[step]())
+
+    assert r.status_code == 404 and 'id="draft-gone"' in r.content.decode()
+    assert 'id="save-as-new-draft"' in r.content.decode()
+
+
+def test_a_secret_typed_on_a_step_of_a_discarded_draft_is_not_sent_back(alice_client):
+    draft = discarded_draft(alice_client)
+    typed = image_data(envs=[("HF_TOKEN", "hf-very-secret-value", True), ("MODE", "plain")])
+
+    r = post_step(alice_client, draft, W.IMAGE, typed)
+
+    page = r.content.decode()
+    assert "hf-very-secret-value" not in page
+    assert 'id="draft-gone-secrets"' in page and "torchrun train.py" in page
+    assert 'value="MODE"' in page and 'value="plain"' in page
+
+
+def test_saving_a_discarded_drafts_step_as_a_new_draft_opens_it_with_what_was_typed(
+    alice_client, alice
+):
+    r = alice_client.post(
+        reverse("wizard-recover", args=[W.BASIC]), basic_data(name="kept-name"), follow=True
+    )
+
+    draft = Draft.objects.get(owner=alice)
+    assert r.redirect_chain == [(step_url(draft, W.BASIC), 302)]
+    assert draft.data[W.BASIC]["name"] == ["kept-name"]
+    assert 'value="kept-name"' in r.content.decode()
+    assert "已另存为新草稿" in r.content.decode()
+
+
+def test_a_later_step_saved_as_a_new_draft_is_kept_for_when_that_step_is_reached(
+    alice_client, alice
+):
+    key = "a" * 32
+    sent = {**image_data(command="python keep.py"), "create_key": key}
+
+    r = alice_client.post(reverse("wizard-recover", args=[W.IMAGE]), sent)
+    again = alice_client.post(reverse("wizard-recover", args=[W.IMAGE]), sent)
+
+    draft = Draft.objects.get(owner=alice)  # pressed twice: one draft
+    assert r["Location"] == again["Location"] == step_url(draft, W.BASIC)
+    assert draft.data[W.IMAGE]["command"] == ["python keep.py"]
+    post_step(alice_client, draft, W.BASIC, basic_data())
+    assert "python keep.py" in alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+
+def test_a_step_of_someone_elses_draft_is_answered_as_one_that_does_not_exist(
+    alice_client, bob, client
+):
+    draft = new_draft(alice_client)
+    client.force_login(bob)
+
+    r = post_step(client, draft, W.BASIC, basic_data(name="bobs-typing"))
+
+    assert r.status_code == 404
+    page = r.content.decode()
+    assert 'value="bobs-typing"' in page and draft.data[W.BASIC]["name"][0] not in page
+    assert Draft.objects.get(pk=draft.pk).data == draft.data
+
+
+def test_the_not_found_page_no_longer_says_back_shows_what_was_typed(alice_client):
+    draft = discarded_draft(alice_client)
+
+    r = alice_client.get(step_url(draft, W.BASIC))
+
+    assert r.status_code == 404 and 'id="not-found"' in r.content.decode()
+    assert "后退" not in r.content.decode() and "Back" not in r.content.decode()
 
 
 def test_a_step_post_saves_nothing_when_another_window_submitted_the_draft_meanwhile(
