@@ -39,6 +39,7 @@ urlpatterns = [
     # The create-training-job wizard (jobs/wizard_views.py).
     path("create/", wizard_views.wizard_start, name="wizard-start"),
     path("create/import/", wizard_views.wizard_import, name="wizard-import"),
+    path("create/recover/<slug:step>/", wizard_views.wizard_recover, name="wizard-recover"),
     path("create/<uuid:draft_id>/submit/", wizard_views.wizard_submit, name="wizard-submit"),
     path("create/<uuid:draft_id>/discard/", wizard_views.wizard_discard, name="wizard-discard"),
     path("create/<uuid:draft_id>/queues/", wizard_views.wizard_queues, name="wizard-queues"),

@@ -3348,6 +3348,18 @@ def step_forms_for_display(state: WizardState, step: str, *, checked: bool = Fal
 CREATE_KEY_RE = re.compile(r"[0-9a-f]{32}")
 
 
+def draft_recovered(*, owner: Any, step: str, raw: Raw, create_key: str = "") -> Draft:
+    """A new draft holding `step` as it was typed on the page of a draft discarded meanwhile
+    (another tab), so that what the page sent is not lost; its other steps start afresh.
+    Stored as typed, not checked: the step shows its problems when it is passed. The page's
+    key makes the same button pressed twice one draft."""
+    pool_id = _one(raw, "resource_pool") if step == BASIC else ""
+    draft = draft_create(owner=owner, pool_id=pool_id, create_key=create_key)
+    draft.data[step] = _without_nuls(raw)
+    draft.save(update_fields=["data", "updated_at"])
+    return draft
+
+
 def draft_create(*, owner: Any, pool_id: str = "", create_key: str = "") -> Draft:
     """A new draft, in pool `pool_id` when the console offers it (a link from the pools
     page), else in the first pool. `create_key` comes with the page's New draft button: the

@@ -11,6 +11,7 @@ import json
 import uuid
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib import messages
@@ -93,6 +94,8 @@ def wizard_start(request: AuthenticatedHttpRequest) -> HttpResponse:
     typed = typed_before_login(request, page=reverse("wizard-start"))
     if typed is not None:
         context.update(_import_typed_again(request, typed))
+    elif (switched := _import_switched_context(request)) is not None:
+        context.update(switched)
     return render(request, "jobs/wizard/start.html", context)
 
 
@@ -140,7 +143,9 @@ def _start_context(request: AuthenticatedHttpRequest, pool_id: str) -> dict[str,
         "pool": next((p for p in pools if p.id == pool_id), None) if pool_id else None,
         # New draft's one-time key: the same click sent twice makes one draft.
         "create_key": uuid.uuid4().hex,
-        **_import_context(F.ImportForm(pools=pools), drafts_url=request.get_full_path()),
+        **_import_context(
+            F.ImportForm(pools=pools), drafts_url=_without_switched_import(request.get_full_path())
+        ),
     }
 
 
@@ -198,6 +203,8 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
                 form.add_error(name, message)
         else:
             I.secrets_forgotten(session=request.session, create_key=key)
+            if (request.session.get(IMPORT_SWITCHED) or {}).get("key") == key:
+                del request.session[IMPORT_SWITCHED]
             messages.info(request, _("Imported from a request: check each step, then submit."))
             # Its warnings stay on the draft's steps until it is submitted or they are
             # dismissed (W.IMPORT_NOTICES), not as one-time messages.
@@ -210,53 +217,121 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 def _import_language_switched(request: AuthenticatedHttpRequest, language: str) -> HttpResponse:
     """The drafts page's 中文/EN buttons belong to the import form (start.html), so a paste or
-    a refused import survives the switch: the page comes back in `language` with the text in
-    the box (secret values as ******, as after any refusal: a value typed is never sent
-    back; it is kept for the page and put back at 导入, jobs.wizard_import), and a refusal shown is checked again, so its messages change language too. Nothing
-    is imported; an empty box just reopens the drafts page (`next`) in that language."""
-    translation.activate(language)
-    request.LANGUAGE_CODE = language
-    pools = W.available_pools()
-    form = F.ImportForm(request.POST, request.FILES, pools=pools)
+    a refused import survives the switch: the drafts page comes back in `language` with the
+    text in the box (secret values as ******, as after any refusal: a value typed is never
+    sent back; it is kept for the page and put back at 导入, jobs.wizard_import), and a
+    refusal shown is checked again, so its messages change language too. Nothing is imported.
+    Answered with a redirect, the box's text kept in the session for the page it leads to
+    (_import_switched_context): a reload there does not send the form again (qa82: the page
+    was this POST's answer, and a reload asked to resubmit it). An empty box just reopens the
+    drafts page (`next`) in that language."""
+    form = F.ImportForm(request.POST, request.FILES, pools=W.available_pools())
     key = str(request.POST.get("create_key", ""))
     body = str(request.POST.get("body", ""))
     refused = request.POST.get("refused") == "1"
+    url = str(request.POST.get("next", ""))
+    if not url_has_allowed_host_and_scheme(
+        url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ) or not is_console_address(url):
+        url = reverse("wizard-start")
+    url = _without_switched_import(url)
     if not refused and not body.strip() and not request.FILES:
-        url = str(request.POST.get("next", ""))
-        if not url_has_allowed_host_and_scheme(
-            url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-        ) or not is_console_address(url):
-            url = reverse("wizard-start")
         return _language_switched(request, url, language)
+    key = key if W.CREATE_KEY_RE.fullmatch(key) else uuid.uuid4().hex
+    # The .json file chosen, if any, as the form reads it: instead of the box's text.
+    text = form.cleaned_data["text"] if form.is_valid() else body
+    # The secrets typed stay with the page (secrets_kept), for 导入 after the switch; the
+    # session keeps the text only as the box shows it, with them as ******.
+    full, _restored = I.secrets_restored(session=request.session, create_key=key, text=text)
+    I.secrets_kept(session=request.session, create_key=key, text=full)
+    request.session[IMPORT_SWITCHED] = {
+        "key": key,
+        "text": I.shown_text(text),
+        "pool": str(request.POST.get("resource_pool", "")),
+        "refused": refused,
+    }
+    split = urlsplit(url)
+    query = urlencode([*parse_qsl(split.query), (IMPORT_SWITCHED_PARAMETER, key)])
+    return _language_switched(request, split._replace(query=query).geturl(), language)
+
+
+# The import box as the language switch left it (_import_language_switched), for the drafts
+# page it redirects to: that page's address names it (?import=<the form's key>), so a reload
+# shows it again, and the drafts page opened any other way has an empty box. Only the last is
+# kept; an import that makes a draft from it drops it.
+IMPORT_SWITCHED = "wizard_import_switched"
+IMPORT_SWITCHED_PARAMETER = "import"
+
+
+def _without_switched_import(url: str) -> str:
+    """The drafts page's address without its ?import=: the page where the box starts empty."""
+    split = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(split.query) if k != IMPORT_SWITCHED_PARAMETER]
+    return split._replace(query=urlencode(query)).geturl()
+
+
+def _import_switched_context(request: AuthenticatedHttpRequest) -> dict[str, Any] | None:
+    """The import box as the language switch left it, when this address names it; None
+    otherwise. A refusal is checked again, in the page's language."""
+    kept = request.session.get(IMPORT_SWITCHED)
+    key = str(request.GET.get(IMPORT_SWITCHED_PARAMETER, ""))
+    if not isinstance(kept, dict) or not key or kept.get("key") != key:
+        return None
+    text, pool = str(kept.get("text", "")), str(kept.get("pool", ""))
+    pools = W.available_pools()
+    drafts_url = _without_switched_import(request.get_full_path())
+    if not kept.get("refused"):
+        # A paste not yet imported: kept, but not judged before 导入 is pressed.
+        form = F.ImportForm(initial={"resource_pool": pool}, pools=pools)
+        return _import_context(form, text, key, drafts_url=drafts_url)
+    form = F.ImportForm({"body": text, "resource_pool": pool, "create_key": key}, pools=pools)
     if not form.is_valid():
-        text = I.form_refused_text(session=request.session, create_key=key, text=body)
+        text = I.form_refused_text(session=request.session, create_key=key, text=text)
     else:
-        # The secrets typed stay with the page (secrets_kept), for 导入 after the switch.
         sent = form.cleaned_data["text"]
         full, restored = I.secrets_restored(session=request.session, create_key=key, text=sent)
-        I.secrets_kept(session=request.session, create_key=key, text=full)
-        text, errors = I.rechecked(
+        shown, errors = I.rechecked(
             text=full, pool_id=form.cleaned_data["resource_pool"], restored=restored
         )
-        if restored:
-            text = I.shown_text(sent)
+        text = I.shown_text(sent) if restored else shown
         for name, message in errors:
             form.add_error(name, message)
-    if not refused:
-        # A paste not yet imported: kept, but not judged before 导入 is pressed.
-        form = F.ImportForm(
-            initial={"resource_pool": request.POST.get("resource_pool", "")}, pools=pools
-        )
-    context = {**_start_context(request, ""), **_import_context(form, text, key)}
-    response = render(request, "jobs/wizard/start.html", context)
-    _set_language_cookie(request, response, language)
-    return response
+    return _import_context(form, text, key, drafts_url=drafts_url)
 
 
 @post_only(lambda draft_id: reverse("wizard-start"))
 @login_required
 def wizard_discard(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
-    _draft(request, draft_id).delete()
+    discarded = request.session.get(DISCARDED_DRAFTS, [])
+    if str(draft_id) in discarded:
+        # Discarded already from this browser (删除 pressed twice, or in another tab): the
+        # same answer as the first time, not a 404. Only a draft this session discarded is
+        # answered so: anyone else's id, or one never made, is still a 404.
+        return _discarded(request)
+    draft = _draft(request, draft_id)
+    if request.POST.get("confirmed") != "1":
+        # Asked in the browser with JavaScript (data-confirm, console.js adds `confirmed`);
+        # without it, on a page of its own first: what a draft holds cannot be brought back.
+        return render(
+            request,
+            "jobs/wizard/discard_confirm.html",
+            {
+                "draft": draft,
+                "page_number": ListPage.number_of(request.POST.get("page")),
+            },
+        )
+    draft.delete()
+    request.session[DISCARDED_DRAFTS] = [*discarded, str(draft_id)][-DISCARDED_DRAFTS_KEPT:]
+    return _discarded(request)
+
+
+# The drafts this browser's session discarded last (wizard_discard): a second 删除 of one
+# answers as the first did.
+DISCARDED_DRAFTS = "wizard_discarded_drafts"
+DISCARDED_DRAFTS_KEPT = 20
+
+
+def _discarded(request: AuthenticatedHttpRequest) -> HttpResponse:
     messages.success(request, _("Draft discarded."))
     # Back to the page of My drafts the Discard was pressed on, not to the first: a page
     # emptied by it (its last draft) gives way to the last page that still has drafts.
@@ -362,6 +437,13 @@ def step_posted_logged_out_dropped(
 @vary_on_headers("HX-Request")
 @never_cache  # Back must not show a step as it was before a later change (bfcache included)
 def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> HttpResponse:
+    if (
+        request.method == "POST"
+        and not request.htmx
+        and step in W.FORM_STEPS
+        and not Draft.objects.filter(id=draft_id, owner=request.user).exists()
+    ):
+        return _step_of_a_draft_gone(request, draft_id, step)
     draft = _draft(request, draft_id)
     if step not in W.STEPS:
         raise Http404
@@ -482,6 +564,75 @@ def _language_switched(request: AuthenticatedHttpRequest, url: str, language: st
     )
     _set_language_cookie(request, response, language)
     return response
+
+
+def _step_of_a_draft_gone(
+    request: AuthenticatedHttpRequest, draft_id: Any, step: str
+) -> HttpResponse:
+    """A step sent without JavaScript for a draft discarded meanwhile (another tab): the 404
+    page said Back showed what was typed, but a step is never cached (no-store), so Back asked
+    again and got the 404 again (qa82). Answered instead with the step's fields as they were
+    sent (a secret value empty, never sent back), saying the draft is gone and offering to
+    save them as a new draft (wizard_recover). With htmx the step stays on the page as typed,
+    its banner saying so (wizard.js). Still a 404: someone else's draft is answered the same
+    way, with only what they sent themselves, so nothing says whether it exists."""
+    post = request.POST
+    language = str(post.get("action", "")).removeprefix("language-")
+    if language in dict(settings.LANGUAGES):
+        translation.activate(language)
+        request.LANGUAGE_CODE = language
+    draft = Draft(id=draft_id, owner=request.user, data={})
+    state = W.wizard_state(draft)
+    raw = W.raw_from_post(post, step)
+    if step == W.BASIC:
+        draft.data[W.BASIC] = raw
+        state = W.wizard_state(draft)
+    forms = W.pasted_secrets_hidden(
+        W.webhook_secrets_hidden(W.bind(state, step, raw, show_errors=False))
+    )
+    context: dict[str, Any] = {
+        "draft": draft,
+        "state": state,
+        "step": step,
+        "step_title": W.STEP_TITLES[step],
+        "step_template": f"jobs/wizard/_{step}.html",
+        "forms": forms,
+        "secrets_typed": W.secrets_typed(post, step),
+        "create_key": uuid.uuid4().hex,
+    }
+    context.update(_STEP_EXTRAS[step](request, state, forms))
+    response = render(request, "jobs/wizard/gone.html", context, status=404)
+    if language in dict(settings.LANGUAGES):
+        _set_language_cookie(request, response, language)
+    return response
+
+
+@post_only(lambda step: reverse("wizard-start"))
+@login_required
+def wizard_recover(request: AuthenticatedHttpRequest, step: str) -> HttpResponse:
+    """另存为新草稿 on the page of a step whose draft was discarded (_step_of_a_draft_gone):
+    a new draft with that step as typed, opened at that step when it may be (基础信息), else
+    at its first step, saying what it holds."""
+    if step not in W.FORM_STEPS:
+        raise Http404
+    draft = W.draft_recovered(
+        owner=request.user,
+        step=step,
+        raw=W.raw_from_post(request.POST, step),
+        create_key=str(request.POST.get("create_key", "")),
+    )
+    if W.step_allowed(draft, step):
+        messages.success(request, _("Saved as a new draft. Check this step, then go on."))
+        return redirect(_step_url(draft, step))
+    messages.success(
+        request,
+        _(
+            "Saved as a new draft: what you typed on %(step)s is kept in it, for when you reach "
+            "that step. Its other steps start afresh, from this one."
+        )
+        % {"step": W.STEP_TITLES[step]},
+    )
+    return redirect(_step_url(draft, W.first_incomplete(draft)))
 
 
 def _set_language_cookie(

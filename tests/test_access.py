@@ -128,6 +128,12 @@ RULES: dict[str, Rule] = {
     "wizard-start": Rule(methods=GET_POST, owned=False),
     # 从请求导入: makes a draft of the user's own (the body comes in the form).
     "wizard-import": Rule(methods=POST, owned=False, get_to=lambda w: reverse("wizard-start")),
+    "wizard-recover": Rule(
+        kwargs=lambda w: {"step": "basic"},
+        methods=POST,
+        owned=False,
+        get_to=lambda w: reverse("wizard-start"),
+    ),
     "wizard-step": Rule(kwargs=lambda w: {**draft_kwargs(w), "step": "basic"}, methods=GET_POST),
     "wizard-submit": Rule(
         kwargs=draft_kwargs,

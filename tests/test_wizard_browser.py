@@ -593,6 +593,73 @@ def test_discarding_a_draft_asks_first_and_keeps_it_when_cancelled(logged_in_pag
     assert not Draft.objects.filter(owner=alice).exists()
 
 
+def test_without_javascript_a_step_of_a_draft_discarded_in_another_tab_keeps_what_was_typed(
+    browser, live_server, alice
+):
+    # qa82: 下一步 answered "not found… press Back to see what you typed", and Back asked the
+    # (never cached) step again and got the same page: what was typed was lost.
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=False, locale="zh-CN"
+    )
+    page = context.new_page()
+    try:
+        page.goto("/login/")
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "alice-password")
+        page.click("#login-submit")
+        page.goto("/create/")
+        page.click("#new-draft")
+        page.wait_for_url(re.compile(r"/basic/$"))
+        page.fill("#id_name", "typed-before-discard")
+        other = context.new_page()
+        other.goto("/create/")
+        other.click("#draft-list button:has-text('删除')")
+        other.click("#confirm-discard")
+        expect(other.get_by_text("草稿已删除。")).to_be_visible()
+
+        page.click("#wizard-next")
+
+        expect(page.locator("#draft-gone")).to_contain_text("这个草稿已被删除")
+        expect(page.locator("#id_name")).to_have_value("typed-before-discard")
+        page.click("#save-as-new-draft")
+        page.wait_for_url(re.compile(r"/basic/$"))
+        expect(page.locator("#id_name")).to_have_value("typed-before-discard")
+        draft = Draft.objects.get(owner=alice)
+        assert draft.data["basic"]["name"] == ["typed-before-discard"]
+        assert str(draft.id) in page.url
+    finally:
+        context.close()
+
+
+def test_without_javascript_discarding_a_draft_asks_on_a_page_and_keeps_it_when_cancelled(
+    browser, live_server, alice
+):
+    W.draft_create(owner=alice)
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=False, locale="zh-CN"
+    )
+    page = context.new_page()
+    try:
+        page.goto("/login/")
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "alice-password")
+        page.click("#login-submit")
+        page.goto("/create/")
+        page.click("#draft-list button:has-text('删除')")
+        expect(page.locator("#discard-question")).to_contain_text("无法恢复")
+        assert Draft.objects.filter(owner=alice).count() == 1
+        page.click("text=取消")
+        expect(page.locator("#draft-list button:has-text('删除')")).to_have_count(1)
+
+        page.click("#draft-list button:has-text('删除')")
+        page.click("#confirm-discard")
+        expect(page.locator("#draft-list")).to_contain_text("没有草稿")
+        expect(page.get_by_text("草稿已删除。")).to_be_visible()
+        assert not Draft.objects.filter(owner=alice).exists()
+    finally:
+        context.close()
+
+
 def test_focus_follows_the_step_to_the_first_problem_or_the_heading(logged_in_page):
     page = logged_in_page
     start(page)

@@ -1241,13 +1241,15 @@ def test_the_import_fields_show_whole_and_import_sits_level_with_them(logged_in_
 # -- the language switch on the drafts page --------------------------------------------------
 
 
-def switch_language(client, body, *, language="en", refused=True, pool="", key=None, **extra):
+def switch_language(
+    client, body, *, language="en", refused=True, pool="", key=None, follow=True, **extra
+):
     text = body if isinstance(body, str) else json.dumps(body, indent=2)
     data = {"body": text, "resource_pool": pool, "create_key": key or uuid.uuid4().hex}
     data["action"] = f"language-{language}"
     if refused:
         data["refused"] = "1"
-    return client.post(reverse("wizard-import"), {**data, **extra})
+    return client.post(reverse("wizard-import"), {**data, **extra}, follow=follow)
 
 
 def test_switching_language_on_a_refused_import_keeps_the_text_and_says_it_again_in_english(
@@ -1258,7 +1260,7 @@ def test_switching_language_on_a_refused_import_keeps_the_text_and_says_it_again
     r = switch_language(alice_client, body)
 
     assert r.status_code == 200
-    assert r.cookies["django_language"].value == "en"
+    assert alice_client.cookies["django_language"].value == "en"
     page = r.content.decode()
     assert '<html lang="en"' in page
     assert "The request could not be imported" in page
@@ -1272,7 +1274,7 @@ def test_switching_language_on_a_refused_import_keeps_the_text_and_says_it_again
 def test_switching_back_to_chinese_says_the_refusal_in_chinese(alice_client):
     r = switch_language(alice_client, "{oops", language="zh-hans")
 
-    assert r.cookies["django_language"].value == "zh-hans"
+    assert alice_client.cookies["django_language"].value == "zh-hans"
     assert "JSON 无效" in error_texts(r)
     assert "{oops" in r.content.decode()
 
@@ -1299,12 +1301,58 @@ def test_a_paste_not_yet_imported_survives_the_switch_without_being_judged(alice
 
 
 def test_an_empty_import_box_switches_language_back_to_the_drafts_page(alice_client):
-    r = switch_language(alice_client, "", refused=False, next="/create/?page=2")
+    r = switch_language(alice_client, "", refused=False, next="/create/?page=2", follow=False)
     assert r.status_code == 302 and r["Location"] == "/create/?page=2"
     assert r.cookies["django_language"].value == "en"
 
-    r = switch_language(alice_client, "", refused=False, next="https://evil.example/")
+    r = switch_language(alice_client, "", refused=False, next="https://evil.example/", follow=False)
     assert r["Location"] == reverse("wizard-start")
+
+
+def test_the_language_switch_answers_with_a_redirect_to_a_page_that_shows_the_text_again(
+    alice_client,
+):
+    # qa82: the switch's POST answered with the page itself, and a reload sent it again.
+    key = uuid.uuid4().hex
+    r = switch_language(
+        alice_client, secret_body(priority="urgent"), key=key, next="/create/?page=2", follow=False
+    )
+
+    assert r.status_code == 302
+    assert r["Location"] == f"/create/?page=2&import={key}"
+    first = alice_client.get(r["Location"])
+    reloaded = alice_client.get(r["Location"])
+    for page in (first, reloaded):
+        assert '<html lang="en"' in page.content.decode()
+        assert 'id="import-problems"' in page.content.decode()
+        assert "The request could not be imported" in error_texts(page)
+        assert json.loads(box_of(page))["priority"] == "urgent"
+        assert SECRET not in page.content.decode() and W.MASK in box_of(page)
+        # Its own switch, with the box emptied, goes to the drafts page, not back to this text.
+        assert 'name="next" value="/create/?page=2"' in page.content.decode()
+    plain = alice_client.get("/create/?page=2")
+    assert box_of(plain).strip() == "" and "import-problems" not in plain.content.decode()
+
+
+def test_a_switched_import_once_imported_is_not_shown_again(alice_client):
+    key = uuid.uuid4().hex
+    r = switch_language(alice_client, secret_body(), key=key, pool="local", follow=False)
+
+    made = import_body(alice_client, json.loads(box_of(alice_client.get(r["Location"]))), key=key)
+
+    assert made.status_code == 302
+    assert imported_secrets(Draft.objects.get()) == (SECRET, SECRET + "-pw")
+    assert box_of(alice_client.get(r["Location"])).strip() == ""
+
+
+def test_another_users_import_is_not_shown_by_its_address(alice_client, bob, client):
+    key = uuid.uuid4().hex
+    r = switch_language(alice_client, secret_body(priority="urgent"), key=key, follow=False)
+    client.force_login(bob)
+
+    page = client.get(r["Location"])
+
+    assert box_of(page).strip() == "" and "urgent" not in page.content.decode()
 
 
 @pytest.mark.browser
@@ -1334,6 +1382,15 @@ def test_a_refused_import_survives_the_language_switch(browser, live_server, ali
         expect(page.locator("#import-problems")).to_contain_text("could not be imported")
         expect(page.locator("#import-body-errors")).to_contain_text("priority")
         expect(page.locator("#nav-create-job")).to_have_text("Create job")
+        assert page.locator("#import-body").input_value().strip() == refused.strip()
+
+        # A reload asks the page again, not to send the switch's form again (qa82: the page
+        # was that POST's answer), and it still has the text and its refusal.
+        sent: list[str] = []
+        page.on("request", lambda request: sent.append(request.method))
+        page.reload()
+        expect(page.locator("#import-body-errors")).to_contain_text("priority")
+        assert sent[0] == "GET"
         assert page.locator("#import-body").input_value().strip() == refused.strip()
 
         page.click("[data-language=zh-hans]")
