@@ -1144,6 +1144,28 @@ def test_a_job_deleted_with_no_create_in_doubt_keeps_no_watch(fake, aihc, alice)
     assert (gone.duplicate_watch_until, gone.duplicate_watch) == (None, None)
 
 
+def test_a_late_create_of_a_job_given_up_submit_failed_is_stopped_there_and_said_so(
+    fake, aihc, alice, settings
+):
+    """qa83: Submit failed is no final status (Submit again), so the job was skipped as one
+    still looking for its creates, and the four landing late ran on."""
+    settings.AIHC_RETRIES = 0
+    fake.drop_next("CreateJob", times=4)
+    [job] = submit(alice, seed_spec())
+    for _pass in range(5):
+        aihc.submit(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    late = made_late(fake, job)  # one of its creates landed after all
+
+    aihc.stop_duplicates()
+
+    assert [call.route["job"] for call in fake.calls("StopJob")] == [late.job_id]
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert job.status_reason_shown.startswith(f"AIHC made this job after all, as {late.job_id}:")
+
+
 def test_the_worker_stops_a_late_create_once_a_minute_while_the_job_is_watched(
     fake, aihc, alice, settings
 ):
@@ -2183,6 +2205,27 @@ def stuck_in_submitting(job: Job) -> None:
     job_transition(job=job, to=JobStatus.SUBMITTING, reason="Submitting")
     Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=3))
     job.refresh_from_db()
+
+
+def test_a_stuck_submit_is_looked_for_only_once_a_longer_create_wait_has_passed(
+    fake, aihc, alice, settings
+):
+    """qa83: with AIHC_CREATE_SETTLE_SECONDS above STUCK_SUBMITTING, a job left Submitting by
+    a worker that died sending it was looked for, and sent again, before its create had the
+    time an unanswered one gets."""
+    settings.AIHC_CREATE_SETTLE_SECONDS = 300
+    [job] = submit(alice, seed_spec())
+    stuck_in_submitting(job)  # 3 minutes ago
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMITTING and fake.calls("DescribeJobs") == []
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=6))
+    job.refresh_from_db()
+    aihc.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED and len(fake.calls("DescribeJobs")) == 1
 
 
 def test_a_look_for_a_stuck_submit_aihc_refuses_waits_for_its_time_and_sends_nothing_meanwhile(

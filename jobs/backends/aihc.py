@@ -151,6 +151,15 @@ DUPLICATE_STOPPED = gettext_noop(
     "answer landed late. The console stopped it there. It stays in AIHC's job list: delete it "
     "there once its logs are not needed."
 )
+# A job with no AIHC job yet in these statuses still looks for what its creates made, and
+# adopts it (its own looks: _settled_by_looking, _reconcile_stuck, _finish_stop_in_flight;
+# Pending review: Submit again held it, and its send looks first). In any other (Stopped,
+# Submit failed, Rejected) nothing of it is followed, so whatever carries its label is
+# stopped (qa83: Submit failed after four creates was skipped as if still looking, and the
+# four landing late ran on).
+STILL_LOOKING = frozenset(
+    {JobStatus.QUEUED, JobStatus.SUBMITTING, JobStatus.STOPPING, JobStatus.PENDING_REVIEW}
+)
 # The same, of a job that had ended here with no AIHC job (Stopped, Submit failed).
 LATE_CREATE_STOPPED = gettext_noop(
     "AIHC made this job after all, as %(id)s: a create that got no clear answer landed after "
@@ -1152,8 +1161,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         that is not the one the console follows: what a create that got no clear answer
         made after the job was sent again, or after it ended here, or after it was deleted
         (DeletedJob.duplicate_watch_until). Not for a job still waiting on its own looks
-        (Queued, Submitting or Stopping with no AIHC job yet): those adopt what its creates
-        made. The worker calls this once a minute; `go_on` is asked before each job. Raises
+        (STILL_LOOKING, with no AIHC job yet): those adopt what its creates made. The worker calls this once a minute; `go_on` is asked before each job. Raises
         BackendError when AIHC does not answer, or the settings cannot be used: the rest wait
         for the next minute."""
         now = timezone.now()
@@ -1161,7 +1169,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             "duplicate_watch_until", "pk"
         )
         for job in watched:
-            if not job.external_id and job.status not in FINAL_STATUSES:
+            if not job.external_id and job.status in STILL_LOOKING:
                 continue
             if go_on is not None and not go_on():
                 return
@@ -1301,7 +1309,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         a refusal (403, a 5xx) waits for the job's own next look, Submitting, and after an hour
         of them the job is Submit failed (_look_refused; until left48 it was looked for at
         every sync, for ever)."""
-        if timezone.now() - job.updated_at < STUCK_SUBMITTING or not self._look_due(job):
+        # Not before the create the worker died sending has had the time one that got no
+        # clear answer gets (AIHC_CREATE_SETTLE_SECONDS, if longer; qa83).
+        waits = max(STUCK_SUBMITTING, timedelta(seconds=settings.AIHC_CREATE_SETTLE_SECONDS))
+        if timezone.now() - job.updated_at < waits or not self._look_due(job):
             return
         try:
             config, client = self._setup()
