@@ -25,6 +25,7 @@ Decisions:
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,12 +93,30 @@ def own_jobs_oldest_first(*, owner: Any, ids: list[str]) -> list[str]:
     )
 
 
+def column_names(jobs: list[Job]) -> list[str]:
+    """Each column's job as the notes, legends and latest values under the table name it: a
+    queue group's task with its place in the group ("qa-grp 2/3"), and a name columns share
+    (a job and its Run again copy) with which column it is, the first being the baseline as
+    its heading says (qa82: two "qa82-en: no training metrics" read the same)."""
+    names = [job.task_name for job in jobs]
+    shared = Counter(names)
+    return [
+        name
+        if shared[name] == 1
+        else _("%(name)s (baseline)") % {"name": name}
+        if column == 0
+        else _("%(name)s (column %(column)d)") % {"name": name, "column": column + 1}
+        for column, name in enumerate(names)
+    ]
+
+
 @dataclass
 class Comparison:
     jobs: list[Job]
     fields: list[ComparedField]  # every field of the specs read, each saying if they differ
     unreadable: list[bool]  # per job: its stored spec cannot be read (its column says so)
     metrics: MetricsComparison
+    names: list[str]  # each column's job as the text under the table names it (column_names)
 
     @property
     def differing(self) -> list[ComparedField]:
@@ -145,11 +164,13 @@ def job_comparison(*, jobs: list[Job], log: bool = False) -> Comparison:
         else None
         for job in jobs
     ]
+    names = column_names(jobs)
     return Comparison(
         jobs=jobs,
         fields=fields,
         unreadable=[spec is None for spec in specs],
-        metrics=compared_metrics(jobs, owner_groups=groups, log=log),
+        metrics=compared_metrics(jobs, names=names, owner_groups=groups, log=log),
+        names=names,
     )
 
 

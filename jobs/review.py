@@ -245,10 +245,10 @@ def job_approve(*, job: Job, reviewer: Any) -> bool:
     if done:
         _notify_owner(
             job=job,
-            subject=recorded(gettext_noop("Job %(name)s approved"), name=job.name),
+            subject=recorded(gettext_noop("Job %(name)s approved"), name=job.task_name),
             body=recorded(
                 gettext_noop("Your job %(name)s (%(id)s) was approved and is queued to run."),
-                name=job.name,
+                name=job.task_name,
                 id=job.public_id,
             ),
         )
@@ -276,10 +276,10 @@ def job_reject(*, job: Job, reviewer: Any, reason: str) -> bool:
     if done:
         _notify_owner(
             job=job,
-            subject=recorded(gettext_noop("Job %(name)s rejected"), name=job.name),
+            subject=recorded(gettext_noop("Job %(name)s rejected"), name=job.task_name),
             body=recorded(
                 gettext_noop("Your job %(name)s (%(id)s) was rejected: %(reason)s"),
-                name=job.name,
+                name=job.task_name,
                 id=job.public_id,
                 reason=reason,
             ),

@@ -1608,7 +1608,10 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
     # "needs at least one worker"), a second message that sends the user the wrong way (qa79).
     if spec.framework in (PYTORCH, MPI):
         master = by_name.get("master")
-        if master is None or (counts_in_range and master.replicas != 1):
+        # Held back only by the master's own count out of range: another role's (worker -1)
+        # says nothing of the master's, and "master 2" was said only once that was fixed (qa82).
+        master_in_range = master is not None and 0 <= master.replicas <= MAX_REPLICAS
+        if master is None or (master_in_range and master.replicas != 1):
             path = f"roles[{index('master')}].replicas" if master else "roles"
             err(
                 path,
@@ -1635,7 +1638,16 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
                     "without cards starts the ranks and runs none."
                 ),
             )
-        if master and worker and worker.replicas > 0:
+        if (
+            master
+            and worker
+            and worker.replicas > 0
+            and _cards_in_range(master)
+            and _cards_in_range(worker)
+        ):
+            # Not while either's cards per instance is refused on its own: that message is the
+            # one to fix first, and "must use the same" beside it on the worker sent the user
+            # to the wrong row (qa82: master 0 cards, worker 1).
             both_gpu = bool(master.accelerator_type) and bool(worker.accelerator_type)
             must_match = spec.framework == PYTORCH or both_gpu
             same_type = master.accelerator_type == worker.accelerator_type
@@ -1661,6 +1673,28 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
     # only add a second, misleading one.
     if spec.total_replicas < 1 and all(role.replicas >= 0 for role in spec.roles):
         err("roles", _("The job needs at least one instance."))
+
+
+def _cards_in_range(role: Role) -> bool:
+    return not role.accelerator_type or 1 <= role.accelerators <= MAX_ACCELERATORS_PER_REPLICA
+
+
+def own_role_errors(spec: JobSpec, index: int) -> dict[str, list[str]]:
+    """The messages of role `index` that read no other role: its own values, and on a
+    master PyTorch's and MPI's one master. The wizard says these while another row of the
+    role table has a value its form refused: the spec then misses that value, so the rules
+    across roles wait, but these need not (qa82: "master 2" came only after the rest)."""
+    errors: dict[str, list[str]] = {}
+    alone = copy.copy(spec)
+    alone.roles = [spec.roles[index]]
+    _validate_roles(alone, lambda path, message: errors.setdefault(path, []).append(message))
+    # Alone, a rule across roles finds its other role missing and speaks of the table
+    # ("roles"): only the role's own paths are kept.
+    return {
+        f"roles[{index}]{path.removeprefix('roles[0]')}": messages
+        for path, messages in errors.items()
+        if path.startswith("roles[0]")
+    }
 
 
 def reserved_env_message(name: str) -> str:

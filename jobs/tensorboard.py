@@ -1196,10 +1196,15 @@ class MetricsComparison:
 
 
 def compared_metrics(
-    jobs: list[Job], *, owner_groups: list[set[str] | None] | None = None, log: bool = False
+    jobs: list[Job],
+    *,
+    names: list[str],
+    owner_groups: list[set[str] | None] | None = None,
+    log: bool = False,
 ) -> MetricsComparison:
     """The jobs' training curves together: one chart per run and tag any of them has (the
-    first MAX_TAGS in name order), with a line per job that has it, all on one scale. Each job
+    first MAX_TAGS in name order), with a line per job that has it, all on one scale; each
+    line named as `names` has its job (jobs.compare.column_names). Each job
     is read as its page reads it (_read_job: bounded by READ_SECONDS, through its state file),
     so comparing costs each job no more than a refresh of its page."""
     groups = owner_groups or [None] * len(jobs)
@@ -1225,8 +1230,8 @@ def compared_metrics(
             run_name,
             tag,
             [
-                (column, job.name, state["runs"].get(run_name, {}).get("tags", {}).get(tag))
-                for column, (job, state) in enumerate(zip(jobs, states, strict=True))
+                (column, name, state["runs"].get(run_name, {}).get("tags", {}).get(tag))
+                for column, (name, state) in enumerate(zip(names, states, strict=True))
                 if state is not None
             ],
             log=log,

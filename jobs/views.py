@@ -1465,6 +1465,9 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
         return _confirm(request, job, "delete")
     # Back to the list as the job page was opened from it (its filters and page), if it was.
     back = _list_query(request.POST.get("back", ""))
+    # A queue group's task by its place in the group ("qa-grp 2/3"): its tasks share a name.
+    # Read before the deletion, which may take the group with its last task.
+    name = job.task_name
     try:
         gone = job_delete(job=job, actor=request.user)
     except ActionError as exc:
@@ -1478,10 +1481,10 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
                 "secret env values) was to be removed: the worker removes it once the cluster "
                 "answers."
             )
-            % {"name": job.name},
+            % {"name": name},
         )
     elif gone:
-        messages.success(request, _("Job %(name)s deleted.") % {"name": job.name})
+        messages.success(request, _("Job %(name)s deleted.") % {"name": name})
     elif (job.status_reason_source or {}).get("key") == NO_WORKER_DELETE_MESSAGE:
         # No worker runs: the stop that comes first waits for one (said now, not later).
         messages.warning(
@@ -1491,11 +1494,11 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
                 "is running now, so nothing can stop it yet: it is stopped and deleted as soon "
                 "as a worker runs again."
             )
-            % {"name": job.name},
+            % {"name": name},
         )
     else:
         messages.info(
-            request, _("Job %(name)s will be deleted once it has stopped.") % {"name": job.name}
+            request, _("Job %(name)s will be deleted once it has stopped.") % {"name": name}
         )
     return redirect(f"{reverse('job-list')}?{back}" if back else reverse("job-list"))
 
@@ -1546,7 +1549,7 @@ def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpRe
         "url_name": f"job-{action}",
         "verb": _("Stop") if stop else _("Delete"),
         "heading": (_("Stop job %(name)s?") if stop else _("Delete job %(name)s?"))
-        % {"name": job.name},
+        % {"name": job.task_name},
         "question": _stop_question(job) if stop else _delete_question(job),
         # The way back to the list as it was left (job_delete_view, job_stop_view), kept
         # through the question.
@@ -1962,7 +1965,7 @@ def _say_stopped(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
             messages.error(
                 request,
                 _("Job %(name)s was not stopped: %(why)s")
-                % {"name": outcome.job.name, "why": outcome.error},
+                % {"name": outcome.job.task_name, "why": outcome.error},
             )
 
 
@@ -1984,7 +1987,7 @@ def _say_deleted(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
             % {"count": later}
         )
     _say(request, parts, missing, done=bool(done or later))
-    if left := [o.job.name for o in outcomes if o.secret_left]:
+    if left := [o.job.task_name for o in outcomes if o.secret_left]:
         # As the job page's Delete says it: the jobs are gone, but not all they held yet.
         messages.warning(
             request,
@@ -2017,7 +2020,7 @@ def _say_deleted(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
             messages.error(
                 request,
                 _("Job %(name)s was not deleted: %(why)s")
-                % {"name": outcome.job.name, "why": outcome.error},
+                % {"name": outcome.job.task_name, "why": outcome.error},
             )
 
 
@@ -2110,7 +2113,7 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     context["back_url"] = f"{reverse('job-list')}?{back}" if back else reverse("job-list")
     if origin:
         context["origin"] = origin
-        context["origin_name"] = next(job.name for job in jobs if job.public_id == origin)
+        context["origin_name"] = next(job.task_name for job in jobs if job.public_id == origin)
         context["back_url"] = reverse("job-detail", args=[origin])
     if missing:
         context["missing"] = missing[:10]
@@ -2146,8 +2149,10 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
                 "#compare-metrics",
             ),
             "metrics": comparison.metrics,
-            "columns": list(zip(jobs, comparison.metrics.metrics, strict=True)),
-            "latest_rows": list(zip(jobs, comparison.metrics.latest, strict=True)),
+            "columns": list(zip(comparison.names, comparison.metrics.metrics, strict=True)),
+            "latest_rows": list(
+                zip(jobs, comparison.names, comparison.metrics.latest, strict=True)
+            ),
         }
     )
     return render(request, "jobs/job_compare.html", context)

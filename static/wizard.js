@@ -362,25 +362,6 @@ document.addEventListener("htmx:configRequest", function (event) {
   }
 });
 
-// The AIAK section (the creation-mode switch's answer) is drawn for the pool sent with its
-// request. A pool chosen while that answer was on its way asked for nothing more (in custom
-// mode there is no preview yet to follow the pool), so the section landed with the warning,
-// or none, for the pool chosen before (left52): it is asked for once more, for the pool now.
-const poolSent = new WeakMap();
-document.addEventListener("htmx:configRequest", function (event) {
-  const pool = document.getElementById("id_resource_pool");
-  if (event.detail.target.id !== "aiak-section" || !pool) return;
-  poolSent.set(event.detail, pool.value);
-});
-document.addEventListener("htmx:afterSwap", function (event) {
-  const request = event.detail.requestConfig;
-  if (!request || !poolSent.has(request)) return;
-  const pool = document.getElementById("id_resource_pool");
-  // Only the section of AIAK mode (with its preview) shows anything of the pool.
-  const stale = pool && pool.value !== poolSent.get(request);
-  if (stale && document.getElementById("aiak-preview")) htmx.trigger(request.elt, "change");
-});
-
 // 高级配置 on an AIHC pool with step 5's fault tolerance off: the warning that “任务发生容错”
 // never comes (in the 告警 help text, AdvancedForm.alert_warning_said) is drawn whenever it
 // could apply, shown as the server drew the step, and then while that event is ticked: until

@@ -1072,3 +1072,52 @@ def test_each_of_the_8_jobs_lines_has_its_own_colour_3_to_1_against_the_page_and
     assert len(set(colours)) == len(colours) and len(set(dashes)) == len(dashes), styles
     contrasts = {n: 1.05 / (_luminance(c) + 0.05) for n, (c, _d) in styles.items()}
     assert all(ratio >= 3 for ratio in contrasts.values()), contrasts
+
+
+def test_a_group_tasks_notes_and_way_back_name_each_task_by_its_place_in_the_group(alice, alice_en):
+    # Found (qa82): two tasks of one group read "lr-sweep: no training metrics" twice.
+    first, second, _third = sweep(alice, total=3)
+
+    html = alice_en.get(compare_url(first, second) + f"&from={second.public_id}").content.decode()
+
+    notes = re.search(r'id="compare-metrics-notes">(.*?)</ul>', html, re.S).group(1)
+    assert re.findall(r"<li[^>]*>([^<]+)</li>", notes) == [
+        "lr-sweep 1/3: no training metrics (Tensorboard is off for this job).",
+        "lr-sweep 2/3: no training metrics (Tensorboard is off for this job).",
+    ]
+    assert re.search(r'id="compare-back">([^<]+)<', html).group(1) == "Back to job lr-sweep 2/3"
+
+
+def test_a_job_and_its_run_again_sharing_a_name_are_told_apart_by_their_column(
+    alice, alice_en, settings
+):
+    job = with_metrics(alice, "qa82-en", "first")
+    [again] = job_rerun(job=job, owner=alice)
+    off = tuned(alice, "qa82-en")
+    write_scalars(volume(settings) / "first", "loss", [2.0, 1.0])
+
+    html = alice_en.get(compare_url(job, again, off)).content.decode()
+
+    notes = re.search(r'id="compare-metrics-notes">(.*?)</ul>', html, re.S).group(1)
+    assert "qa82-en (column 3): no training metrics (Tensorboard is off for this job)." in notes
+    # The chart's legend and the latest values (Run again writes where the job wrote).
+    legend = re.search(r'class="list-unstyled small mb-1 compare-legend">(.*?)</ul>', html, re.S)
+    assert re.findall(r"</svg> ([^<]+)</li>", legend.group(1)) == [
+        "qa82-en (baseline): 1 at step 1",
+        "qa82-en (column 2): 1 at step 1",
+    ]
+    latest = re.search(r'id="compare-latest">(.*?)</table>', html, re.S).group(1)
+    assert re.findall(r'<th scope="row">([^<]+)</th>', latest) == [
+        "qa82-en (baseline)",
+        "qa82-en (column 2)",
+        "qa82-en (column 3)",
+    ]
+
+
+def test_a_job_and_its_run_again_are_told_apart_in_chinese_too(alice, alice_client):
+    job = tuned(alice, "qa82-zh")
+    [again] = job_rerun(job=job, owner=alice)
+
+    html = alice_client.get(compare_url(job, again)).content.decode()
+
+    assert "qa82-zh（基准）：没有训练指标" in html and "qa82-zh（第 2 列）：没有训练指标" in html

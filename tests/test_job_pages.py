@@ -645,6 +645,31 @@ def test_delete_without_the_browsers_question_asks_on_a_page_first(alice, alice_
     assert confirmed.status_code == 302 and not Job.objects.filter(pk=job.pk).exists()
 
 
+def test_a_group_tasks_questions_and_what_its_delete_says_name_its_place_in_the_group(
+    alice, alice_en
+):
+    # Found (qa82): without JavaScript the question read "Delete job qa82-grp?" and then
+    # "Job qa82-grp deleted.", of any of the group's three tasks.
+    second = jobs_submit(
+        owner=alice,
+        spec=make_spec(
+            "echo hello", name="qa82-grp", submission=S.Submission(S.SUBMIT_QUEUE, total=3)
+        ),
+        submit_key=str(uuid.uuid4()),
+    )[1]
+    stop, delete = (reverse(name, args=[second.public_id]) for name in ("job-stop", "job-delete"))
+
+    stop_asked = alice_en.post(stop).content.decode()
+    delete_asked = alice_en.post(delete).content.decode()
+    deleted = alice_en.post(delete, {"confirmed": "1"}, follow=True)
+
+    assert '<h1 class="h4 text-break">Stop job qa82-grp 2/3?</h1>' in stop_asked
+    assert "<title>Stop qa82-grp 2/3 · " in stop_asked
+    assert '<h1 class="h4 text-break">Delete job qa82-grp 2/3?</h1>' in delete_asked
+    assert "<title>Delete qa82-grp 2/3 · " in delete_asked
+    assert [str(m) for m in deleted.context["messages"]] == ["Job qa82-grp 2/3 deleted."]
+
+
 def test_the_detail_shows_the_masked_api_request_queue_position_and_actions(alice, alice_client):
     submit(alice)
     job = submit(alice, envs=[S.Env("TOKEN", "s3cr3t-value", secret=True)])

@@ -251,7 +251,8 @@ def test_the_first_step_shows_the_consoles_fields(alice_client):
         "creation_mode",
     ):
         assert f'name="{name}"' in html
-    assert 'name="aiak_template"' not in html  # only in AIAK mode
+    # Drawn in custom mode too, shown by CSS once AIAK mode is chosen (JavaScript or not, qa82).
+    assert 'name="aiak_template"' in html and 'id="aiak-choices"' in html
 
 
 def test_the_two_creation_modes_are_named_as_the_seed_names_them(alice, client):
@@ -290,7 +291,8 @@ def test_aiak_mode_brings_its_fields(alice_client):
         assert f'name="{name}"' in html
         assert f'name="{name}"' in plain.content.decode()
     assert "llama2-70b" in html and "qwen1.5-0.5b" in html and "mixtral-8x7b" in html
-    assert 'name="aiak_template"' not in custom.content.decode()
+    # Custom mode keeps them (hidden by CSS), with their values, for a switch back.
+    assert 'name="aiak_template"' in custom.content.decode()
 
 
 def test_it_builds_a_pytorch_job_through_every_step_and_submits_it(alice_client, alice):

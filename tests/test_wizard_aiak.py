@@ -753,3 +753,70 @@ def job_page_request(client, job) -> str:
     shown = re.search(r'id="api-request"[^>]*>(.*?)</pre>', page, re.S)
     assert shown, "the job page shows its request"
     return html.unescape(shown.group(1))
+
+
+# -- a template too big for the pool, on 基础信息 --------------------------------------------
+
+
+def test_a_template_asking_more_cards_than_the_local_pool_has_is_refused_on_its_own_field(
+    alice_en, settings
+):
+    # Found (qa82): llama2-70b (4 x 8 cards) on an 8-card pool went past 基础信息 and was
+    # refused only on 资源配置.
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=8"
+    draft = new_draft(alice_en)
+    basic = basic_data(
+        creation_mode="aiak",
+        training_mode="SFT",
+        training_method="lora",
+        aiak_template="llama2-70b",
+    )
+
+    r = post_step(alice_en, draft, W.BASIC, basic)
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_aiak_template") == [
+        "This pool has 8 baidu.com/a800_80g_cgpu cards in all; the template asks for 32. "
+        "Choose a smaller template or another pool."
+    ]
+
+
+def test_the_refusal_of_a_template_too_big_for_the_pool_reads_in_chinese(alice_client, settings):
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=8"
+    draft = new_draft(alice_client)
+    basic = basic_data(
+        creation_mode="aiak",
+        training_mode="SFT",
+        training_method="lora",
+        aiak_template="llama2-70b",
+    )
+
+    r = post_step(alice_client, draft, W.BASIC, basic)
+
+    assert field_errors(r, "id_aiak_template") == [
+        "该资源池共有 8 张 baidu.com/a800_80g_cgpu 卡，而此模版需要 32 张。请选择更小的模版或其他资源池。"
+    ]
+
+
+def test_a_template_the_pool_holds_goes_on_and_custom_mode_ignores_a_big_one(
+    alice_client, settings
+):
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=8"
+    draft = new_draft(alice_client)
+
+    fits = post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    custom = post_step(alice_client, draft, W.BASIC, basic_data(aiak_template="llama2-70b"))
+
+    assert fits.status_code == 302 and custom.status_code == 302
+
+
+def test_the_basic_step_in_custom_mode_draws_the_aiak_fields_for_css_to_show(alice_client):
+    # Without JavaScript nothing draws them once AIAK mode is chosen: they are there, hidden
+    # by CSS while custom mode is (the browser test shows them appear).
+    draft = new_draft(alice_client)
+
+    page = alice_client.get(step_url(draft, W.BASIC)).content.decode()
+
+    assert 'id="aiak-choices"' in page
+    for name in ("training_mode", "training_method", "aiak_template"):
+        assert f'<select name="{name}"' in page

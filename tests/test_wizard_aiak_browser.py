@@ -125,3 +125,51 @@ def test_fewer_instances_than_a_templates_parallel_sizes_fit_are_refused_with_a_
     page.fill("#id_roles-1-replicas", "3")
     settled(page)
     next_step(page, "data")
+
+
+def test_without_javascript_the_aiak_fields_appear_as_the_mode_is_chosen_and_a_big_template_is_refused_on_step_1(
+    browser, live_server, alice
+):
+    # Found (qa82): without JavaScript 训练模式, 训练方法 and AIAK训练模版 came only with
+    # 下一步's three errors, and llama2 70b on the 8-card pool went on to 资源配置.
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=False, locale="zh-CN"
+    )
+    page = context.new_page()
+    try:
+        page.goto("/login/")
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "alice-password")
+        page.click("#login-submit")
+        page.goto("/create/")
+        page.click("#new-draft")
+        page.wait_for_url(re.compile(r"/basic/$"))
+        expect(page.locator("#id_aiak_template")).to_be_hidden()
+
+        page.check("input[name=creation_mode][value=aiak]")
+
+        for field in ("#id_training_mode", "#id_training_method", "#id_aiak_template"):
+            expect(page.locator(field)).to_be_visible()
+        page.select_option("#id_training_mode", "SFT")
+        page.select_option("#id_training_method", "lora")
+        page.select_option("#id_aiak_template", "llama2-70b")
+        page.click("#wizard-next")
+        page.wait_for_load_state()
+        expect(page).to_have_url(re.compile(r"/basic/$"))
+        expect(page.locator("#error_1_id_aiak_template")).to_have_text(
+            "该资源池共有 8 张 baidu.com/a800_80g_cgpu 卡，而此模版需要 32 张。请选择更小的模版或其他资源池。"
+        )
+        expect(page.locator("#id_aiak_template")).to_be_focused()
+
+        page.select_option("#id_aiak_template", "llama2-7b")
+        page.click("#wizard-next")
+        page.wait_for_url(re.compile(r"/image/$"))
+        page.click(".wizard-steps button[value='goto-basic']")
+        page.wait_for_url(re.compile(r"/basic/$"))
+        # Back to custom: the choices hide, and are kept for a switch back.
+        page.check("input[name=creation_mode][value=custom]")
+        expect(page.locator("#id_aiak_template")).to_be_hidden()
+        page.check("input[name=creation_mode][value=aiak]")
+        expect(page.locator("#id_aiak_template")).to_have_value("llama2-7b")
+    finally:
+        context.close()

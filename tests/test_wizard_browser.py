@@ -734,7 +734,7 @@ def test_aiak_choices_come_back_after_switching_to_custom_and_back(logged_in_pag
     page.select_option("#id_aiak_template", "llama2-13b")
     with page.expect_response(lambda r: "/aiak/" in r.url):
         page.check("input[name=creation_mode][value=custom]")
-    expect(page.locator("#id_training_mode")).to_have_count(0)
+    expect(page.locator("#id_training_mode")).to_be_hidden()
 
     with page.expect_response(lambda r: "/aiak/" in r.url):
         page.check("input[name=creation_mode][value=aiak]")

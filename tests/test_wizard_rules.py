@@ -786,6 +786,48 @@ def test_a_refused_role_cell_gets_its_message_and_no_judgement_of_the_table_with
     assert "This step has 2 problems" in page and "must match" not in page
 
 
+def test_a_masters_refused_card_count_gets_no_second_message_on_the_worker(en_client):
+    # Found (qa82): the worker also read "Master and worker must use the same card type and
+    # cards per instance.", sending the user to the row that was right.
+    draft = draft_at(en_client, W.RESOURCES)
+    roles = [role("master", 1, cards=0), role("worker", 1, cards=1)]
+
+    r = post_step(en_client, draft, W.RESOURCES, resources_data(roles))
+
+    assert field_errors(r, "id_roles-0-accelerators") == [
+        "Cards per instance must be between 1 and 64."
+    ]
+    assert field_errors(r, "id_roles-1-accelerators") == []
+    assert "This step has 1 problem" in r.content.decode()
+
+
+def test_pytorchs_one_master_is_said_beside_another_rows_count_out_of_range(en_client):
+    draft = draft_at(en_client, W.RESOURCES)
+    roles = [role("master", 2), role("worker", -1)]
+
+    r = post_step(en_client, draft, W.RESOURCES, resources_data(roles))
+
+    assert field_errors(r, "id_roles-0-replicas") == ["PyTorch needs exactly 1 master."]
+    assert field_errors(r, "id_roles-1-replicas") == ["Instances must be between 0 and 1000."]
+
+
+def test_pytorchs_one_master_is_said_in_the_same_round_as_a_refused_cell(en_client):
+    # Found (qa82): with master 2 and cells the form refused, the first 下一步 listed the
+    # others, and "needs exactly 1 master" came only once they were fixed.
+    draft = draft_at(en_client, W.RESOURCES)
+    roles = [role("master", 2, cpu="2.5"), role("worker", -1, memory_gb="lots", cards=2)]
+
+    r = post_step(en_client, draft, W.RESOURCES, resources_data(roles))
+
+    assert field_errors(r, "id_roles-0-replicas") == ["PyTorch needs exactly 1 master."]
+    assert field_errors(r, "id_roles-0-cpu") == ["Enter a whole number."]
+    assert field_errors(r, "id_roles-1-replicas") == ["Instances must be between 0 and 1000."]
+    assert field_errors(r, "id_roles-1-memory_gb") == ["Enter a whole number."]
+    # Still nothing judged across the rows (the worker's 2 cards against the master's 1).
+    assert field_errors(r, "id_roles-1-accelerators") == []
+    assert "This step has 4 problems" in r.content.decode()
+
+
 def test_djangos_null_character_message_reads_right_in_chinese(alice_client):
     draft = draft_at(alice_client, W.DATA)
 
