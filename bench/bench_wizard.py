@@ -102,11 +102,6 @@ def main() -> None:
                 f"{draft}/aiak/?creation_mode=aiak&training_mode=SFT&training_method=full&aiak_template=llama2-7b",
                 {**HTMX, "HX-Target": "aiak-preview"},
             ),
-            (
-                "partial AIAK section (mode switch)",
-                f"{draft}/aiak/?creation_mode=aiak&training_mode=SFT&training_method=full&aiak_template=llama2-7b",
-                {**HTMX, "HX-Target": "aiak-section"},
-            ),
             ("partial queue options", f"{draft}/queues/?resource_pool=local", HTMX),
             ("partial example", f"{draft}/example/?example=MPIJob", HTMX),
             (

@@ -93,7 +93,6 @@ URLS = {
         True,
     ),
     "AIAK preview": (f"{DRAFT}/aiak/?{AIAK}", {"HTTP_HX_TARGET": "aiak-preview"}),
-    "AIAK section": (f"{DRAFT}/aiak/?{AIAK}", {"HTTP_HX_TARGET": "aiak-section"}),
     "mount row": (
         f"{DRAFT}/mount-row/?row=1&mounts-1-type=hostpath&mounts-1-source_path=/ssd1/data"
         "&mounts-1-mount_path=/mnt/data&mounts-1-access=ro",

@@ -169,10 +169,6 @@ PAGES |= {
         f"{DRAFT}/aiak/?creation_mode=aiak&{AIAK}",
         {**HTMX, "HTTP_HX_TARGET": "aiak-preview"},
     ),
-    "AIAK section": (
-        f"{DRAFT}/aiak/?creation_mode=aiak&{AIAK}",
-        {**HTMX, "HTTP_HX_TARGET": "aiak-section"},
-    ),
     "mount row": (
         f"{DRAFT}/mount-row/?row=1&mounts-1-type=hostpath&mounts-1-source_path=/ssd1/data"
         "&mounts-1-mount_path=/mnt/data&mounts-1-access=ro",
@@ -184,14 +180,6 @@ if "--dump" in ARGS:  # pages only compared, not measured
         PAGES[f"wrong step {step}"] = (f"{WRONG_DRAFT}/{step}/", {})
         PAGES[f"wrong fragment {step}"] = (f"{WRONG_DRAFT}/{step}/", HTMX)
     PAGES |= {
-        "AIAK section, custom mode": (
-            f"{DRAFT}/aiak/?creation_mode=custom&{AIAK}",
-            {**HTMX, "HTTP_HX_TARGET": "aiak-section"},
-        ),
-        "AIAK section, custom mode, one choice": (
-            f"{DRAFT}/aiak/?creation_mode=custom&training_mode=SFT",
-            {**HTMX, "HTTP_HX_TARGET": "aiak-section"},
-        ),
         "wrong mount row": (
             f"{WRONG_DRAFT}/mount-row/?row=0&mounts-0-type=hostpath&mounts-0-name=scratch"
             "&mounts-0-mount_path=relative",

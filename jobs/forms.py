@@ -316,23 +316,6 @@ def _aiak_fields(form: forms.Form, templates: list[tuple[str, list[tuple[str, st
     _mark_required(form, *AIAK_FIELDS)
 
 
-class AiakFieldsForm(StepForm):
-    """BasicForm's three AIAK fields alone (the same fields, choices and marks), for the AIAK
-    partial that redraws them on a switch to AIAK mode: BasicForm would deep-copy its ten
-    fields and lay out the seven it does not draw there."""
-
-    def __init__(
-        self, *args: Any, templates: list[tuple[str, list[tuple[str, str]]]], **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        _aiak_fields(self, templates)
-
-
-AiakFieldsForm.base_fields = AiakFieldsForm.declared_fields = {
-    name: BasicForm.base_fields[name] for name in AIAK_FIELDS
-}
-
-
 class ImageForm(StepForm):
     image = forms.CharField(
         label=_("Image address"),

@@ -1247,16 +1247,11 @@ def wizard_aiak(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
     template_chosen = bool(request.GET.get("aiak_template"))
     pool = W.find_pool(request.GET.get("resource_pool", "")) if template_chosen else None
     context = {"aiak": _aiak_preview(request.GET, pool), "draft": request_draft}
-    # The creation-mode switch swaps the whole AIAK section (fields and preview); the
-    # mode, method and template selects swap only the preview, so they keep focus. Only
-    # the section draws the fields: the preview alone builds no form.
-    if request.htmx.target == "aiak-preview":
-        return render(request, "jobs/wizard/_basic.html#aiak-preview", context)
-    context["aiak_form"] = F.AiakFieldsForm(
-        initial={k: request.GET.get(k, "") for k in F.AIAK_FIELDS},
-        templates=W.aiak_template_choices(),
-    )
-    return render(request, "jobs/wizard/_basic.html#aiak-section", context)
+    # The preview alone, for the mode switch too: the fields are drawn on the page already,
+    # shown by CSS in AIAK mode (fix82b; until then the switch redrew them, taking what was
+    # chosen in them while its answer was on its way, and this drew them with a form of
+    # their own, forms.AiakFieldsForm).
+    return render(request, "jobs/wizard/_basic.html#aiak-preview", context)
 
 
 @require_safe
