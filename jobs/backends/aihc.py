@@ -1161,9 +1161,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         that is not the one the console follows: what a create that got no clear answer
         made after the job was sent again, or after it ended here, or after it was deleted
         (DeletedJob.duplicate_watch_until). Not for a job still waiting on its own looks
-        (STILL_LOOKING, with no AIHC job yet): those adopt what its creates made. The worker calls this once a minute; `go_on` is asked before each job. Raises
-        BackendError when AIHC does not answer, or the settings cannot be used: the rest wait
-        for the next minute."""
+        (STILL_LOOKING, with no AIHC job yet): those adopt what its creates made. The worker
+        calls this once a minute; `go_on` is asked before each job. Raises BackendError when
+        AIHC does not answer, or the settings cannot be used: the rest wait for the next
+        minute."""
         now = timezone.now()
         watched = Job.objects.filter(backend=NAME, duplicate_watch_until__gt=now).order_by(
             "duplicate_watch_until", "pk"
@@ -1274,7 +1275,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             scrub(logged_error(exc), secrets),
         )
         # Said once on the job, not every minute.
-        if job is None or job.events.filter(reason="DuplicateFound", message__contains=other):
+        if job is None or (
+            job.events.filter(reason="DuplicateFound", message__contains=other).exists()
+        ):
             return
         job_event(
             job=job,
