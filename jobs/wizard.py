@@ -1492,6 +1492,15 @@ def aiak_misfit(spec: S.JobSpec, pool: Pool | None) -> dict[str, Any] | None:
     template = aiak_templates().get(spec.aiak.template) if spec.aiak else None
     if template is None or pool is None or pool.backend != "local":
         return None
+    return template_misfit(template, pool)
+
+
+def template_misfit(template: dict[str, Any], pool: Pool | None) -> dict[str, Any] | None:
+    """An AIAK template's cards against all the pool has of their type, idle or not
+    ({"card", "wanted", "total"}), None when they fit (or there is no pool): the preview's
+    warning on any pool, and aiak_misfit's refusal on the local one."""
+    if pool is None:
+        return None
     resources = template["resources"]
     card = resources["acceleratorType"]
     wanted = (resources["workers"] + 1) * resources["acceleratorsPerInstance"]

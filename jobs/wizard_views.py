@@ -747,20 +747,8 @@ def _aiak_preview(raw: W.Raw | Any, pool: W.Pool | None) -> dict[str, Any]:
         "command": W.template_command(template, one("training_mode"), one("training_method"))
         if template
         else "",
-        "misfit": _aiak_misfit(template, pool) if template else None,
+        "misfit": W.template_misfit(template, pool) if template else None,
     }
-
-
-def _aiak_misfit(template: dict[str, Any], pool: W.Pool | None) -> dict[str, Any] | None:
-    """The template's cards against all the pool has (idle or not): a template that can
-    never run there is said so now, not on the resources step."""
-    if pool is None:
-        return None
-    resources = template["resources"]
-    card = resources["acceleratorType"]
-    wanted = (resources["workers"] + 1) * resources["acceleratorsPerInstance"]
-    total = sum(a.total for a in pool.accelerators if a.type == card)
-    return None if wanted <= total else {"card": card, "wanted": wanted, "total": total}
 
 
 def _image_extras(

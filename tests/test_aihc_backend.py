@@ -949,6 +949,19 @@ def landed(fake, count: int) -> None:
     assert len(fake.jobs) == count
 
 
+def sent_again_then_landed(fake, aihc, alice, settings) -> Job:
+    """A job whose first create AIHC held past the wait: sent again and followed, then the
+    first landed too (two AIHC jobs carry its label)."""
+    release = held_create(fake, settings)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    create_settled(job)
+    aihc.submit(job)
+    release.set()
+    landed(fake, 2)
+    return job
+
+
 def test_a_create_aihc_is_still_working_on_is_looked_for_again_only_once_it_could_have_landed(
     fake, aihc, alice, settings
 ):
@@ -1171,13 +1184,7 @@ def test_the_worker_stops_a_late_create_once_a_minute_while_the_job_is_watched(
 ):
     from jobs.worker import Worker
 
-    release = held_create(fake, settings)
-    [job] = submit(alice, seed_spec())
-    aihc.submit(job)
-    create_settled(job)
-    aihc.submit(job)
-    release.set()
-    landed(fake, 2)
+    job = sent_again_then_landed(fake, aihc, alice, settings)
     worker = Worker()
 
     worker.stop_aihc_duplicates()
@@ -1196,13 +1203,7 @@ def test_the_worker_stops_a_late_create_once_a_minute_while_the_job_is_watched(
 
 
 def test_a_late_create_aihc_will_not_stop_is_said_once_and_tried_again(fake, aihc, alice, settings):
-    release = held_create(fake, settings)
-    [job] = submit(alice, seed_spec())
-    aihc.submit(job)
-    create_settled(job)
-    aihc.submit(job)
-    release.set()
-    landed(fake, 2)
+    job = sent_again_then_landed(fake, aihc, alice, settings)
     fake.fail_next("StopJob", status=403, code="AccessDenied", message="no stop", times=2)
 
     aihc.stop_duplicates()

@@ -160,6 +160,11 @@ DUPLICATE_STOPPED = gettext_noop(
 STILL_LOOKING = frozenset(
     {JobStatus.QUEUED, JobStatus.SUBMITTING, JobStatus.STOPPING, JobStatus.PENDING_REVIEW}
 )
+# An AIHC job in these statuses (STATUS_MAP) is left alone by stop_duplicates: it ended, or
+# is stopping (stopped already, by the console or someone else).
+ENDED_ON_AIHC = frozenset(
+    {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.STOPPING}
+)
 # The same, of a job that had ended here with no AIHC job (Stopped, Submit failed).
 LATE_CREATE_STOPPED = gettext_noop(
     "AIHC made this job after all, as %(id)s: a create that got no clear answer landed after "
@@ -1100,7 +1105,13 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     def create_wait(self, job: Job) -> datetime | None:
         """When the job's last create that got no clear answer has had
         AIHC_CREATE_SETTLE_SECONDS to land on AIHC (None: it has none in this submission):
-        it is not looked for again, nor sent again, before then (RemoteBackend.submit)."""
+        it is not looked for again, nor sent again, before then (RemoteBackend.submit).
+        Asked at every worker pass for every queued AIHC job: one whose watch is not on
+        (_watch_for_duplicates, set with every such create, for longer than any wait) has
+        none, read from the row the worker holds, with no query."""
+        watched = job.duplicate_watch_until
+        if watched is None or watched <= timezone.now():
+            return None
         last = (
             unanswered_creates(job, UNANSWERED_EVENTS)
             .order_by("-created_at")
@@ -1207,14 +1218,13 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         config, client = self._setup()
         secrets = job.secret_values() if job is not None else []
         version = config.version(pool)
-        ended = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.STOPPING}
         followed = job.external_id if job is not None else ""
         try:
             for listed in client.list_jobs(pool=pool, queue=queue, name=name, version=version):
                 other = listed["jobId"]
                 if not other or other == followed:
                     continue
-                if STATUS_MAP.get(listed["status"].lower()) in ended:
+                if STATUS_MAP.get(listed["status"].lower()) in ENDED_ON_AIHC:
                     continue  # stopped already (by this, or by someone), or ended by itself
                 detail = client.get_job(pool=pool, job_id=other, queue=queue, version=version)
                 if detail["labels"].get(CONSOLE_JOB_LABEL) != public_id:
