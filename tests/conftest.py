@@ -164,6 +164,14 @@ def alice_en(alice_client) -> Client:
 CHROMIUM = os.getenv("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
+# How long a browser test waits for a page, a click or an expectation. A test that passes
+# waits only as long as the page takes; this bounds the wait of one that fails. On CI's 2-core
+# machine, busy with the rest of the suite, an htmx round trip has taken longer than 5 s
+# (Playwright's default), and once a log-in and an admin page in the two test processes at the
+# same time longer than 10 s (session 41's stop: both pass in 4-9 s here, under two CPU hogs).
+BROWSER_TIMEOUT_MS = 20_000
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
     if not os.path.exists(CHROMIUM):
@@ -173,8 +181,13 @@ def browser() -> Iterator[object]:
     # Playwright's sync API runs an event loop in this thread; Django's ORM calls made
     # by the test itself are still synchronous and safe.
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # Assertions wait as long as actions do (Playwright's own default is 5 s), in every
+    # test: one that makes its own context (JavaScript off, another locale) too. Set in the
+    # page fixture alone, it held only once a test using that fixture had run in the
+    # process, so such a test's wait depended on the order the tests ran in.
+    expect.set_options(timeout=BROWSER_TIMEOUT_MS)
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
@@ -193,22 +206,10 @@ def browser() -> Iterator[object]:
         browser.close()
 
 
-# How long a browser test waits for a page, a click or an expectation. A test that passes
-# waits only as long as the page takes; this bounds the wait of one that fails. On CI's 2-core
-# machine, busy with the rest of the suite, an htmx round trip has taken longer than 5 s
-# (Playwright's default), and once a log-in and an admin page in the two test processes at the
-# same time longer than 10 s (session 41's stop: both pass in 4-9 s here, under two CPU hogs).
-BROWSER_TIMEOUT_MS = 20_000
-
-
 @pytest.fixture
 def page(browser, live_server, transactional_db):
     context = browser.new_context(base_url=live_server.url, locale="zh-CN")
     context.set_default_timeout(BROWSER_TIMEOUT_MS)
-    # Assertions wait as long as actions do (Playwright's own default is 5 s).
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=BROWSER_TIMEOUT_MS)
     page = context.new_page()
     yield page
     context.close()

@@ -325,7 +325,6 @@ def console(tmp_path_factory) -> Iterator[PrefixProxy]:
 def prefixed(browser, console):
     context = browser.new_context(locale="zh-CN")
     context.set_default_timeout(BROWSER_TIMEOUT_MS)
-    expect.set_options(timeout=BROWSER_TIMEOUT_MS)
     page = context.new_page()
     page.front = console
     console.outside.clear()
