@@ -53,6 +53,20 @@ def test_a_new_keys_secret_is_shown_once_and_never_again(alice_client, alice, ca
     assert secret not in caplog.text
 
 
+def test_a_new_key_is_a_region_named_by_its_heading_not_an_alert(alice_client):
+    # qa84: an alert around the heading, the keys and their buttons was read out whole, and
+    # each Copy's "Copied." again inside it; the heading has focus and names the box instead.
+    r = alice_client.post("/account/keys/", {"description": "nightly"}, HTTP_ACCEPT_LANGUAGE="en")
+
+    page = r.content.decode()
+    box = page[page.index('id="new-key"') : page.index('id="copy-status"')]
+    opening = re.search(r'<(\w+)[^>]*id="new-key"[^>]*>', page)
+    assert r.status_code == 200
+    assert opening[1] == "section" and 'aria-labelledby="new-key-heading"' in opening[0]
+    assert 'role="alert"' not in opening[0] and 'role="alert"' not in box
+    assert re.search(r'id="new-key-heading"[^>]*>Key created<', page)
+
+
 def test_the_key_form_sent_twice_makes_one_key_and_says_so(alice_client, alice):
     """A reload of the page showing the secret re-sends its form (the browser asks, people
     say yes), as does a double click: each made another working key, whose secret only the

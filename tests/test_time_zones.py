@@ -65,7 +65,7 @@ def test_choosing_berlin_shows_the_job_list_and_job_page_times_in_berlin(alice, 
 
     r = choose(alice_en, "Europe/Berlin")
 
-    assert r.status_code == 302 and r["Location"] == ACCOUNT
+    assert r.status_code == 302 and r["Location"] == ACCOUNT + "?saved=time-zone"
     assert "Times are now shown in Europe/Berlin." in alice_en.get(ACCOUNT).content.decode()
     assert list_time(alice_en) == "2026-11-30 17:00:00"
     assert job_page_created(alice_en, job) == "2026-11-30 17:00:00"
@@ -175,6 +175,27 @@ def test_an_unknown_zone_is_refused_on_its_field_and_changes_nothing(
     assert 'id="id_old_password"' in r.content.decode()  # the rest of the page is there
     assert UserPreference.objects.get(user=alice).time_zone == "Asia/Tokyo"
     assert alice_client.session[SESSION_KEY] == "Asia/Tokyo"
+
+
+def autofocused(page: str) -> list[str]:
+    """The ids of the page's fields with autofocus."""
+    return re.findall(
+        r'<(?:input|select)\b[^>]*\bautofocus\b[^>]*\bid="([^"]+)"', page
+    ) + re.findall(r'<(?:input|select)\b[^>]*\bid="([^"]+)"[^>]*\bautofocus\b', page)
+
+
+def test_the_account_page_focuses_the_time_zone_once_one_is_saved_or_refused(alice_client):
+    # qa84: focus landed on 旧密码 (the password form's autofocus), far from the message.
+    assert autofocused(alice_client.get(ACCOUNT).content.decode()) == ["id_old_password"]
+
+    saved = choose(alice_client, "Asia/Tokyo")
+    assert saved.status_code == 302
+    after_save = alice_client.get(saved["Location"]).content.decode()
+    refused = choose(alice_client, "Mars/Olympus_Mons").content.decode()
+
+    assert autofocused(after_save) == ["id_time_zone"]
+    assert autofocused(refused) == ["id_time_zone"]
+    assert autofocused(alice_client.get(ACCOUNT).content.decode()) == ["id_old_password"]
 
 
 def test_the_time_zone_address_opened_goes_to_the_account_page(alice_client):

@@ -33,6 +33,7 @@ def test_a_user_in_berlin_chooses_their_zone_and_reads_the_job_list_and_job_page
 
     expect(page.locator(".alert-success")).to_contain_text("时间现按 Europe/Berlin 显示")
     expect(page.get_by_label("时区")).to_have_value("Europe/Berlin")
+    expect(page.get_by_label("时区")).to_be_focused()  # not 旧密码, far from the message
     page.click("a.navbar-brand")
     expect(row).to_contain_text("2026-11-30 17:00:00")
     expect(page.locator("#id_created_from")).to_have_attribute(

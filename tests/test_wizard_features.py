@@ -82,6 +82,9 @@ def test_an_aiak_template_the_pool_can_never_hold_is_pointed_out_when_chosen(ali
     # llama2 70b: 4 instances x 8 A800 = 32 cards; the local pool has 8 in all.
     assert big.status_code == small.status_code == 200
     assert 'id="aiak-misfit"' in big.content.decode() and "32" in big.content.decode()
+    # Said politely (a status), not as an alert: arrowing through the templates drew one per
+    # template and each interrupted what was being read (qa84).
+    assert 'id="aiak-misfit" role="status"' in big.content.decode()
     assert 'id="aiak-misfit"' not in small.content.decode()
 
 
