@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop
 
 from .backends import BackendError, get_backend
+from .backends.remote import STOP_LOOKING_AT, console_time
 from .models import FINAL_STATUSES, DeletedJob, Job, JobStatus, LocalRun, ReviewState
 from .runtime_env import GROUP_INDEX, GROUP_TOTAL, GROUP_VARIABLES, group_task_of
 from .services import job_event, job_transition, jobs_submit, recorded, signing_key
@@ -65,6 +66,19 @@ DELETE_WHILE_LOOKED_FOR = gettext_lazy(
     "The job is being looked for on its platform: a create of it got no clear answer, so the "
     "platform may have made it. The worker stops it there if it finds it; delete the job "
     "again once it has stopped."
+)
+# The same two while the platform may still be working on that create: with the time the job
+# is looked for (stop_look_time), as its reason says it (qa84: said without it, though the
+# stop waits for it).
+DELETE_ONLY_STOPPED_AT = gettext_lazy(
+    "The job was stopped, not deleted: a create of it got no clear answer, and its platform "
+    "may still make it. The worker looks for it there at %(time)s and stops it if found; "
+    "delete the job again once it has stopped."
+)
+DELETE_WHILE_LOOKED_FOR_AT = gettext_lazy(
+    "The job is being looked for on its platform: a create of it got no clear answer, and the "
+    "platform may still make it. The worker looks for it there at %(time)s and stops it if "
+    "found; delete the job again once it has stopped."
 )
 
 # Why Delete keeps a job left Submitting by a worker that died sending it, while the worker
@@ -143,6 +157,25 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "", send: bo
     return False
 
 
+def stop_look_time(job: Job) -> str:
+    """When the worker looks on its platform for what a create of the job, stopped (Stopping)
+    while that create got no clear answer, may still make, as its reason says it
+    (STOP_LOOKING_AT: in the console's zone); "" when it looks at its next pass, or the job
+    is not one stopped so. What Stop, Delete, their selected forms and the API say of such a
+    job is worded with it here."""
+    if job.status != S.STOPPING:
+        return ""
+    at = get_backend(job.backend).stop_look_at(job)
+    return console_time(at) if at else ""
+
+
+def stop_looked_for(job: Job) -> str:
+    """What a Stop that went through says of a job whose platform may still make it
+    (stop_look_time), in the reader's language: its reason's words; "" for any other job."""
+    at = stop_look_time(job)
+    return _(STOP_LOOKING_AT) % {"time": at} if at else ""
+
+
 def job_stoppable(job: Job) -> bool:
     """Whether job_stop has anything to do: not once the job has ended or is stopping."""
     return not (job.status in FINAL_STATUSES or job.status in (S.STOPPING, S.REJECTED))
@@ -202,7 +235,10 @@ def job_delete(*, job: Job, for_retention: bool = False, actor: User | None = No
         job_stop(job=job, actor=actor)
         job.refresh_from_db()
         if job.status == S.STOPPING:
-            raise ActionError(str(DELETE_ONLY_STOPPED))
+            at = stop_look_time(job)
+            raise ActionError(
+                str(DELETE_ONLY_STOPPED_AT % {"time": at} if at else DELETE_ONLY_STOPPED)
+            )
     if job.status not in FINAL_STATUSES and job.status in NOT_STARTED:
         job_stop(job=job, actor=actor, message=recorded(gettext_noop("Stopped to be deleted.")))
         # The worker may have started sending it since the page loaded: job_stop then found
@@ -425,7 +461,8 @@ def job_delete_refusal(job: Job) -> str:
         if job_delete_looked_for(job):
             # Stopped (a first Delete: job_delete_only_stops) after such a create: nothing is
             # being sent. Until left47 this said it was, and to stop the job.
-            return str(DELETE_WHILE_LOOKED_FOR)
+            at = stop_look_time(job)
+            return str(DELETE_WHILE_LOOKED_FOR_AT % {"time": at} if at else DELETE_WHILE_LOOKED_FOR)
         if get_backend(job.backend).submit_looked_for(job):
             # Until lookfix this said it was being sent right now, to wait a moment.
             return str(DELETE_WHILE_SUBMIT_LOOKED_FOR)

@@ -395,8 +395,8 @@ def _describe_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
 
 def _stop_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
     found = _job(_params(request), owner)
-    job_stopped(job=found, owner=owner)
-    return {"jobId": found.public_id, "jobName": found.name}
+    warnings = job_stopped(job=found, owner=owner)
+    return {"jobId": found.public_id, "jobName": found.name, **warnings}
 
 
 def _batch_stop_jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:

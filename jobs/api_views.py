@@ -77,6 +77,7 @@ from .actions import (
     job_delete,
     job_priority_change,
     job_stop,
+    stop_looked_for,
 )
 from .aihc.mapping import v1_fault_tolerance_args
 from .api_keys import ApiAuthError, verify_request
@@ -854,13 +855,21 @@ def jobs_found(
     return found.order_by(ordering, "-id" if order == "desc" else "id")
 
 
-def job_stopped(*, job: Job, owner: Any) -> None:
+# A stop's warning (beside its result, as a delete's SecretLeftForWorker) when the job's
+# platform may still make it from a create that got no clear answer: when it is looked for.
+STOP_LOOKED_FOR_LATER = "LookedForLater"
+
+
+def job_stopped(*, job: Job, owner: Any) -> dict[str, Any]:
     """Stops the job; one that has already finished or is stopping is answered the same way
-    (a retried stop is not an error)."""
+    (a retried stop is not an error). The answer's `warnings`, as the job page's Stop says
+    it, when the job is looked for on its platform later (qa84); none otherwise."""
     try:
-        job_stop(job=job, actor=owner)
+        stopping = job_stop(job=job, actor=owner)
     except ActionError as exc:
         raise ApiError(409, "Conflict", str(exc)) from None
+    said = stopping and stop_looked_for(job)
+    return {"warnings": [{"code": STOP_LOOKED_FOR_LATER, "message": said}]} if said else {}
 
 
 SECRET_LEFT_FOR_WORKER = "SecretLeftForWorker"
@@ -1599,8 +1608,8 @@ def job(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
 @api_view("POST")
 def job_stop_api(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
     found = _own_job(request, owner, job_id)
-    job_stopped(job=found, owner=owner)
-    return {"result": {"jobId": found.public_id, "jobName": found.name}}
+    warnings = job_stopped(job=found, owner=owner)
+    return {"result": {"jobId": found.public_id, "jobName": found.name}, **warnings}
 
 
 @api_view("GET")

@@ -16,6 +16,8 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.admin.options import ActionLocation
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
+from django.utils.dateparse import parse_datetime
+from django.utils.html import format_html_join
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -25,6 +27,7 @@ from .admin_lists import (
     OwnerFilter,
     PermissionBeforeLookupMixin,
 )
+from .backends.remote import console_time
 from .models import DeletedJob
 from .summary import retention_words
 
@@ -112,7 +115,7 @@ class DeletedJobAdmin(ReadOnlyAdmin):
     ordering = ["-deleted_at"]
     search_fields = ["public_id", "name", "owner__username", "api_key"]
     list_select_related = ["owner"]
-    fields = ["deleted_at", "public_id", "task_name", "owner", "how"]
+    fields = ["deleted_at", "public_id", "task_name", "owner", "how", "late_creates"]
     readonly_fields = fields
 
     # A queue group's task with its place in the group, `qa-grp 2/3`, as the job list names it.
@@ -132,3 +135,45 @@ class DeletedJobAdmin(ReadOnlyAdmin):
             return _("Deleted by its owner (the job's page or list)")
         # Deleted before 0037, which did not record a key.
         return _("Deleted by its owner (the job's page or list, or the API with their key)")
+
+    @admin.display(description=gettext_lazy("late AIHC jobs"))
+    def late_creates(self, obj: DeletedJob) -> str | None:
+        """What the watch for an AIHC create landing after the deletion found and did
+        (DeletedJob.duplicates_found), in the page's language; None (shown "-"): not watched."""
+        if obj.duplicate_watch_until is None:
+            return None
+        lines = []
+        for found in obj.duplicates_found or []:
+            at = parse_datetime(str(found.get("at") or ""))
+            words = {
+                "id": found.get("id", ""),
+                "time": console_time(at, date=True) if at else "?",
+                "error": found.get("error") or "?",
+                "until": console_time(obj.duplicate_watch_until, date=True),
+            }
+            if found.get("error"):
+                lines.append(
+                    _(
+                        "AIHC job %(id)s carries this job's id label: a create that got no clear "
+                        "answer landed after the deletion. AIHC refused to stop it at %(time)s "
+                        "(%(error)s); the worker tries again every minute until %(until)s. Stop "
+                        "it in AIHC's console if it runs on."
+                    )
+                    % words
+                )
+            else:
+                lines.append(
+                    _(
+                        "Stopped AIHC job %(id)s at %(time)s: it carries this job's id label, "
+                        "made by a create that got no clear answer and landed after the "
+                        "deletion. It stays in AIHC's job list: delete it there once its logs "
+                        "are not needed."
+                    )
+                    % words
+                )
+        if not lines:
+            return _(
+                "None found so far: a create of the job got no clear answer, so the worker "
+                "looks on AIHC for a job carrying its id label until %(until)s and stops it."
+            ) % {"until": console_time(obj.duplicate_watch_until, date=True)}
+        return format_html_join("", "<p>{}</p>", ((line,) for line in lines))

@@ -947,6 +947,12 @@ class DeletedJob(models.Model):
     # for it meanwhile: {"pool": …, "queue": …} (AihcBackend.stop_duplicates).
     duplicate_watch_until = models.DateTimeField(null=True, blank=True, editable=False)
     duplicate_watch = models.JSONField(null=True, blank=True, editable=False)
+    # What that watch found: each AIHC job carrying its label that such a create made, as
+    # {"id": …, "at": ISO time, "error": …}, stopped at "at" ("error" empty) or its stop
+    # refused then ("error": AIHC's code, HTTP status and request id, never its words, which
+    # may quote a secret value a deleted job no longer keeps to mask). Shown on its Deleted
+    # jobs admin page (qa84: said in the worker's log only). Null: none found.
+    duplicates_found = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         verbose_name = _("deleted job")
@@ -954,6 +960,16 @@ class DeletedJob(models.Model):
 
     def __str__(self) -> str:
         return self.public_id
+
+    def duplicate_found(self, job_id: str, *, refused: str = "") -> None:
+        """Records AIHC job `job_id`, found by the watch: stopped now, or its stop `refused`
+        (recorded once a job, not at every minute's try)."""
+        found = list(self.duplicates_found or [])
+        if refused and any(f.get("id") == job_id for f in found):
+            return
+        found.append({"id": job_id, "at": timezone.now().isoformat(), "error": refused})
+        DeletedJob.objects.filter(pk=self.pk).update(duplicates_found=found)
+        self.duplicates_found = found
 
     @property
     def task_name(self) -> str:

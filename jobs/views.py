@@ -59,6 +59,7 @@ from .actions import (
     job_submit_again,
     jobs_delete,
     jobs_stop,
+    stop_looked_for,
 )
 from .backends import BackendError, NoLog, aihc, get_backend, kubernetes, no_log_yet
 from .compare import (
@@ -1445,7 +1446,11 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
         messages.error(request, exc.args[0])
     else:
         waits = (job.status_reason_source or {}).get("key")
-        if stopping and waits in (STOP_WAITS_MESSAGE, NO_WORKER_STOP_MESSAGE):
+        looked_for = stopping and stop_looked_for(job)
+        if looked_for:
+            # Its platform may still make it: when it is looked for (qa84).
+            messages.warning(request, looked_for)
+        elif stopping and waits in (STOP_WAITS_MESSAGE, NO_WORKER_STOP_MESSAGE):
             # Its processes are where the active worker is not, or no worker runs: the stop
             # waits for one (there).
             messages.warning(request, _(waits))
@@ -1960,6 +1965,13 @@ def _say_stopped(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
             % {"count": waiting}
         )
     _say(request, parts, missing, done=bool(done))
+    for outcome in outcomes:
+        if outcome.done and (looked_for := stop_looked_for(outcome.job)):
+            # As its own page's Stop says it (qa84).
+            messages.warning(
+                request,
+                _("Job %(name)s: %(said)s") % {"name": outcome.job.task_name, "said": looked_for},
+            )
     for outcome in outcomes:
         if outcome.error:
             messages.error(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import os
@@ -1018,6 +1019,115 @@ def test_the_job_list_says_until_when_a_job_waits_for_a_create_to_land(
     assert "A create AIHC is still working on may show up later" in row
 
 
+def in_doubt(fake, aihc, alice, settings) -> tuple[Job, str, threading.Event]:
+    """A job Queued while AIHC holds its create (CREATE_SETTLING), when it is looked for as
+    its reason says it, and the event that lets AIHC carry the create out."""
+    release = held_create(fake, settings)
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    job.refresh_from_db()
+    timed_out = job.events.get(reason="SubmitTimedOut").created_at
+    return job, zoned(timed_out + timedelta(seconds=120)), release
+
+
+def test_stopping_a_job_whose_create_aihc_may_still_make_says_when_it_is_looked_for(
+    fake, aihc, alice, alice_en, settings
+):
+    """qa84: Stop said the ordinary "Stop requested." and its reason nothing of when, though
+    the stop waits for the create's time (_finish_stop_in_flight)."""
+    from django.contrib.messages import get_messages
+    from django.urls import reverse
+
+    job, at, release = in_doubt(fake, aihc, alice, settings)
+
+    answer = alice_en.post(reverse("job-stop", args=[job.public_id]), {"confirmed": "1"})
+
+    said = (
+        "Stop requested. A create of the job got no clear answer, and the platform may still "
+        f"make it: the worker looks for it there at {at} and stops it if found, or ends the job "
+        "Stopped if there is none."
+    )
+    assert [str(m) for m in get_messages(answer.wsgi_request)] == [said]
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING and job.status_reason_shown == said
+    with translation.override("zh-hans"):
+        assert f"将于 {at} 在平台上查找该任务" in job.status_reason_shown
+    release.set()
+
+
+def test_deleting_a_job_whose_create_aihc_may_still_make_says_when_it_is_looked_for(
+    fake, aihc, alice, alice_en, settings
+):
+    from django.contrib.messages import get_messages
+    from django.urls import reverse
+
+    job, at, release = in_doubt(fake, aihc, alice, settings)
+    delete = reverse("job-delete", args=[job.public_id])
+
+    alice_en.post(delete, {"confirmed": "1"})
+    again = alice_en.post(delete, {"confirmed": "1"})  # the first's message not read yet
+
+    assert [str(m) for m in get_messages(again.wsgi_request)] == [
+        "The job was stopped, not deleted: a create of it got no clear answer, and its platform "
+        f"may still make it. The worker looks for it there at {at} and stops it if found; "
+        "delete the job again once it has stopped.",
+        "The job is being looked for on its platform: a create of it got no clear answer, and "
+        f"the platform may still make it. The worker looks for it there at {at} and stops it "
+        "if found; delete the job again once it has stopped.",
+    ]
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    release.set()
+
+
+def test_stop_and_delete_selected_say_when_a_job_aihc_may_still_make_is_looked_for(
+    fake, aihc, alice, alice_en, settings
+):
+    from django.contrib.messages import get_messages
+    from django.urls import reverse
+
+    stopped, at, release = in_doubt(fake, aihc, alice, settings)
+    form = {"jobs": [stopped.public_id], "back": "", "confirmed": "1"}
+
+    stop = alice_en.post(reverse("job-bulk"), {**form, "action": "stop"})
+    delete = alice_en.post(reverse("job-bulk"), {**form, "action": "delete"})
+
+    assert [str(m) for m in get_messages(stop.wsgi_request)] == [
+        "Stop requested for 1 job.",
+        f"Job {stopped.name}: Stop requested. A create of the job got no clear answer, and the "
+        f"platform may still make it: the worker looks for it there at {at} and stops it if "
+        "found, or ends the job Stopped if there is none.",
+    ]
+    refused = [str(m) for m in get_messages(delete.wsgi_request)][-1]
+    assert refused.startswith(f"Job {stopped.name} was not deleted: ")
+    assert f"The worker looks for it there at {at} and stops it if found" in refused
+    release.set()
+
+
+def test_the_apis_stop_and_delete_say_when_a_job_aihc_may_still_make_is_looked_for(
+    fake, aihc, alice, settings
+):
+    from jobs.api_views import STOP_LOOKED_FOR_LATER, ApiError, job_deleted, job_stopped
+
+    job, at, release = in_doubt(fake, aihc, alice, settings)
+    other, _at, _release = in_doubt(fake, aihc, alice, settings)
+
+    answer = job_stopped(job=job, owner=alice)
+    with pytest.raises(ApiError) as deleted:
+        job_deleted(job=other, actor=alice)
+
+    [warning] = answer["warnings"]
+    assert warning["code"] == STOP_LOOKED_FOR_LATER
+    assert f"the worker looks for it there at {at} and stops it if found" in warning["message"]
+    assert f"The worker looks for it there at {_at} and stops it if found" in str(
+        deleted.value.message
+    )
+    # Stopped again (a retried stop): nothing more to say.
+    assert job_stopped(job=job, owner=alice) == {}
+    release.set()
+    _release.set()
+
+
 def test_a_create_that_lands_after_the_job_was_sent_again_is_stopped_there_and_said_on_the_job(
     fake, aihc, alice, settings
 ):
@@ -1138,6 +1248,86 @@ def test_a_create_that_lands_after_the_job_was_deleted_is_stopped_there(
     lists = len(fake.calls("DescribeJobs"))
     aihc.stop_duplicates()
     assert len(fake.calls("DescribeJobs")) == lists
+
+
+def deleted_in_doubt(fake, aihc, alice, settings) -> tuple[str, threading.Event]:
+    """A job deleted (Stopped first, its look finding none) while AIHC held its create, so
+    watched for it (DeletedJob.duplicate_watch_until): its id, and the create's release."""
+    from jobs.actions import ActionError, job_delete
+
+    job, _at, release = in_doubt(fake, aihc, alice, settings)
+    with pytest.raises(ActionError):
+        job_delete(job=job, actor=alice)  # stopped, not deleted
+    create_settled(job, seconds=180)
+    job.refresh_from_db()
+    aihc.sync(job)  # none yet: Stopped
+    job.refresh_from_db()
+    assert job_delete(job=job, actor=alice)
+    return job.public_id, release
+
+
+def deleted_job_page(superuser, public_id: str) -> str:
+    """The Deleted jobs admin page of the job, in English."""
+    from django.test import Client
+
+    from jobs.models import DeletedJob
+
+    staff = Client()
+    staff.force_login(superuser)
+    staff.cookies["django_language"] = "en"
+    pk = DeletedJob.objects.get(public_id=public_id).pk
+    return html.unescape(staff.get(f"/admin/jobs/deletedjob/{pk}/change/").content.decode())
+
+
+def test_a_deleted_jobs_late_create_stopped_on_aihc_is_said_on_its_admin_page(
+    fake, aihc, alice, superuser, settings
+):
+    """qa84: what the watch of a deleted job found and did was said in the worker's log only."""
+    public_id, release = deleted_in_doubt(fake, aihc, alice, settings)
+    assert "None found so far" in deleted_job_page(superuser, public_id)
+    release.set()
+    landed(fake, 1)
+    [late] = fake.jobs
+
+    aihc.stop_duplicates()
+    aihc.stop_duplicates()  # stopped: not again, not recorded again
+
+    page = deleted_job_page(superuser, public_id)
+    assert f"Stopped AIHC job {late} at " in page
+    assert page.count(f"AIHC job {late}") == 1
+
+
+def test_a_refused_stop_of_a_deleted_jobs_late_create_keeps_aihcs_words_out(
+    fake, aihc, alice, superuser, settings, caplog
+):
+    """qa84: a deleted job keeps no spec, so the secret values AIHC's error may quote are not
+    known to mask: of AIHC's error only its code, status and request id are said for it."""
+    from jobs.models import DeletedJob
+
+    secret = "sk-live-7Hq2"  # e.g. an env value of the job, quoted back by AIHC
+    public_id, release = deleted_in_doubt(fake, aihc, alice, settings)
+    release.set()
+    landed(fake, 1)
+    [late] = fake.jobs
+    fake.fail_next("DescribeJobs", status=403, code="AccessDenied", message=f"env {secret}")
+    fake.fail_next("StopJob", status=403, code="AccessDenied", message=f"env {secret}", times=2)
+
+    with caplog.at_level(logging.WARNING, "jobs.aihc"):
+        aihc.stop_duplicates()  # the look refused
+        aihc.stop_duplicates()  # the stop refused
+        aihc.stop_duplicates()  # refused again: recorded once
+
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "AccessDenied, HTTP 403" in logged and secret not in logged
+    [found] = DeletedJob.objects.get(public_id=public_id).duplicates_found
+    assert found["id"] == late and found["error"].startswith("AccessDenied, HTTP 403")
+    page = deleted_job_page(superuser, public_id)
+    assert f"AIHC job {late} carries this job's id label" in page and secret not in page
+    assert "AccessDenied, HTTP 403" in page
+
+    aihc.stop_duplicates()  # AIHC takes the stop now
+
+    assert f"Stopped AIHC job {late} at " in deleted_job_page(superuser, public_id)
 
 
 def test_a_job_deleted_with_no_create_in_doubt_keeps_no_watch(fake, aihc, alice):
@@ -1853,6 +2043,36 @@ def test_an_aihc_event_of_the_second_the_console_asked_for_a_stop_is_listed_afte
     assert reasons.index("Stopping") < reasons.index("AIHC:Killing")
     running = job.events.get(reason="AIHC:Running").created_at
     assert running <= asked and reasons.index("AIHC:Running") < reasons.index("Stopping")
+
+
+def test_an_aihc_event_of_the_second_a_job_in_doubt_was_adopted_to_stop_is_listed_after_it(
+    fake, aihc, alice, settings
+):
+    """qa84: found on AIHC after its Stop and adopted to be stopped ("Submitted"), the job's
+    stop goes out in that second with no event of its own, and AIHC's events of that second
+    showed before the adoption."""
+    from jobs.actions import job_stop
+
+    job, _at, release = in_doubt(fake, aihc, alice, settings)
+    job_stop(job=job, actor=alice)
+    release.set()
+    landed(fake, 1)
+    # The Stop and the create long ago: the create's time is over, and its events' seconds
+    # are not the adoption's.
+    job.events.update(created_at=F("created_at") - timedelta(seconds=180))
+    job.refresh_from_db()
+    aihc.sync(job)  # found by its label, adopted, stopped there
+    adopted = job.events.get(reason="Submitted").created_at
+    second = f"{adopted.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+    aihc_event(fake, job, "Killing", "stopping container pytorch", second)
+
+    job.refresh_from_db()
+    aihc.sync(job)
+    aihc.sync(job)
+
+    reasons = list(job.events.values_list("reason", flat=True))
+    assert reasons.count("AIHC:Killing") == 1
+    assert reasons.index("Stopping") < reasons.index("Submitted") < reasons.index("AIHC:Killing")
 
 
 def test_an_aihc_event_with_a_time_that_cannot_be_read_is_dated_when_copied_and_copied_once(

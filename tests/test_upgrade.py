@@ -506,7 +506,8 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # job's stop sent past 0040 (none: none of these jobs had one out), the Kubernetes
     # training API a job was created under past 0042 (none: read as v1, as before the setting),
     # a user's time zone past 0043 (none: the console's) and an AIHC job's watch for a create
-    # landing late past 0045 (none: not watched), a deleted job's past 0047 (the same).
+    # landing late past 0045 (none: not watched), a deleted job's past 0047 (the same) and
+    # what that watch found past 0048 (none).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -1057,6 +1058,33 @@ def test_upgrading_past_0034_keeps_deleted_jobs_records_and_downgrading_drops_th
 
     again = migrate(None)
     assert not again.get_model("jobs", "DeletedJob").objects.exists()
+
+
+def test_downgrading_past_0048_keeps_deleted_jobs_records_without_what_their_watch_found(
+    at_latest_after,
+):
+    new = migrate(None)
+    alice = new.get_model("auth", "User").objects.create(username="alice")
+    until = timezone.now() + timedelta(hours=1)
+    new.get_model("jobs", "DeletedJob").objects.create(
+        public_id="job-gone",
+        owner_id=alice.pk,
+        name="gone",
+        deleted_at=timezone.now(),
+        duplicate_watch_until=until,
+        duplicate_watch={"pool": "p", "queue": "default"},
+        duplicates_found=[{"id": "pytorchjob-x", "at": "2026-12-06T13:00:00+00:00", "error": ""}],
+    )
+
+    old = migrate("0047_deleted_job_duplicate_watch")
+    kept = old.get_model("jobs", "DeletedJob").objects.values_list(
+        "public_id", "duplicate_watch_until"
+    )
+    assert list(kept) == [("job-gone", until)]
+
+    again = migrate(None)
+    [row] = again.get_model("jobs", "DeletedJob").objects.all()
+    assert row.duplicates_found is None and row.duplicate_watch_until == until
 
 
 def test_upgrading_past_0035_makes_the_apis_not_started_standalone_jobs_queue_tasks_of_one(

@@ -95,7 +95,6 @@ from .base import (
     got_no_answer,
 )
 from .remote import (
-    STOP_LOOKING,
     STUCK_SUBMITTING,
     UNANSWERED_SYNCS_BEFORE_STATUS,
     RemoteBackend,
@@ -198,7 +197,10 @@ SERVER_ERROR_EVENT = "SubmitServerError"
 # Creates that got no clear answer: each may or may not have created the job.
 UNANSWERED_EVENTS = (TIMEOUT_EVENT, SERVER_ERROR_EVENT)
 # The console's events of its requests to AIHC (sending the job, a stop): AIHC's events of
-# their second are listed after them (_sync_events).
+# their second are listed after them (_sync_events). So are they after a "Submitted" that
+# follows a "Stopping": a job stopped while its create had no clear answer, found then and
+# adopted to stop it, its stop sent at once with no event of its own (it is Stopping already;
+# qa84: AIHC's events of that stop showed before the adoption).
 REQUEST_REASONS = ("Submitting", "Stopping")
 # A look for what a create may have made that AIHC has refused for an hour (remote.
 # LOOK_REFUSED_GIVE_UP): said as the job is given up, Submit failed, on the submit's look and on
@@ -355,6 +357,18 @@ def _refused(exc: AihcError) -> bool:
 def _may_have_created(exc: AihcError) -> bool:
     """No answer, or a server error: AIHC may have created the job before failing."""
     return isinstance(exc, AihcTimeout) or exc.status >= 500
+
+
+def _error_without_words(exc: AihcError) -> str:
+    """AIHC's error without its message: its code, HTTP status and request id (never empty:
+    the error's kind, if it has none of them). For a deleted job, whose secret values (which
+    AIHC may quote) are no longer known to mask."""
+    parts = (
+        exc.code,
+        f"HTTP {exc.status}" if exc.status else "",
+        f"requestId {exc.request_id}" if exc.request_id else "",
+    )
+    return ", ".join(part for part in parts if part) or type(exc).__name__
 
 
 def _sync_error(exc: AihcError, secrets: list[str]) -> BackendError:
@@ -1207,16 +1221,29 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 queue=str(where.get("queue") or "default"),
                 name=gone.name,
                 job=None,
+                deleted=gone,
             )
 
     def _look_for_duplicates(
-        self, *, public_id: str, pool: str, queue: str, name: str, job: Job | None
+        self,
+        *,
+        public_id: str,
+        pool: str,
+        queue: str,
+        name: str,
+        job: Job | None,
+        deleted: DeletedJob | None = None,
     ) -> None:
         """Stops the AIHC jobs named `name` in `pool` that carry `public_id`'s label, are not
-        ended, and are not the one `job` follows (`job` None: deleted, so none is followed;
-        said in the log only). A refusal of the look is logged and looked again next minute."""
+        ended, and are not the one `job` follows (`job` None: `deleted`, so none is followed;
+        said on its record, DeletedJob.duplicates_found, and in the log). A refusal of the
+        look is logged and looked again next minute."""
         config, client = self._setup()
         secrets = job.secret_values() if job is not None else []
+        # A deleted job keeps no spec, so the secret values an AIHC message may quote (its
+        # body's envs) are not known to mask: of AIHC's error only its code, HTTP status and
+        # request id are logged and recorded for it, never its words (qa84).
+        said = logged_error if job is not None else _error_without_words
         version = config.version(pool)
         followed = job.external_id if job is not None else ""
         try:
@@ -1234,20 +1261,22 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 except AihcError as exc:
                     if exc.code == "JobNotFound":
                         continue
-                    self._duplicate_not_stopped(public_id, other, exc, job, secrets)
+                    self._duplicate_not_stopped(public_id, other, exc, job, secrets, deleted)
                     continue
-                self._duplicate_stopped(public_id, other, job)
+                self._duplicate_stopped(public_id, other, job, deleted)
         except AihcError as exc:
             if got_no_answer(exc) or _never_reached_aihc(exc):
                 raise _sync_error(exc, secrets) from None
             logger.warning(
                 "looking on AIHC for duplicates of %s failed: %s; looked again in a minute",
                 public_id,
-                scrub(logged_error(exc), secrets),
+                scrub(said(exc), secrets),
             )
 
     @staticmethod
-    def _duplicate_stopped(public_id: str, other: str, job: Job | None) -> None:
+    def _duplicate_stopped(
+        public_id: str, other: str, job: Job | None, deleted: DeletedJob | None
+    ) -> None:
         logger.warning(
             "stopped AIHC job %s: it carries %s's id label, and the console follows %s",
             other,
@@ -1255,7 +1284,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             (job.external_id if job is not None else "") or "none",
         )
         if job is None:
-            return  # deleted: the log says it
+            if deleted is not None:
+                deleted.duplicate_found(other)
+            return
         if job.external_id:
             job_event(
                 job=job,
@@ -1276,18 +1307,25 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
 
     @staticmethod
     def _duplicate_not_stopped(
-        public_id: str, other: str, exc: AihcError, job: Job | None, secrets: list[str]
+        public_id: str,
+        other: str,
+        exc: AihcError,
+        job: Job | None,
+        secrets: list[str],
+        deleted: DeletedJob | None,
     ) -> None:
         logger.warning(
             "AIHC job %s carries %s's id label; stopping it failed: %s",
             other,
             public_id,
-            scrub(logged_error(exc), secrets),
+            scrub(logged_error(exc), secrets) if job is not None else _error_without_words(exc),
         )
+        if job is None:
+            if deleted is not None:
+                deleted.duplicate_found(other, refused=_error_without_words(exc))
+            return
         # Said once on the job, not every minute.
-        if job is None or (
-            job.events.filter(reason="DuplicateFound", message__contains=other).exists()
-        ):
+        if job.events.filter(reason="DuplicateFound", message__contains=other).exists():
             return
         job_event(
             job=job,
@@ -1810,9 +1848,16 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         secrets: list[str],
     ) -> None:
         # Before the read: a request recorded after it is not one the events read answered.
-        requests = list(
-            job.events.filter(reason__in=REQUEST_REASONS).values_list("created_at", flat=True)
-        )
+        requests = []
+        stopping = False
+        for reason, at in (
+            job.events.filter(reason__in=[*REQUEST_REASONS, "Submitted"])
+            .order_by("created_at", "pk")
+            .values_list("reason", "created_at")
+        ):
+            if reason in REQUEST_REASONS or stopping:
+                requests.append(at)
+            stopping = stopping or reason == "Stopping"
         try:
             events = client.job_events(
                 pool=job.resource_pool,
@@ -1954,7 +1999,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         if not job.external_id and self.create_unsettled(job):
             # A create got no clear answer: what it made is looked for, and stopped there
             # (_finish_stop_in_flight). Until left42 such a Queued job was Stopped.
-            target, message = JobStatus.STOPPING, recorded(STOP_LOOKING)
+            target, message = JobStatus.STOPPING, self._stop_looking(job)
         elif job.status == JobStatus.QUEUED or (
             not job.external_id and job.status != JobStatus.SUBMITTING
         ):

@@ -459,6 +459,12 @@ class Backend(ABC):
         stop(), never as one nothing runs for."""
         return False
 
+    def stop_look_at(self, job: Job) -> datetime | None:
+        """When a stop of the job, which the platform may still make from a create that got
+        no clear answer, looks for it there, if that is still to come (jobs.actions.
+        stop_look_time); None: at the worker's next pass."""
+        return None
+
     def submit_looked_for(self, job: Job) -> bool:
         """Whether the job, left Submitting by a worker that died sending it, waits on a look
         for what that create made which the platform refused: nothing is being sent."""

@@ -106,7 +106,6 @@ from .base import (
     got_no_answer,
 )
 from .remote import (
-    STOP_LOOKING,
     STUCK_SUBMITTING,
     UNANSWERED_SYNCS_BEFORE_STATUS,
     RemoteBackend,
@@ -2059,7 +2058,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 # and deleted (_finish_stop_in_flight). From the status the database gives if
                 # the worker took it to send meanwhile (Submitting: what that create makes is
                 # deleted when it lands); until review 50 the stop was lost so.
-                self._stopping(job, recorded(STOP_LOOKING))
+                self._stopping(job, self._stop_looking(job))
             else:
                 self._move(job, JobStatus.STOPPED, "Stopped", recorded(STOP_REQUESTED))
             return

@@ -65,6 +65,15 @@ STOP_LOOKING = gettext_noop(
     "Stop requested. A create of the job got no clear answer, so the platform may have made "
     "it: the worker looks for it and stops it, or ends the job Stopped if there is none."
 )
+# The same while the platform may still be working on that create (create_wait), said with
+# the time the job is looked for (stop_look_at), as its Queued reason said it; the Stop's and
+# Delete's words say it too (jobs.actions.stop_look_time). Until qa84 they said the ordinary
+# words, and the stop waited for that time unsaid.
+STOP_LOOKING_AT = gettext_noop(
+    "Stop requested. A create of the job got no clear answer, and the platform may still make "
+    "it: the worker looks for it there at %(time)s and stops it if found, or ends the job "
+    "Stopped if there is none."
+)
 # The statuses in which a job submitted again after a submission given up on refused looks
 # (given_up_submission_start) is stopped as one whose create is unsettled (create_unsettled).
 # Pending review too: Submit again held it for review, and its Stop withdraws it and looks
@@ -560,6 +569,17 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         if unanswered_creates(job, self.unanswered_events).exists():
             return True
         return job.status in SUBMITTED_AGAIN and given_up_submission_start(job) is not None
+
+    def stop_look_at(self, job: Job) -> datetime | None:
+        if job.external_id:
+            return None
+        wait = self.create_wait(job)
+        return wait if wait is not None and wait > timezone.now() else None
+
+    def _stop_looking(self, job: Job) -> str:
+        """The reason of a job stopped while a create of it got no clear answer."""
+        at = self.stop_look_at(job)
+        return recorded(STOP_LOOKING_AT, time=console_time(at)) if at else recorded(STOP_LOOKING)
 
     def stop_asks_platform(self, job: Job) -> bool:
         return bool(job.external_id)  # before the platform has it, its stop is the database's
