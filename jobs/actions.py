@@ -68,7 +68,7 @@ DELETE_WHILE_LOOKED_FOR = gettext_lazy(
     "again once it has stopped."
 )
 # The same two while the platform may still be working on that create: with the time the job
-# is looked for (stop_look_time), as its reason says it (qa84: said without it, though the
+# is looked for (stop_look_time), as its reason says it (qa83: said without it, though the
 # stop waits for it).
 DELETE_ONLY_STOPPED_AT = gettext_lazy(
     "The job was stopped, not deleted: a create of it got no clear answer, and its platform "

@@ -863,7 +863,7 @@ STOP_LOOKED_FOR_LATER = "LookedForLater"
 def job_stopped(*, job: Job, owner: Any) -> dict[str, Any]:
     """Stops the job; one that has already finished or is stopping is answered the same way
     (a retried stop is not an error). The answer's `warnings`, as the job page's Stop says
-    it, when the job is looked for on its platform later (qa84); none otherwise."""
+    it, when the job is looked for on its platform later (qa83); none otherwise."""
     try:
         stopping = job_stop(job=job, actor=owner)
     except ActionError as exc:

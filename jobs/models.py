@@ -951,7 +951,7 @@ class DeletedJob(models.Model):
     # {"id": …, "at": ISO time, "error": …}, stopped at "at" ("error" empty) or its stop
     # refused then ("error": AIHC's code, HTTP status and request id, never its words, which
     # may quote a secret value a deleted job no longer keeps to mask). Shown on its Deleted
-    # jobs admin page (qa84: said in the worker's log only). Null: none found.
+    # jobs admin page (qa83: said in the worker's log only). Null: none found.
     duplicates_found = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:

@@ -1448,7 +1448,7 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
         waits = (job.status_reason_source or {}).get("key")
         looked_for = stopping and stop_looked_for(job)
         if looked_for:
-            # Its platform may still make it: when it is looked for (qa84).
+            # Its platform may still make it: when it is looked for (qa83).
             messages.warning(request, looked_for)
         elif stopping and waits in (STOP_WAITS_MESSAGE, NO_WORKER_STOP_MESSAGE):
             # Its processes are where the active worker is not, or no worker runs: the stop
@@ -1967,7 +1967,7 @@ def _say_stopped(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
     _say(request, parts, missing, done=bool(done))
     for outcome in outcomes:
         if outcome.done and (looked_for := stop_looked_for(outcome.job)):
-            # As its own page's Stop says it (qa84).
+            # As its own page's Stop says it (qa83).
             messages.warning(
                 request,
                 _("Job %(name)s: %(said)s") % {"name": outcome.job.task_name, "said": looked_for},

@@ -1033,7 +1033,7 @@ def in_doubt(fake, aihc, alice, settings) -> tuple[Job, str, threading.Event]:
 def test_stopping_a_job_whose_create_aihc_may_still_make_says_when_it_is_looked_for(
     fake, aihc, alice, alice_en, settings
 ):
-    """qa84: Stop said the ordinary "Stop requested." and its reason nothing of when, though
+    """qa83: Stop said the ordinary "Stop requested." and its reason nothing of when, though
     the stop waits for the create's time (_finish_stop_in_flight)."""
     from django.contrib.messages import get_messages
     from django.urls import reverse
@@ -1282,7 +1282,7 @@ def deleted_job_page(superuser, public_id: str) -> str:
 def test_a_deleted_jobs_late_create_stopped_on_aihc_is_said_on_its_admin_page(
     fake, aihc, alice, superuser, settings
 ):
-    """qa84: what the watch of a deleted job found and did was said in the worker's log only."""
+    """qa83: what the watch of a deleted job found and did was said in the worker's log only."""
     public_id, release = deleted_in_doubt(fake, aihc, alice, settings)
     assert "None found so far" in deleted_job_page(superuser, public_id)
     release.set()
@@ -1300,7 +1300,7 @@ def test_a_deleted_jobs_late_create_stopped_on_aihc_is_said_on_its_admin_page(
 def test_a_refused_stop_of_a_deleted_jobs_late_create_keeps_aihcs_words_out(
     fake, aihc, alice, superuser, settings, caplog
 ):
-    """qa84: a deleted job keeps no spec, so the secret values AIHC's error may quote are not
+    """qa83: a deleted job keeps no spec, so the secret values AIHC's error may quote are not
     known to mask: of AIHC's error only its code, status and request id are said for it."""
     from jobs.models import DeletedJob
 
@@ -2048,7 +2048,7 @@ def test_an_aihc_event_of_the_second_the_console_asked_for_a_stop_is_listed_afte
 def test_an_aihc_event_of_the_second_a_job_in_doubt_was_adopted_to_stop_is_listed_after_it(
     fake, aihc, alice, settings
 ):
-    """qa84: found on AIHC after its Stop and adopted to be stopped ("Submitted"), the job's
+    """qa83: found on AIHC after its Stop and adopted to be stopped ("Submitted"), the job's
     stop goes out in that second with no event of its own, and AIHC's events of that second
     showed before the adoption."""
     from jobs.actions import job_stop

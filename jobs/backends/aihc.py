@@ -200,7 +200,7 @@ UNANSWERED_EVENTS = (TIMEOUT_EVENT, SERVER_ERROR_EVENT)
 # their second are listed after them (_sync_events). So are they after a "Submitted" that
 # follows a "Stopping": a job stopped while its create had no clear answer, found then and
 # adopted to stop it, its stop sent at once with no event of its own (it is Stopping already;
-# qa84: AIHC's events of that stop showed before the adoption).
+# qa83: AIHC's events of that stop showed before the adoption).
 REQUEST_REASONS = ("Submitting", "Stopping")
 # A look for what a create may have made that AIHC has refused for an hour (remote.
 # LOOK_REFUSED_GIVE_UP): said as the job is given up, Submit failed, on the submit's look and on
@@ -1242,7 +1242,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         secrets = job.secret_values() if job is not None else []
         # A deleted job keeps no spec, so the secret values an AIHC message may quote (its
         # body's envs) are not known to mask: of AIHC's error only its code, HTTP status and
-        # request id are logged and recorded for it, never its words (qa84).
+        # request id are logged and recorded for it, never its words (qa83).
         said = logged_error if job is not None else _error_without_words
         version = config.version(pool)
         followed = job.external_id if job is not None else ""

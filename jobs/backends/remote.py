@@ -67,7 +67,7 @@ STOP_LOOKING = gettext_noop(
 )
 # The same while the platform may still be working on that create (create_wait), said with
 # the time the job is looked for (stop_look_at), as its Queued reason said it; the Stop's and
-# Delete's words say it too (jobs.actions.stop_look_time). Until qa84 they said the ordinary
+# Delete's words say it too (jobs.actions.stop_look_time). Until qa83 they said the ordinary
 # words, and the stop waited for that time unsaid.
 STOP_LOOKING_AT = gettext_noop(
     "Stop requested. A create of the job got no clear answer, and the platform may still make "
