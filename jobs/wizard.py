@@ -215,6 +215,11 @@ ROLES_BY_FRAMEWORK = "_roles_by_framework"
 # Draft.data key: the framework whose kept table was put back, said on the resources step
 # until that step is done or the framework changes again.
 ROLES_RESTORED = "_roles_restored"
+# Draft.data key: the later step a draft saved from a discarded draft's page holds
+# (draft_recovered). The steps before it start afresh, which each of them says until that step
+# is reached (saved in any way): the draft opens at 基础信息, the first step not done, and
+# without a word the user did not know why, nor that what they saved was still there (qa82).
+RECOVERED_STEP = "_recovered_step"
 
 
 def copied_from_deleted(draft: Draft) -> dict[str, str] | None:
@@ -3073,6 +3078,15 @@ def roles_restored(state: WizardState) -> str:
     return restored if restored == state.framework else ""
 
 
+def recovered_step_ahead(draft: Draft, step: str) -> str:
+    """The step saved from a discarded draft's page (RECOVERED_STEP) when `step` comes before
+    it and it has not been reached yet, else ""."""
+    recovered = draft.data.get(RECOVERED_STEP)
+    if recovered in FORM_STEPS and STEPS.index(step) < STEPS.index(recovered):
+        return str(recovered)
+    return ""
+
+
 def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
     """Handles a step's POST: saves what was typed, then acts on the button pressed.
 
@@ -3237,6 +3251,8 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
         said = [str(n) for n in notices.get("marked_secret") or []]
         notices["marked_secret"] = said + [n for n in marked_secret if n not in said]
         draft.data[IMPORT_NOTICES] = notices
+    if draft.data.get(RECOVERED_STEP) == step:
+        draft.data.pop(RECOVERED_STEP)  # reached: the steps before it say no more about it
     prefix = ROW_PREFIX.get(step)
     index = STEPS.index(step)
     if prefix and action == "add-row":
@@ -3400,6 +3416,8 @@ def draft_recovered(*, owner: Any, step: str, raw: Raw, create_key: str = "") ->
     pool_id = _one(raw, "resource_pool") if step == BASIC else ""
     draft = draft_create(owner=owner, pool_id=pool_id, create_key=create_key)
     draft.data[step] = _without_nuls(raw)
+    if step != BASIC:
+        draft.data[RECOVERED_STEP] = step
     draft.save(update_fields=["data", "updated_at"])
     return draft
 
