@@ -76,6 +76,7 @@ from .runtime_env import (
 from .scheduler import RANKS, NextPass, line_jumped, next_pass
 from .services import jobs_submit
 from .summary import SHOWN_REPLICAS, in_role_table_order, role_words, spec_changes
+from .texts import list_words
 from .volume_access import GroupNames, pool_for_user, volume_refusals
 
 Raw = dict[str, list[str]]
@@ -1558,7 +1559,12 @@ def wizard_rules(
         err(
             "envPaste",
             _("These lines are not KEY=VALUE: %(lines)s")
-            % {"lines": "; ".join(_with_look_alikes_named(line) for line in bad_lines[:5])},
+            # Not list_words: a line may hold commas (and 、) of its own.
+            % {
+                "lines": pgettext("between pasted lines", "; ").join(
+                    _with_look_alikes_named(line) for line in bad_lines[:5]
+                )
+            },
         )
     # A well-formed line left in the box either names a row already (it was pasted twice
     # with different values) or found the table full (merge_pasted_envs).
@@ -1584,7 +1590,7 @@ def wizard_rules(
                 "The value of %(names)s was hidden here and is no longer kept (the step was "
                 "saved elsewhere, or the name changed): paste that line again."
             )
-            % {"names": ", ".join(sorted(set(lost))[:5])},
+            % {"names": list_words(sorted(set(lost))[:5])},
         )
     twice = sorted(left_pairs & row_names)
     over = sorted(left_pairs - row_names)
@@ -1595,7 +1601,7 @@ def wizard_rules(
                 "The table holds at most %(max)d variables, so these lines were not added: "
                 "%(names)s. Delete rows you do not need, then go on again."
             )
-            % {"max": F.MAX_ROWS, "names": ", ".join(over[:5]) + (" …" if len(over) > 5 else "")},
+            % {"max": F.MAX_ROWS, "names": list_words(over[:5]) + (" …" if len(over) > 5 else "")},
         )
     if twice:
         # Which value the row holds is said in words: a secret's row and its lines left here
@@ -1608,7 +1614,7 @@ def wizard_rules(
                 "used. Delete them to keep the row's value, or go on again: the first of them "
                 "then replaces it."
             )
-            % {"names": ", ".join(twice[:5])},
+            % {"names": list_words(twice[:5])},
         )
     data_raw = raws.get(DATA) if raws.get(DATA) is not None else state.raw(DATA)
     # Said only where no mount is typed: a row with its mount path typed that does not make a
@@ -2683,7 +2689,7 @@ def _with_look_alikes_named(line: str) -> str:
     return _(
         "%(line)s (it has %(chars)s, where a name and '=' are plain letters, digits, '_' and "
         "'=': a Chinese input method's full-width characters look alike)"
-    ) % {"line": line, "chars": ", ".join(shown)}
+    ) % {"line": line, "chars": list_words(shown)}
 
 
 def paste_lines_left(text: str) -> Counter[str]:
