@@ -1651,7 +1651,7 @@ def test_the_warning_of_keys_an_import_did_not_read_stays_on_the_draft_until_dis
     page.select_option("#import-pool", "local")
     page.click("#import-submit")
     page.wait_for_url(re.compile(r"/basic/$"))
-    said = "请求中的字段 codeSource, jobSpec.runtimeClassName 未被读取（本控制台不认识这些字段）。它们没有导入草稿。"
+    said = "请求中的字段 codeSource、jobSpec.runtimeClassName 未被读取（本控制台不认识这些字段）。它们没有导入草稿。"
     notices = page.locator("#import-notices")
     expect(notices).to_contain_text(said)
 
