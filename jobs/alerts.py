@@ -40,7 +40,15 @@ from .languages import addresses_by_language, reader_language
 from .locks import user_row_locked
 from .models import AlertChannel, AlertDelivery, Job
 from .spec import MAX_ALERT_EMAILS, MAX_ALERT_WEBHOOKS, AlertConfig, SpecError, mask
-from .texts import Term, display_text, ngettext_noop, recorded, recorded_plural, source_of
+from .texts import (
+    Term,
+    Words,
+    display_text,
+    ngettext_noop,
+    recorded,
+    recorded_plural,
+    source_of,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -812,7 +820,9 @@ def _deliver_email(
             job=job,
             reason="AlertNotSent",
             message=recorded(
-                MAIL_NOT_SET, item=item_name(item), addresses=", ".join(a for a in to if a in sent)
+                MAIL_NOT_SET,
+                item=item_name(item),
+                addresses=Words(tuple(a for a in to if a in sent)),
             ),
             warning=True,
         )
@@ -827,7 +837,7 @@ def _deliver_email(
         if wording is not None:
             kind, params = wording
             said = EMAIL_RETRIED if kind == "retried" else EMAIL_GAVE_UP
-            params["addresses"] = ", ".join(addresses)
+            params["addresses"] = Words(tuple(addresses))
             if kind == "retried":
                 again += [emails.index(a) for a in addresses]
         job_event(
@@ -843,7 +853,7 @@ def _deliver_email(
             message=recorded(
                 gettext_noop("%(item)s: email sent to %(addresses)s"),
                 item=item_name(item),
-                addresses=", ".join(a for a in to if a in sent),  # in the job's order
+                addresses=Words(tuple(a for a in to if a in sent)),  # in the job's order
             ),
         )
     if again:

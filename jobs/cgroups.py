@@ -87,7 +87,7 @@ from pathlib import Path
 from django.utils import translation
 from django.utils.translation import gettext_noop
 
-from .texts import display_text, joined, recorded, source_of
+from .texts import Words, display_text, joined, recorded, source_of
 
 logger = logging.getLogger(__name__)
 
@@ -344,7 +344,7 @@ def _set_up_v2(own: str, mount: CgroupMount) -> Path:
                     "cgroup v2: the worker's cgroup %(cgroup)s lacks the controllers "
                     "%(missing)s (it has: %(available)s)"
                 ),
-                missing=", ".join(missing),
+                missing=Words(tuple(missing)),
                 cgroup=folder,
                 available=" ".join(available) or "-",
             )

@@ -25,6 +25,7 @@ from . import spec as S
 from .alerts import mail_printed_only
 from .backends import Pool, Volume
 from .models import Priority
+from .texts import list_words
 from .volume_access import not_offered_message
 
 # Messages of Django and django-tasks-db that their Chinese catalogs word badly or lack; the
@@ -644,7 +645,7 @@ class MountForm(forms.Form):
                 _("This pool cannot mount “%(type)s” storage; it mounts %(types)s.")
                 % {
                     "type": STORAGE_LABELS.get(chosen, chosen),
-                    "types": ", ".join(str(STORAGE_LABELS.get(t, t)) for t in types),
+                    "types": list_words(str(STORAGE_LABELS.get(t, t)) for t in types),
                 }
             ).replace("%", "%%")
         if pool is not None and chosen in types:

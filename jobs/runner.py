@@ -103,7 +103,15 @@ from .sandbox import (
 from .services import job_event, job_spec_or_noted, job_transition, recorded, signing_key
 from .shim import START_GATE, TmpMeter, open_own_folder, remove_tree
 from .spec import CORES_PER_CARD, MPI, TENSORFLOW, JobSpec, Role
-from .texts import RecordedText, joined, ngettext_noop, recorded_plural, restored, source_of
+from .texts import (
+    RecordedText,
+    Words,
+    joined,
+    ngettext_noop,
+    recorded_plural,
+    restored,
+    source_of,
+)
 from .volume_access import volume_refusals
 
 logger = logging.getLogger(__name__)
@@ -1915,7 +1923,7 @@ def start_job(
         if worker is not None and not holds_lease(worker=worker):
             logger.warning("%s not started: this worker no longer holds the lease", job.public_id)
             return False
-        cards = ", ".join(f"{card} {idx}" for card, idx in alloc.devices.items())
+        cards = Words(tuple(f"{card} {idx}" for card, idx in alloc.devices.items()))
         if not job_transition(
             job=job,
             to=S.RUNNING,
@@ -2455,7 +2463,7 @@ def _tensorflow_done(
     if deadline is not None and (state.exited_at is None or state.exited_at > deadline):
         return False
     label = f"{result.role}-{result.index}"
-    others = ", ".join(sorted(f"{r.role}-{r.index}" for r in still_running))
+    others = Words(tuple(sorted(f"{r.role}-{r.index}" for r in still_running)))
     if still_running:
         message = recorded(
             gettext_noop(
@@ -2480,7 +2488,7 @@ def _tensorflow_done(
                     "%(replicas)s exited other than with 0 after it, which does not change "
                     "the job's result."
                 ),
-                replicas=", ".join(sorted(f"{r.role}-{r.index}" for r in failed_after)),
+                replicas=Words(tuple(sorted(f"{r.role}-{r.index}" for r in failed_after))),
             ),
         )
     # Only if no stop was recorded since this tick read the run: a Stop from the web

@@ -26,7 +26,7 @@ from .models import (
     JobStatus,
     ReviewState,
 )
-from .texts import recorded, source_of
+from .texts import Words, recorded, source_of
 
 
 class TransitionError(Exception):
@@ -59,7 +59,7 @@ FIELDS_NOT_READ_MORE = gettext_noop(
 
 def fields_not_read(paths: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """The message (gettext_noop-marked) and its parameters naming `paths`."""
-    named = ", ".join(paths[:FIELDS_NAMED])
+    named = Words(tuple(paths[:FIELDS_NAMED]))
     more = len(paths) - FIELDS_NAMED
     if more > 0:
         return FIELDS_NOT_READ_MORE, {"fields": named, "more": more}

@@ -65,6 +65,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 
 from . import chat_bots
+from .texts import Words, list_words
 
 PYTORCH = "PyTorchJob"
 MPI = "MPIJob"
@@ -243,10 +244,10 @@ class SpecError(Exception):
         self.errors = errors
 
     @property
-    def fields(self) -> str:
+    def fields(self) -> Words:
         """The fields in error, without their messages: safe to show and record where the
         value may be a secret (a message may quote what was written)."""
-        return ", ".join(self.errors)
+        return Words(tuple(self.errors))
 
 
 # Said after a refusal for lack of cores to pin (the local pool's check, its scheduler) when
@@ -1203,7 +1204,7 @@ def _misplaced_message(key: str, path: str, places: list[str]) -> str:
         }
     # The console's own extension (console.…) is named only where nothing else reads the key.
     named = [p for p in places if not p.startswith("console")] or places
-    return _("'%(key)s' belongs in %(places)s.") % {"key": key, "places": ", ".join(named[:3])}
+    return _("'%(key)s' belongs in %(places)s.") % {"key": key, "places": list_words(named[:3])}
 
 
 def holds_nothing(value: Any) -> bool:

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext, pgettext
+from django.utils.translation import ngettext
 
 from . import chat_bots
 from . import forms as F
 from . import spec as S
 from .backends import BackendError, get_backend, request_json
 from .backends import local as local_backend
+from .texts import list_words
 
 Section = tuple[str, list[tuple[str, str]]]
 
@@ -93,11 +93,6 @@ def role_words(role: S.Role) -> str:
         f"{role.memory_gb} GB" if role.memory_gb else "",
     ]
     return list_words(parts)
-
-
-def list_words(items: Iterable[str]) -> str:
-    """The non-empty `items` as one list in the reader's language ("a, b"; 中文 "a、b")."""
-    return pgettext("between list items", ", ").join(i for i in items if i)
 
 
 def spec_sections(

@@ -5,7 +5,8 @@ A recorded text is what alerts, mails and the database hold: one text in LANGUAG
 same for every reader. It also remembers the message it was made from and its parameters,
 so a page in another language says it in that language (`display_text`); a parameter that is
 itself a recorded text (a restart's cause) is said again too, and so is a text joined from
-several (`joined`). A masked text keeps only its stored wording.
+several (`joined`), and a list (`Words`) takes the reader's separator. A masked text keeps
+only its stored wording.
 
 A text with a number that chooses the wording ("1 card", "2 cards") is recorded with both
 forms (`recorded_plural`, its messages marked with `ngettext_noop`, which the console's
@@ -16,12 +17,18 @@ the catalogue (`REWORDED`), so texts recorded before are still said in the reade
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.utils import translation
-from django.utils.translation import gettext, gettext_noop, ngettext
+from django.utils.translation import gettext, gettext_noop, ngettext, pgettext
+
+
+def list_words(items: Iterable[str]) -> str:
+    """The non-empty `items` as one list in the reader's language ("a, b"; 中文 "a、b")."""
+    return pgettext("between list items", ", ").join(i for i in items if i)
 
 
 class RecordedText(str):
@@ -36,6 +43,21 @@ class Term:
     said in each reader's language too, not as it was recorded."""
 
     msgid: str
+
+
+@dataclass(frozen=True)
+class Words:
+    """A parameter that is a list (names, addresses, instances): said with each reader's
+    separator (list_words; 中文 "、"), not with the recording language's. Written with %s it
+    is the list in the language active then (an API's answer)."""
+
+    items: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return list_words(self.items)
+
+    def __bool__(self) -> bool:  # an empty list is nothing to say, as "" was
+        return bool(self.items)
 
 
 def recorded(message: str, /, **params: Any) -> RecordedText:
@@ -114,6 +136,8 @@ def _kept(value: Any, said: Any) -> Any:
     own source (and its wording, should it not be said again), anything else as said."""
     if isinstance(value, Term):
         return {"term": value.msgid}
+    if isinstance(value, Words):
+        return {"words": list(value.items)}
     if nested := source_of(value):
         return {"text": said, "source": nested}
     return said
@@ -172,4 +196,6 @@ def _param_shown(value: Any) -> Any:
         return value
     if "term" in value:
         return gettext(value["term"])
+    if "words" in value:
+        return list_words(str(item) for item in value["words"])
     return display_text(value["text"], value["source"])

@@ -76,6 +76,7 @@ from .runtime_env import (
 from .scheduler import RANKS, NextPass, line_jumped, next_pass
 from .services import jobs_submit
 from .summary import SHOWN_REPLICAS, in_role_table_order, role_words, spec_changes
+from .texts import list_words
 from .volume_access import GroupNames, pool_for_user, volume_refusals
 
 Raw = dict[str, list[str]]
@@ -215,6 +216,11 @@ ROLES_BY_FRAMEWORK = "_roles_by_framework"
 # Draft.data key: the framework whose kept table was put back, said on the resources step
 # until that step is done or the framework changes again.
 ROLES_RESTORED = "_roles_restored"
+# Draft.data key: the later step a draft saved from a discarded draft's page holds
+# (draft_recovered). The steps before it start afresh, which each of them says until that step
+# is reached (saved in any way): the draft opens at 基础信息, the first step not done, and
+# without a word the user did not know why, nor that what they saved was still there (qa82).
+RECOVERED_STEP = "_recovered_step"
 
 
 def copied_from_deleted(draft: Draft) -> dict[str, str] | None:
@@ -1553,7 +1559,12 @@ def wizard_rules(
         err(
             "envPaste",
             _("These lines are not KEY=VALUE: %(lines)s")
-            % {"lines": "; ".join(_with_look_alikes_named(line) for line in bad_lines[:5])},
+            # Not list_words: a line may hold commas (and 、) of its own.
+            % {
+                "lines": pgettext("between pasted lines", "; ").join(
+                    _with_look_alikes_named(line) for line in bad_lines[:5]
+                )
+            },
         )
     # A well-formed line left in the box either names a row already (it was pasted twice
     # with different values) or found the table full (merge_pasted_envs).
@@ -1579,7 +1590,7 @@ def wizard_rules(
                 "The value of %(names)s was hidden here and is no longer kept (the step was "
                 "saved elsewhere, or the name changed): paste that line again."
             )
-            % {"names": ", ".join(sorted(set(lost))[:5])},
+            % {"names": list_words(sorted(set(lost))[:5])},
         )
     twice = sorted(left_pairs & row_names)
     over = sorted(left_pairs - row_names)
@@ -1590,7 +1601,7 @@ def wizard_rules(
                 "The table holds at most %(max)d variables, so these lines were not added: "
                 "%(names)s. Delete rows you do not need, then go on again."
             )
-            % {"max": F.MAX_ROWS, "names": ", ".join(over[:5]) + (" …" if len(over) > 5 else "")},
+            % {"max": F.MAX_ROWS, "names": list_words(over[:5]) + (" …" if len(over) > 5 else "")},
         )
     if twice:
         # Which value the row holds is said in words: a secret's row and its lines left here
@@ -1603,7 +1614,7 @@ def wizard_rules(
                 "used. Delete them to keep the row's value, or go on again: the first of them "
                 "then replaces it."
             )
-            % {"names": ", ".join(twice[:5])},
+            % {"names": list_words(twice[:5])},
         )
     data_raw = raws.get(DATA) if raws.get(DATA) is not None else state.raw(DATA)
     # Said only where no mount is typed: a row with its mount path typed that does not make a
@@ -2678,7 +2689,7 @@ def _with_look_alikes_named(line: str) -> str:
     return _(
         "%(line)s (it has %(chars)s, where a name and '=' are plain letters, digits, '_' and "
         "'=': a Chinese input method's full-width characters look alike)"
-    ) % {"line": line, "chars": ", ".join(shown)}
+    ) % {"line": line, "chars": list_words(shown)}
 
 
 def paste_lines_left(text: str) -> Counter[str]:
@@ -3073,6 +3084,15 @@ def roles_restored(state: WizardState) -> str:
     return restored if restored == state.framework else ""
 
 
+def recovered_step_ahead(draft: Draft, step: str) -> str:
+    """The step saved from a discarded draft's page (RECOVERED_STEP) when `step` comes before
+    it and it has not been reached yet, else ""."""
+    recovered = draft.data.get(RECOVERED_STEP)
+    if recovered in FORM_STEPS and STEPS.index(step) < STEPS.index(recovered):
+        return str(recovered)
+    return ""
+
+
 def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
     """Handles a step's POST: saves what was typed, then acts on the button pressed.
 
@@ -3237,6 +3257,8 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
         said = [str(n) for n in notices.get("marked_secret") or []]
         notices["marked_secret"] = said + [n for n in marked_secret if n not in said]
         draft.data[IMPORT_NOTICES] = notices
+    if draft.data.get(RECOVERED_STEP) == step:
+        draft.data.pop(RECOVERED_STEP)  # reached: the steps before it say no more about it
     prefix = ROW_PREFIX.get(step)
     index = STEPS.index(step)
     if prefix and action == "add-row":
@@ -3400,6 +3422,8 @@ def draft_recovered(*, owner: Any, step: str, raw: Raw, create_key: str = "") ->
     pool_id = _one(raw, "resource_pool") if step == BASIC else ""
     draft = draft_create(owner=owner, pool_id=pool_id, create_key=create_key)
     draft.data[step] = _without_nuls(raw)
+    if step != BASIC:
+        draft.data[RECOVERED_STEP] = step
     draft.save(update_fields=["data", "updated_at"])
     return draft
 

@@ -94,6 +94,7 @@ from .api_views import (
 from .models import Draft
 from .plain_secrets import PlainSecret, secrets_in_plain_text
 from .services import FIELDS_NAMED, FIELDS_NOT_READ_MORE, fields_not_read
+from .texts import list_words
 
 # A CreateJob body is a few KB; 256 KB leaves room for long commands and many envs, and is
 # well under Django's form limit (DATA_UPLOAD_MAX_MEMORY_SIZE, 2.5 MB), so a paste over it is
@@ -313,10 +314,10 @@ def draft_import(
         or set(console) <= {"roles"},
         # ...nor its roles (read from jobSpec.replicas, every instance alike) or queue group:
         # named, as they were read (qa60: a TensorFlow job's ps, chief and evaluator came
-        # back as workers, unsaid).
-        "roles_read": ""
+        # back as workers, unsaid). A list, joined in the reader's language when shown.
+        "roles_read": []
         if isinstance(v1.get("console"), Mapping)
-        else ", ".join(f"{r.name} × {r.replicas}" for r in spec.roles if r.replicas),
+        else [f"{r.name} × {r.replicas}" for r in spec.roles if r.replicas],
         # Read from a GetJob/DescribeJob answer (None: a request), and the platform's
         # variables its job listed, left out.
         "from_answer": from_answer is not None,
@@ -384,7 +385,7 @@ def import_notices(draft: Draft) -> list[str]:
                 "The platform's variables %(names)s, which AIHC set in that job, are left "
                 "out: this console sets its own in the new job."
             )
-            % {"names": ", ".join(platform_envs)}
+            % {"names": list_words(platform_envs)}
         )
     if marked := notices.get("marked_secret"):
         said.append(
@@ -393,7 +394,7 @@ def import_notices(draft: Draft) -> list[str]:
                 "Their values are not shown again; on the image step, untick Secret "
                 "for any that is not one (its value is kept)."
             )
-            % {"names": ", ".join(marked)}
+            % {"names": list_words(marked)}
         )
     with contextlib.suppress(TypeError, ValueError):
         if framework := notices.get("framework_read"):
@@ -429,7 +430,7 @@ def import_notices(draft: Draft) -> list[str]:
     if unread := notices.get("unread"):
         more = int(notices.get("unread_count") or 0) - len(unread)
         message, params = (
-            (FIELDS_NOT_READ_MORE, {"fields": ", ".join(unread), "more": more})
+            (FIELDS_NOT_READ_MORE, {"fields": list_words(unread), "more": more})
             if more > 0
             else fields_not_read(unread)
         )
@@ -439,7 +440,7 @@ def import_notices(draft: Draft) -> list[str]:
     if left_out := notices.get("left_out"):
         said.append(
             _("The wizard has no field for %(fields)s: left out of the draft.")
-            % {"fields": ", ".join(left_out)}
+            % {"fields": list_words(left_out)}
         )
     # One notice for what a request without the console's part cannot carry (seed 001's
     # import showed two, each telling where to check again). Roles read imply no console
@@ -456,7 +457,8 @@ def import_notices(draft: Draft) -> list[str]:
                 "roles and shared memory on step Resources, a queue group on step Submission, "
                 "the others on step Advanced."
             )
-            % {"roles": roles_read}
+            # A draft imported before it was a list holds the text as it was joined then.
+            % {"roles": roles_read if isinstance(roles_read, str) else list_words(roles_read)}
         )
     elif notices.get("no_console"):
         said.append(
@@ -1058,7 +1060,7 @@ def _unknown_pool(pool_id: str, pools: list[W.Pool]) -> str:
         }
     return _("Resource pool “%(pool)s” is not one you can use. Yours: %(pools)s.") % {
         "pool": pool_id,
-        "pools": ", ".join(f"{p.id} ({p.name})" for p in pools),
+        "pools": list_words(f"{p.id} ({p.name})" for p in pools),
     }
 
 

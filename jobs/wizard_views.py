@@ -624,14 +624,8 @@ def wizard_recover(request: AuthenticatedHttpRequest, step: str) -> HttpResponse
     if W.step_allowed(draft, step):
         messages.success(request, _("Saved as a new draft. Check this step, then go on."))
         return redirect(_step_url(draft, step))
-    messages.success(
-        request,
-        _(
-            "Saved as a new draft: what you typed on %(step)s is kept in it, for when you reach "
-            "that step. Its other steps start afresh, from this one."
-        )
-        % {"step": W.STEP_TITLES[step]},
-    )
+    # The steps before it say why they are empty and where the saved step is (_render_step).
+    messages.success(request, _("Saved as a new draft."))
     return redirect(_step_url(draft, W.first_incomplete(draft)))
 
 
@@ -672,6 +666,7 @@ def _render_step(
         "steps": _stepper(draft, step),
         "has_prev": step != W.BASIC,
         "import_notices": I.import_notices(draft),
+        "recovered_notice": _recovered_notice(draft, step),
     }
     if step == W.REVIEW:
         context.update(_review_context(state))
@@ -690,6 +685,19 @@ def _render_step(
             _autofocus_first_problem(forms)
     template = f"{STEP_TEMPLATE}#wizard-region" if request.htmx else STEP_TEMPLATE
     return render(request, template, context)
+
+
+def _recovered_notice(draft: Draft, step: str) -> str:
+    """What a step before the one saved from a discarded draft's page (W.RECOVERED_STEP) says:
+    why it is empty, and that the saved step is waiting further on."""
+    recovered = W.recovered_step_ahead(draft, step)
+    if not recovered:
+        return ""
+    return _(
+        "This draft was saved from the %(step)s page of a draft that had been discarded. The "
+        "steps before %(step)s were in the discarded draft and are not in this one: fill them "
+        "in again. What you typed on %(step)s is kept, and will be there when you reach it."
+    ) % {"step": W.STEP_TITLES[recovered]}
 
 
 def _autofocus_first_problem(forms: W.StepForms) -> None:

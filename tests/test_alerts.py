@@ -1088,9 +1088,14 @@ def test_an_address_or_a_webhook_listed_twice_gets_the_alert_once(alice, setting
     assert [r["body"]["event"] for r in hook_server.received] == ["jobFailed"]
     assert [m.to for m in mail.outbox] == [["ops@example.com", "dev@example.com"]]
     assert [e.message for e in job.events.filter(reason="AlertSent")] == [
-        "任务失败退出：已发送邮件至 ops@example.com, dev@example.com",
+        "任务失败退出：已发送邮件至 ops@example.com、dev@example.com",
         "任务失败退出：已发送 Webhook 到 127.0.0.1",
     ]
+    # The addresses as each reader's language lists them (qa82: ", " in Chinese too).
+    sent = job.events.get(reason="AlertSent", message__contains="@")
+    with translation.override("en"):
+        english = sent.message_shown
+    assert english == "Job fails: email sent to ops@example.com, dev@example.com"
 
 
 def test_an_alert_email_the_mail_server_could_not_take_is_sent_once_it_is_back(
@@ -1275,7 +1280,7 @@ def test_a_mail_server_closing_at_one_address_has_the_alert_sent_again_to_every_
     [failed] = [e.message for e in job.events.filter(reason="AlertFailed")]
     assert all(a in failed for a in emails) and "421" in failed and failed.endswith(" 重试")
     assert [e.message for e in job.events.filter(reason="AlertSent")] == [
-        f"任务失败退出：已发送邮件至 {', '.join(emails)}"
+        f"任务失败退出：已发送邮件至 {'、'.join(emails)}"
     ]
 
 

@@ -370,6 +370,36 @@ def test_a_pasted_line_with_a_look_alike_stays_in_the_box_naming_it(en_client, l
     assert 'value="LR"' in page  # the good line became a row
 
 
+def test_the_paste_boxs_lists_of_lines_and_names_take_the_readers_separators(
+    alice_client, en_client
+):
+    # qa82: joined with an ASCII ", " (and "; ") in Chinese too.
+    paste = "LR=1\nLR=2\nBS=8\nBS=9\nＮＣ_X=1\nnot a line"
+    english_draft, chinese_draft = draft_at(en_client, W.IMAGE), draft_at(alice_client, W.IMAGE)
+
+    english = field_errors(
+        post_step(en_client, english_draft, W.IMAGE, image_data(env_paste=paste)), "id_env_paste"
+    )
+    chinese = field_errors(
+        post_step(alice_client, chinese_draft, W.IMAGE, image_data(env_paste=paste)),
+        "id_env_paste",
+    )
+
+    assert english[0].startswith(
+        "These lines are not KEY=VALUE: ＮＣ_X=1 (it has “Ｎ” (U+FF2E), “Ｃ” (U+FF23), where "
+    )
+    assert english[0].endswith("look alike); not a line")
+    assert english[1].startswith("Pasted twice with different values: BS, LR. ")
+    assert chinese[0].startswith(
+        "以下行不是 KEY=VALUE 格式：ＮＣ_X=1（其中有 “Ｎ” (U+FF2E)、“Ｃ” (U+FF23)，"
+    )
+    assert chinese[0].endswith("看起来很像）；not a line")
+    assert chinese[1].startswith("以下变量粘贴了两次且取值不同：BS、LR。")
+    over = "\n".join(f"VAR_{i}={i}" for i in range(52))
+    full = post_step(alice_client, chinese_draft, W.IMAGE, image_data(env_paste=over))
+    assert "以下行未添加：VAR_50、VAR_51。" in field_errors(full, "id_env_paste")[0]
+
+
 # -- names and the image address ---------------------------------------------------------------
 
 

@@ -184,7 +184,7 @@ def test_the_server_log_of_a_failed_request_holds_no_typed_secret(alice, setting
 
 # -- the image step's paste box ------------------------------------------------------------
 
-MARKED_NOTICE = "以下变量的名称看起来是保密信息，已标记为保密：HF_TOKEN, DB_PASSWORD。"
+MARKED_NOTICE = "以下变量的名称看起来是保密信息，已标记为保密：HF_TOKEN、DB_PASSWORD。"
 
 
 def stored_env_rows(draft: Draft) -> dict[str, tuple[str, bool]]:
@@ -318,7 +318,7 @@ def test_pasted_passwords_under_the_names_their_tools_read_are_made_secret(alice
         name: (f"{ENV_SECRET}-{index}", True) for index, name in enumerate(names)
     }
     assert ENV_SECRET not in page
-    assert f"已标记为保密：{', '.join(names)}。" in page
+    assert f"已标记为保密：{'、'.join(names)}。" in page
 
 
 def test_a_tokenizers_special_tokens_and_a_password_rule_pasted_stay_plain(alice_client):

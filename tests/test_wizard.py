@@ -984,6 +984,39 @@ def test_a_later_step_saved_as_a_new_draft_is_kept_for_when_that_step_is_reached
     assert "python keep.py" in alice_client.get(step_url(draft, W.IMAGE)).content.decode()
 
 
+def test_a_later_step_saved_as_a_new_draft_tells_the_steps_before_it_to_be_filled_again(
+    alice_client, alice
+):
+    # qa82: saved from 数据源, the new draft opened at 基础信息 with no word why, nor that
+    # the mounts typed were still there.
+    mounts = (("hostpath", "scratch", "/workspace"), ("hostpath", "scratch", "/kept-too"))
+
+    r = alice_client.post(
+        reverse("wizard-recover", args=[W.DATA]), data_data(mounts=mounts), follow=True
+    )
+
+    draft = Draft.objects.get(owner=alice)
+    assert r.redirect_chain == [(step_url(draft, W.BASIC), 302)]
+    page = html.unescape(r.content.decode())
+    assert 'id="recovered-notice"' in page
+    assert "“数据源”之前的步骤" in page and "请重新填写" in page
+    assert "您在“数据源”中填写的内容已保留，到达该步骤时即可看到" in page
+    alice_client.cookies["django_language"] = "en"
+    english = html.unescape(alice_client.get(step_url(draft, W.BASIC)).content.decode())
+    assert "The steps before Data sources were in the discarded draft" in english
+    assert "What you typed on Data sources is kept, and will be there when you reach it" in english
+    for step in (W.BASIC, W.IMAGE, W.RESOURCES):
+        shown = alice_client.get(step_url(draft, step), headers=HTMX).content.decode()
+        assert 'id="recovered-notice"' in shown, step
+        post_step(alice_client, draft, step, STEP_DATA[step]())
+    reached = alice_client.get(step_url(draft, W.DATA)).content.decode()
+    assert 'value="/workspace"' in reached and 'value="/kept-too"' in reached
+    assert 'id="recovered-notice"' not in reached
+    post_step(alice_client, draft, W.DATA, data_data(mounts=mounts))
+    step_one = alice_client.get(step_url(draft, W.BASIC)).content.decode()
+    assert 'id="recovered-notice"' not in step_one
+
+
 def test_a_step_of_someone_elses_draft_is_answered_as_one_that_does_not_exist(
     alice_client, bob, client
 ):

@@ -159,6 +159,9 @@ def test_a_new_template_keeps_the_paths_typed_and_shows_the_command_it_replaced(
     # What was typed is not lost: the command it replaced is on the page, whole.
     notice = page[page.index('id="aiak-refill"') :]
     assert "LR=2e-5" in html.unescape(notice) and "llama2 7b" in notice
+    # The paths kept, listed as Chinese lists them (qa82: with an ASCII ", ").
+    kept = re.search(r"您替换的路径已保留：([^。]*)。", html.unescape(notice)).group(1)
+    assert ", " not in kept and len(kept.split("、")) == len(W.aiak_catalog()["placeholders"])
     draft.refresh_from_db()
     assert W.IMAGE not in draft.completed_steps
 

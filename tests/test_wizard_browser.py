@@ -631,6 +631,98 @@ def test_without_javascript_a_step_of_a_draft_discarded_in_another_tab_keeps_wha
         context.close()
 
 
+def test_without_javascript_a_later_step_saved_as_a_new_draft_says_why_it_opens_at_step_one(
+    browser, live_server, alice
+):
+    # qa82: saved from 数据源, the new draft opened at 基础信息 without a word why, nor that
+    # the mounts typed were still there.
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=False, locale="zh-CN"
+    )
+    page = context.new_page()
+
+    def next_plain(slug):
+        page.click("#wizard-next")
+        page.wait_for_url(re.compile(rf"/{slug}/$"))
+
+    try:
+        log_in(page, "alice", "alice-password")
+        page.goto("/create/")
+        page.click("#new-draft")
+        page.wait_for_url(re.compile(r"/basic/$"))
+        page.check("input[name=framework][value=PyTorchJob]")
+        next_plain("image")
+        page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+        page.fill("#id_command", "torchrun train.py")
+        next_plain("resources")
+        next_plain("data")
+        page.fill("#id_mounts-0-mount_path", "/workspace")
+        page.click("#add-mount")
+        page.fill("#id_mounts-1-mount_path", "/second-mount")
+        other = context.new_page()
+        other.goto("/create/")
+        other.click("#draft-list button:has-text('删除')")
+        other.click("#confirm-discard")
+        expect(other.get_by_text("草稿已删除。")).to_be_visible()
+        page.click("#wizard-next")
+        expect(page.locator("#draft-gone")).to_contain_text("这个草稿已被删除")
+
+        page.click("#save-as-new-draft")
+
+        page.wait_for_url(re.compile(r"/basic/$"))
+        expect(page.get_by_text("已另存为新草稿。")).to_be_visible()
+        notice = page.locator("#recovered-notice")
+        expect(notice).to_contain_text("“数据源”之前的步骤在已删除的草稿中")
+        expect(notice).to_contain_text("请重新填写")
+        expect(notice).to_contain_text("您在“数据源”中填写的内容已保留，到达该步骤时即可看到")
+        page.check("input[name=framework][value=PyTorchJob]")
+        next_plain("image")
+        expect(page.locator("#recovered-notice")).to_be_visible()
+        page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+        page.fill("#id_command", "torchrun train.py")
+        next_plain("resources")
+        next_plain("data")
+        expect(page.locator("#id_mounts-0-mount_path")).to_have_value("/workspace")
+        expect(page.locator("#id_mounts-1-mount_path")).to_have_value("/second-mount")
+        expect(page.locator("#recovered-notice")).to_have_count(0)
+    finally:
+        context.close()
+
+
+def test_a_later_step_saved_as_a_new_draft_waits_there_while_the_steps_before_it_are_filled(
+    logged_in_page, alice
+):
+    # The same draft gone through with htmx: each step swapped in says why it is empty, and
+    # 数据源 opens with both mounts saved from the discarded draft's page.
+    typed = {
+        "mounts-TOTAL_FORMS": ["2"],
+        "mounts-INITIAL_FORMS": ["0"],
+        "storage_enabled": ["on"],
+        **{
+            f"mounts-{i}-{key}": [value]
+            for i, path in enumerate(["/workspace", "/second-mount"])
+            for key, value in {"type": "hostpath", "name": "scratch", "mount_path": path}.items()
+        },
+    }
+    draft = W.draft_recovered(owner=alice, step=W.DATA, raw=typed)
+    page = logged_in_page
+    page.click("#nav-create-job")
+    page.click(f"#draft-list a[href*='{draft.id}']")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    expect(page.locator("#recovered-notice")).to_contain_text("“数据源”之前的步骤在已删除的草稿中")
+
+    page.check("input[name=framework][value=PyTorchJob]")
+    next_step(page, "image")
+    expect(page.locator("#recovered-notice")).to_contain_text("请重新填写")
+    fill_image(page)
+    expect(page.locator("#recovered-notice")).to_be_visible()
+    next_step(page, "data")
+
+    expect(page.locator("#id_mounts-0-mount_path")).to_have_value("/workspace")
+    expect(page.locator("#id_mounts-1-mount_path")).to_have_value("/second-mount")
+    expect(page.locator("#recovered-notice")).to_have_count(0)
+
+
 def test_without_javascript_discarding_a_draft_asks_on_a_page_and_keeps_it_when_cancelled(
     browser, live_server, alice
 ):
@@ -1559,7 +1651,7 @@ def test_the_warning_of_keys_an_import_did_not_read_stays_on_the_draft_until_dis
     page.select_option("#import-pool", "local")
     page.click("#import-submit")
     page.wait_for_url(re.compile(r"/basic/$"))
-    said = "请求中的字段 codeSource, jobSpec.runtimeClassName 未被读取（本控制台不认识这些字段）。它们没有导入草稿。"
+    said = "请求中的字段 codeSource、jobSpec.runtimeClassName 未被读取（本控制台不认识这些字段）。它们没有导入草稿。"
     notices = page.locator("#import-notices")
     expect(notices).to_contain_text(said)
 

@@ -862,7 +862,7 @@ def test_envs_named_like_secrets_import_as_secrets_and_the_notice_names_them(ali
     assert draft.completed_steps == W.FORM_STEPS  # each has its value: nothing to type
     notice = error_texts(r)
     assert (
-        "以下变量的名称看起来是保密信息，已标记为保密：DB_PASSWORD, hf_token, WandbApiKey。"
+        "以下变量的名称看起来是保密信息，已标记为保密：DB_PASSWORD、hf_token、WandbApiKey。"
     ) in notice
     # Never shown after that: not on the step it lands on, the image step, nor the review.
     for page in (
@@ -898,7 +898,7 @@ def test_the_same_import_sent_twice_names_the_envs_it_marked_secret_again(alice_
 
     assert Draft.objects.count() == 1
     for r in (first, again):
-        assert "已标记为保密：DB_PASSWORD, hf_token, WandbApiKey" in error_texts(r)
+        assert "已标记为保密：DB_PASSWORD、hf_token、WandbApiKey" in error_texts(r)
 
 
 def test_a_body_that_names_its_secret_envs_is_taken_as_it_says(alice_client):
@@ -1127,7 +1127,7 @@ def test_an_env_marked_secret_for_its_name_is_unticked_on_the_image_step_and_kee
 
     page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
     notice = page.locator(".alert-warning")
-    expect(notice).to_contain_text("已标记为保密：DB_PASSWORD, hf_token, WandbApiKey")
+    expect(notice).to_contain_text("已标记为保密：DB_PASSWORD、hf_token、WandbApiKey")
     expect(notice).to_contain_text("取消勾选“保密”")
     next_step(page, "image")
     row = page.locator(".env-row", has=page.locator("input[value='hf_token']"))
@@ -1470,7 +1470,7 @@ def test_an_imports_warnings_stay_on_every_step_until_dismissed_on_the_review(al
     import_body(alice_client, body)
     draft = Draft.objects.get()
     unread = (
-        "请求中的字段 jobSpec.runtimeClassName, codeSource 未被读取（本控制台不认识这些字段）。"
+        "请求中的字段 jobSpec.runtimeClassName、codeSource 未被读取（本控制台不认识这些字段）。"
     )
     left_out = "向导中没有 jobSpec.hostNetwork 对应的字段，这些内容未导入草稿。"
 
@@ -1615,6 +1615,40 @@ def test_a_v2_request_is_not_told_its_roles_were_read_because_a_v1_body_has_none
     alice_client.cookies["django_language"] = "zh-hans"
     draft = Draft.objects.get()
     assert "AIHC 的请求体没有它的位置" in error_texts(alice_client.get(step_url(draft, W.BASIC)))
+
+
+def test_an_imports_notices_list_their_items_with_each_readers_separator(alice_client):
+    # qa82: joined once, with an ASCII ", ", whatever the language the notice was read in.
+    body = {k: v for k, v in BODY.items() if k not in ("datasources", "tensorboardConfig")}
+    body["jobSpec"] = {**body["jobSpec"], "hostNetwork": True}
+    body["labels"] = [{"key": "ai-job-console/job-id", "value": "j-1"}]
+
+    chinese = " ".join(
+        error_texts(import_body(alice_client, v2_from_v1(body), follow=True)).split()
+    )
+
+    assert "角色按 jobSpec.replicas 读作 master × 1、worker × 2" in chinese
+    assert "向导中没有 labels.ai-job-console/job-id、jobSpec.hostNetwork 对应的字段" in chinese
+    alice_client.cookies["django_language"] = "en"
+    draft = Draft.objects.get()
+    english = " ".join(error_texts(alice_client.get(step_url(draft, W.BASIC))).split())
+    assert "its roles were read from jobSpec.replicas as master × 1, worker × 2" in english
+    assert (
+        "The wizard has no field for labels.ai-job-console/job-id, jobSpec.hostNetwork" in english
+    )
+
+
+def test_a_key_in_the_wrong_place_names_the_places_it_belongs_with_the_readers_separator(
+    alice_client,
+):
+    body = {**BODY, "jobSpec": {**BODY["jobSpec"], "value": "x"}}
+
+    chinese = error_texts(import_body(alice_client, body))
+    alice_client.cookies["django_language"] = "en"
+    english = error_texts(import_body(alice_client, body))
+
+    assert "“value”应放在 labels[]、jobSpec.envs[] 中。" in chinese
+    assert "'value' belongs in labels[], jobSpec.envs[]." in english
 
 
 def test_the_no_console_part_notice_sends_shared_memory_to_the_step_that_has_it(

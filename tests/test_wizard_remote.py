@@ -483,6 +483,34 @@ def test_the_data_step_says_why_pfs_is_missing_on_a_pool_without_it_and_only_the
     )
 
 
+def test_a_storage_type_the_pool_cannot_mount_lists_those_it_can_in_the_readers_words(
+    fake, alice_client
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA, **aihc_steps())
+
+    r = post_step(alice_client, draft, W.DATA, data_data(mounts=(("nfs", "", "/mnt/x"),)))
+
+    # qa82: the types were joined with an ASCII ", " in Chinese too.
+    assert field_errors(r, "id_mounts-0-type") == [
+        "该资源池不能挂载“nfs”存储，可挂载：PFS、本地盘（hostpath）。"
+    ]
+
+
+def test_an_import_to_a_pool_not_offered_lists_the_pools_offered_in_the_readers_words(
+    fake, alice_client
+):
+    from tests.test_wizard_import import BODY, error_texts, import_body
+
+    body = {**BODY, "resourcePoolId": "no-such-pool"}
+
+    chinese = error_texts(import_body(alice_client, body, pool=""))
+
+    offered = "、".join(f"{p.id} ({p.name})" for p in W.available_pools())
+    assert len(W.available_pools()) > 1
+    assert f"资源池“no-such-pool”不可用。可用的资源池：{offered}。" in chinese
+
+
 def test_without_javascript_a_volume_of_another_type_is_dropped_and_the_row_shown_again(
     fake, alice_client
 ):

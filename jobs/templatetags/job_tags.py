@@ -14,6 +14,7 @@ from django.utils.functional import Promise
 from django.utils.safestring import SafeData, SafeString, mark_safe
 from django.utils.translation import pgettext
 
+from jobs import texts
 from jobs.usage import job_usage_text
 
 register = template.Library()
@@ -36,6 +37,13 @@ STATUS_CLASSES = {
 @register.filter
 def status_class(status: str) -> str:
     return STATUS_CLASSES.get(status, "text-bg-light")
+
+
+@register.filter
+def list_words(items: Any) -> str:
+    """The items as one list in the reader's language (中文 "a、b"; join:", " put an ASCII
+    comma between them in Chinese)."""
+    return texts.list_words(str(i) for i in items)
 
 
 @register.filter
