@@ -104,6 +104,7 @@ from .review import (
 from .runtime_env import group_task_of, replica_refs, with_group_task
 from .services import EVENTS_SHOWN
 from .summary import environment_job_id, replica_environments, sent_request, spec_sections
+from .texts import list_words
 from .throttle import ThrottledAdminAuthenticationForm
 from .usage import job_usage_text
 from .usage_admin import usage_view
@@ -985,7 +986,7 @@ def _row_labels(job: Job) -> str:
     more = (
         format_html(
             ' <span class="job-labels-more" title="{}">+{}</span>',
-            ", ".join(text for text, _href in rest),
+            list_words(text for text, _href in rest),
             len(rest),
         )
         if rest
@@ -1842,7 +1843,7 @@ class ReviewPolicyForm(forms.ModelForm):
         bad = [entry for entry in entries if not QUEUE_ENTRY_RE.match(entry)]
         if bad:
             raise forms.ValidationError(
-                _("Not a queue or pool/queue: %(entries)s") % {"entries": ", ".join(bad)}
+                _("Not a queue or pool/queue: %(entries)s") % {"entries": list_words(bad)}
             )
         return "\n".join(dict.fromkeys(entries))  # one per line, each once
 
@@ -1897,7 +1898,7 @@ class ReviewPolicyAdmin(PermissionBeforeLookupMixin, admin.ModelAdmin):
             self.message_user(
                 request,
                 _("No pool has these queues now (kept, in case they come): %(queues)s")
-                % {"queues": ", ".join(unknown)},
+                % {"queues": list_words(unknown)},
                 messages.WARNING,
             )
         # "Save and continue editing" stays on the policy; "Save" goes back to the admin index
@@ -1965,7 +1966,7 @@ class CardQuotaForm(forms.ModelForm):
         if card_type and card_type not in known:
             raise forms.ValidationError(
                 _("The local pool has no “%(type)s” cards; choose one of: %(types)s.")
-                % {"type": card_type, "types": ", ".join(sorted(known)) or _("none")}
+                % {"type": card_type, "types": list_words(sorted(known)) or _("none")}
             )
         return card_type
 

@@ -141,6 +141,7 @@ from .summary import (
     sent_request,
 )
 from .tensorboard import training_metrics
+from .texts import list_words
 from .wizard import available_pools, mpi_hostfile_preview, roles_request_note
 from .worker import deletes_at, kept_for_alerts
 
@@ -2011,7 +2012,7 @@ def _say_deleted(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
                 "answers.",
                 len(left),
             )
-            % {"names": ", ".join(left)},
+            % {"names": list_words(left)},
         )
     if kept := sum(1 for o in outcomes if o.not_reached):
         # Untouched, not half-deleted: the time for the whole (BULK_ACTION_SECONDS) was up.

@@ -337,6 +337,19 @@ def test_it_refuses_a_pool_or_queue_aihc_does_not_have(fake, aihc):
     assert set(aihc.check_spec(seed_spec(resource_pool_id="cce-gone"))) == {"resourcePoolId"}
 
 
+def test_the_queues_a_pool_has_are_listed_with_the_readers_separator(fake, aihc):
+    pool = find_pool(seed_spec().resource_pool_id)
+    assert len(pool.queues) > 1
+    with translation.override("zh-hans"):
+        chinese = aihc.check_spec(seed_spec(queue="nightly"))["queue"][0]
+    with translation.override("en"):
+        english = aihc.check_spec(seed_spec(queue="nightly"))["queue"][0]
+
+    # An ASCII ", " in Chinese until fix84b's leftovers.
+    assert f"可用队列：{'、'.join(pool.queues)}。" in chinese
+    assert f"it has {', '.join(pool.queues)}." in english
+
+
 def test_it_refuses_custom_roles_and_an_mpi_cpu_only_master(fake, aihc):
     custom = seed_spec(framework=S.CUSTOM, roles=[S.Role("trainer", 2, A800, 8)])
     assert "jobFramework" in aihc.check_spec(custom)

@@ -81,7 +81,7 @@ from jobs.runtime_env import (
 )
 from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, usage_lines
-from jobs.texts import joined, source_of
+from jobs.texts import joined, list_words, source_of
 
 from .base import (
     CONNECTION_CLOSED,
@@ -726,7 +726,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 err(
                     f"datasources[{i}].type",
                     _("AIHC API %(version)s cannot mount “%(type)s”; it supports %(types)s.")
-                    % {"version": version, "type": ds.type, "types": ", ".join(allowed)},
+                    % {"version": version, "type": ds.type, "types": list_words(allowed)},
                 )
             elif ds.type == "hostpath" and (
                 not ds.source_path
@@ -779,7 +779,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             err(
                 "queue",
                 _("Pool %(pool)s has no queue %(queue)s; it has %(queues)s.")
-                % {"pool": pool.name, "queue": spec.queue, "queues": ", ".join(pool.queues)},
+                % {"pool": pool.name, "queue": spec.queue, "queues": list_words(pool.queues)},
             )
 
     @staticmethod

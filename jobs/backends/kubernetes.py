@@ -93,7 +93,7 @@ from jobs.runtime_env import (
 )
 from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, read_usage
-from jobs.texts import joined
+from jobs.texts import joined, list_words
 
 from .base import (
     AcceleratorStock,
@@ -894,7 +894,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             err(
                 "queue",
                 _("This pool has no queue %(queue)s; it has %(queues)s.")
-                % {"queue": spec.queue, "queues": ", ".join(config.queues)},
+                % {"queue": spec.queue, "queues": list_words(config.queues)},
             )
         for i, role in enumerate(spec.roles):
             # TensorFlow's own rule (tensorflow/python/distribute/multi_worker_util.py: "There
@@ -917,7 +917,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     _("The cluster offers no card type %(type)s; it offers %(types)s.")
                     % {
                         "type": role.accelerator_type,
-                        "types": ", ".join(cluster.accelerators) or "—",
+                        "types": list_words(cluster.accelerators) or "—",
                     },
                 )
         if spec.framework == spec_module.MPI:
@@ -985,20 +985,20 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     err(
                         f"{path}.name",
                         _("The cluster has no %(type)s volume “%(name)s”; it has %(names)s.")
-                        % {"type": ds.type, "name": ds.name, "names": ", ".join(offered) or "—"},
+                        % {"type": ds.type, "name": ds.name, "names": list_words(offered) or "—"},
                     )
             elif ds.type == M.HOST_PATH_TYPE:
                 if ds.name not in cluster.host_paths:
                     err(
                         f"{path}.name",
                         _("The cluster has no node folder “%(name)s”; it has %(names)s.")
-                        % {"name": ds.name, "names": ", ".join(cluster.host_paths) or "—"},
+                        % {"name": ds.name, "names": list_words(cluster.host_paths) or "—"},
                     )
             else:
                 err(
                     f"{path}.type",
                     _("Kubernetes pools cannot mount “%(type)s”; they mount %(types)s.")
-                    % {"type": ds.type, "types": ", ".join((*M.CLAIM_TYPES, M.HOST_PATH_TYPE))},
+                    % {"type": ds.type, "types": list_words((*M.CLAIM_TYPES, M.HOST_PATH_TYPE))},
                 )
                 continue
             if M.sub_path(ds.source_path) is None:

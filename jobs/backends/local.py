@@ -45,6 +45,7 @@ from jobs.spec import (
     tensorflow_has_only_ps,
     tensorflow_only_ps_message,
 )
+from jobs.texts import list_words
 from jobs.volume_access import HostVolume, parse_volumes
 
 from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
@@ -417,7 +418,7 @@ class LocalBackend(Backend):
             err(
                 "queue",
                 _("The local pool has no queue “%(queue)s”; choose one of: %(queues)s.")
-                % {"queue": spec.queue, "queues": ", ".join(local_queues())},
+                % {"queue": spec.queue, "queues": list_words(local_queues())},
             )
         if spec.privileged:
             # Each replica runs in a bubblewrap sandbox as an unprivileged user, with only its
