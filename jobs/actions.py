@@ -169,6 +169,19 @@ def stop_look_time(job: Job) -> str:
     return console_time(at) if at else ""
 
 
+def stop_look_time_ahead(job: Job) -> str:
+    """stop_look_time of a Stop (or a first Delete) not made yet: when the worker would look
+    for the job on its platform if it were stopped now, its create having got no clear answer
+    while the platform may still make it; "" for any other job. What the questions before a
+    Stop or Delete say of it (qa84: they gave the ordinary words, the time said only after)."""
+    if not job_stoppable(job) or job.backend == "local":
+        return ""
+    backend = get_backend(job.backend)
+    # stop_look_at first: no query for a job with no such create (the job page asks it).
+    at = backend.stop_look_at(job)
+    return console_time(at) if at and backend.create_unsettled(job) else ""
+
+
 def stop_looked_for(job: Job) -> str:
     """What a Stop that went through says of a job whose platform may still make it
     (stop_look_time), in the reader's language: its reason's words; "" for any other job."""

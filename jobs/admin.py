@@ -58,7 +58,7 @@ from . import (
 )
 from . import logs as job_logs
 from . import spec as spec_module
-from .actions import ActionError, bulk_deadline, job_stop_by
+from .actions import ActionError, bulk_deadline, job_stop_by, stop_looked_for
 from .admin_lists import (
     CheckedSelectionMixin,
     FilteredLookupsOnlyMixin,
@@ -1771,15 +1771,33 @@ class JobAdmin(
         # One deadline for them all, as the job list's Stop selected (BULK_ACTION_SECONDS):
         # the stops not sent by then go Stopping, for the worker to send.
         deadline = bulk_deadline()
-        return self._run(
+        looked_for: list[tuple[Job, str]] = []
+
+        def stop(job: Job) -> bool:
+            done = job_stop_by(job=job, actor=request.user, deadline=deadline).done
+            if done and (said := stop_looked_for(job)):
+                looked_for.append((job, said))
+            return done
+
+        answer = self._run(
             request,
             queryset,
             "stop",
-            lambda job: job_stop_by(job=job, actor=request.user, deadline=deadline).done,
+            stop,
             ngettext_lazy(
                 "%(count)d job stopped or stopping.", "%(count)d jobs stopped or stopping.", "count"
             ),
         )
+        for job, said in looked_for:
+            # Its platform may still make it: when it is looked for, as the job page's Stop
+            # says it (qa84: the count only).
+            self.message_user(
+                request,
+                _("Job %(name)s (%(id)s): %(said)s")
+                % {"name": job.task_name, "id": job.public_id, "said": said},
+                messages.WARNING,
+            )
+        return answer
 
     @admin.action(permissions=["review"], description=gettext_lazy("Mark selected jobs as lost"))
     def mark_lost_jobs(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:

@@ -59,6 +59,8 @@ from .actions import (
     job_submit_again,
     jobs_delete,
     jobs_stop,
+    stop_look_time,
+    stop_look_time_ahead,
     stop_looked_for,
 )
 from .backends import BackendError, NoLog, aihc, get_backend, kubernetes, no_log_yet
@@ -1543,6 +1545,24 @@ DELETE_WHILE_LOOKED_FOR_QUESTION = gettext_lazy(
     "have made it, and the worker is looking for it there to stop it. Delete it again once it "
     "has stopped."
 )
+# The same three while the platform may still be working on that create: with when the worker
+# looks for the job (stop_look_time_ahead, stop_look_time), as Stop and Delete say it after
+# (qa84: asked with the words above, the time said only once the job was stopped).
+STOP_LOOKED_FOR_AT_QUESTION = gettext_lazy(
+    "Stop this job? A create of it got no clear answer, and its platform may still make it: "
+    "the worker looks for it there at %(time)s and stops it if found, or ends the job Stopped "
+    "if there is none. It cannot be resumed."
+)
+DELETE_ONLY_STOPS_AT_QUESTION = gettext_lazy(
+    "Stop this job and keep it? A create of it got no clear answer, and its platform may "
+    "still make it: Delete stops the job first (the worker looks for it there at %(time)s and "
+    "stops it if found) and keeps it, not deleted. Delete it again once it has stopped."
+)
+DELETE_WHILE_LOOKED_FOR_AT_QUESTION = gettext_lazy(
+    "This job cannot be deleted yet: a create of it got no clear answer, and its platform may "
+    "still make it. The worker looks for it there at %(time)s and stops it if found. Delete it "
+    "again once it has stopped."
+)
 
 
 def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpResponse:
@@ -1566,15 +1586,22 @@ def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpRe
 
 def _delete_question(job: Job) -> str:
     if job_delete_only_stops(job):
-        return DELETE_ONLY_STOPS_QUESTION
+        at = job.status != JobStatus.PENDING_REVIEW and stop_look_time_ahead(job)
+        return DELETE_ONLY_STOPS_AT_QUESTION % {"time": at} if at else DELETE_ONLY_STOPS_QUESTION
     if job_delete_looked_for(job):
-        return DELETE_WHILE_LOOKED_FOR_QUESTION
+        at = stop_look_time(job)
+        return (
+            DELETE_WHILE_LOOKED_FOR_AT_QUESTION % {"time": at}
+            if at
+            else DELETE_WHILE_LOOKED_FOR_QUESTION
+        )
     return DELETE_QUESTION
 
 
 def _stop_question(job: Job) -> str:
     if job.status != JobStatus.PENDING_REVIEW:
-        return STOP_QUESTION
+        at = stop_look_time_ahead(job)
+        return STOP_LOOKED_FOR_AT_QUESTION % {"time": at} if at else STOP_QUESTION
     return STOP_UNSTARTED_QUESTION if _never_sent(job) else STOP_LOOKED_FOR_REVIEW_QUESTION
 
 
@@ -1885,6 +1912,11 @@ def _stop_plan(job: Job) -> tuple[str, bool]:
             "Waiting for review: will be withdrawn. Its last submission may have been made on "
             "its platform: the worker looks for it there and stops it."
         ), True
+    if at := stop_look_time_ahead(job):
+        return _(
+            "Will be stopped. A create of it got no clear answer, and its platform may still "
+            "make it: the worker looks for it there at %(time)s and stops it if found."
+        ) % {"time": at}, True
     if job_stoppable(job):
         return _("Will be stopped."), True
     if job.status == JobStatus.STOPPING:
@@ -1904,6 +1936,12 @@ def _delete_plan(job: Job, only_stopped: bool) -> tuple[str, bool]:
             "submission may have been made on its platform. The worker looks for it there and "
             "stops it; delete the job again once it has stopped."
         ), True
+    if only_stopped and (at := stop_look_time_ahead(job)):
+        return _(
+            "Will be stopped and kept, not deleted: a create of it got no clear answer, and its "
+            "platform may still make it. The worker looks for it there at %(time)s and stops it "
+            "if found; delete the job again once it has stopped."
+        ) % {"time": at}, True
     if only_stopped:
         return _(
             "Will be stopped and kept, not deleted: a create of it got no clear answer, so its "

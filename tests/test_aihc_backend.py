@@ -26,6 +26,7 @@ from jobs.logs import shown_lines
 from jobs.models import Job, JobEvent, JobStatus
 from jobs.services import job_transition, jobs_submit
 from jobs.usage import job_usage_text
+from tests import test_api
 from tests.fake_aihc import FakeAihc, configure
 
 SEED_DOC = json.loads(
@@ -33,6 +34,8 @@ SEED_DOC = json.loads(
 )
 A800 = "baidu.com/a800_80g_cgpu"
 POOL = "cce-pool1"
+# The console as a WSGI transport for an API script (tests/test_api.py).
+wsgi = test_api.wsgi
 
 
 @pytest.fixture
@@ -1139,6 +1142,145 @@ def test_the_apis_stop_and_delete_say_when_a_job_aihc_may_still_make_is_looked_f
     assert job_stopped(job=job, owner=alice) == {}
     release.set()
     _release.set()
+
+
+def test_the_questions_before_stop_and_delete_say_when_a_job_aihc_may_still_make_is_looked_for(
+    fake, aihc, alice, alice_en, settings
+):
+    """qa84: the question before a Stop or a Delete (the job page's, and its page of its own
+    without JavaScript) gave the ordinary words, the time said only once the job was stopped."""
+    from django.urls import reverse
+
+    from jobs import views
+
+    job, at, release = in_doubt(fake, aihc, alice, settings)
+    stop, delete = (reverse(name, args=[job.public_id]) for name in ("job-stop", "job-delete"))
+
+    def read(answer) -> str:
+        return html.unescape(answer.content.decode())
+
+    page = read(alice_en.get(reverse("job-detail", args=[job.public_id])))
+    asked_stop, asked_delete = read(alice_en.post(stop)), read(alice_en.post(delete))
+    alice_en.post(delete, {"confirmed": "1"})  # stopped and kept, looked for at `at`
+    asked_again = read(alice_en.post(delete))
+
+    stop_question = (
+        "Stop this job? A create of it got no clear answer, and its platform may still make "
+        f"it: the worker looks for it there at {at} and stops it if found, or ends the job "
+        "Stopped if there is none. It cannot be resumed."
+    )
+    delete_question = (
+        "Stop this job and keep it? A create of it got no clear answer, and its platform may "
+        f"still make it: Delete stops the job first (the worker looks for it there at {at} and "
+        "stops it if found) and keeps it, not deleted. Delete it again once it has stopped."
+    )
+    assert f'<p id="stop-question">{stop_question}</p>' in asked_stop
+    assert f'<p id="delete-question">{delete_question}</p>' in asked_delete
+    assert f'data-confirm="{stop_question}"' in page
+    assert f'data-confirm="{delete_question}"' in page
+    assert (
+        '<p id="delete-question">This job cannot be deleted yet: a create of it got no clear '
+        f"answer, and its platform may still make it. The worker looks for it there at {at} "
+        "and stops it if found. Delete it again once it has stopped.</p>"
+    ) in asked_again
+    with translation.override("zh-hans"):
+        assert f"将于 {at} 在平台上查找该任务" in views.STOP_LOOKED_FOR_AT_QUESTION % {"time": at}
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    release.set()
+
+
+def test_stop_and_delete_selecteds_questions_say_when_a_job_aihc_may_still_make_is_looked_for(
+    fake, aihc, alice, alice_en, settings
+):
+    """qa84: Stop selected's page said "Will be stopped.", Delete selected's that the job's
+    platform may have made it, neither when the worker looks for it."""
+    from django.urls import reverse
+
+    job, at, release = in_doubt(fake, aihc, alice, settings)
+    form = {"jobs": [job.public_id], "back": ""}
+
+    stop = alice_en.post(reverse("job-bulk"), {**form, "action": "stop"}).content.decode()
+    delete = alice_en.post(reverse("job-bulk"), {**form, "action": "delete"}).content.decode()
+
+    assert (
+        "Will be stopped. A create of it got no clear answer, and its platform may still make "
+        f"it: the worker looks for it there at {at} and stops it if found."
+    ) in html.unescape(stop)
+    assert (
+        "Will be stopped and kept, not deleted: a create of it got no clear answer, and its "
+        f"platform may still make it. The worker looks for it there at {at} and stops it if "
+        "found; delete the job again once it has stopped."
+    ) in html.unescape(delete)
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED  # only asked
+    release.set()
+
+
+def test_the_admins_stop_selected_says_when_a_job_aihc_may_still_make_is_looked_for(
+    fake, aihc, alice, reviewer, settings
+):
+    """qa84: it said only how many jobs were stopped or stopping."""
+    from django.contrib.messages import get_messages
+    from django.test import Client
+
+    job, at, release = in_doubt(fake, aihc, alice, settings)
+    [ordinary] = submit(alice, seed_spec())  # Queued, never sent: Stopped at once
+    client = Client()
+    client.force_login(reviewer)
+    client.cookies["django_language"] = "en"
+    form = {"action": "stop_jobs", "_selected_action": [str(job.pk), str(ordinary.pk)]}
+
+    client.post("/admin/jobs/job/", form)
+    answer = client.post("/admin/jobs/job/", {**form, "post": "yes"})
+
+    assert [str(m) for m in get_messages(answer.wsgi_request)] == [
+        "2 jobs stopped or stopping.",
+        f"Job {job.name} ({job.public_id}): Stop requested. A create of the job got no clear "
+        f"answer, and the platform may still make it: the worker looks for it there at {at} "
+        "and stops it if found, or ends the job Stopped if there is none.",
+    ]
+    release.set()
+
+
+def test_v2s_batch_stop_warns_on_each_job_aihc_may_still_make_when_it_is_looked_for(
+    fake, aihc, alice, settings, wsgi
+):
+    """qa84: StopJob warned (LookedForLater), BatchStopJobs said nothing of such a job."""
+    from jobs.aihc.endpoints import V2
+    from jobs.api_keys import api_key_create
+    from jobs.api_views import STOP_LOOKED_FOR_LATER
+    from tests.test_api import client_for
+
+    job, at, release = in_doubt(fake, aihc, alice, settings)
+    [ordinary] = submit(alice, seed_spec())
+    key, secret = api_key_create(owner=alice, description="script")
+    api = client_for(wsgi, key.access_key_id, secret)
+
+    answer = api.request(
+        "POST",
+        "/",
+        params=[("action", "BatchStopJobs"), ("resourcePoolId", POOL)],
+        body={"jobList": [{"jobId": job.public_id}, {"jobId": ordinary.public_id}]},
+        version=V2,
+        idempotent=False,
+    )
+
+    warning = (
+        "Stop requested. A create of the job got no clear answer, and the platform may still "
+        f"make it: the worker looks for it there at {at} and stops it if found, or ends the job "
+        "Stopped if there is none."
+    )
+    assert answer["result"]["successList"] == [
+        {
+            "jobId": job.public_id,
+            "success": True,
+            "errorMsg": "",
+            "warnings": [{"code": STOP_LOOKED_FOR_LATER, "message": warning}],
+        },
+        {"jobId": ordinary.public_id, "success": True, "errorMsg": ""},
+    ]
+    release.set()
 
 
 def test_a_create_that_lands_after_the_job_was_sent_again_is_stopped_there_and_said_on_the_job(
