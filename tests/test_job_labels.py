@@ -278,7 +278,7 @@ def test_an_import_leaves_out_the_labels_the_console_or_aihc_sets_and_names_them
     draft = Draft.objects.get()
     assert W.rows_of(draft.data[W.BASIC], "label") == [{"key": ["team"], "value": ["nlp"]}]
     notice = (
-        f"向导中没有 labels.{CONSOLE_JOB_LABEL}, "
+        f"向导中没有 labels.{CONSOLE_JOB_LABEL}、"
         "labels.aijob.cce.baidubce.com/create-from-aihcp-api 对应的字段，这些内容未导入草稿。"
     )
     assert notice in html.unescape(r.content.decode())
