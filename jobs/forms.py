@@ -1066,9 +1066,9 @@ class SubmissionForm(StepForm):
     def __init__(self, *args: Any, queues: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["target_queue"].choices = [(q, q) for q in queues]
-        # Seed 004: 投递目标队列 is required of a queue task, as the group's two counts are.
-        for name in ("target_queue", "total", "concurrency"):
-            self.fields[name].marked_required = True  # type: ignore[attr-defined]
+        # Seed 004: 投递目标队列 is required of a queue task, as the group's two counts are;
+        # said to a screen reader too (qa84: the counts showed the * alone).
+        _mark_required(self, "target_queue", "total", "concurrency")
         self.helper = _helper(
             WizardField("mode"),
             Div(

@@ -153,7 +153,16 @@ class ThrottledAuthenticationMixin:
 
 
 class ThrottledAuthenticationForm(ThrottledAuthenticationMixin, AuthenticationForm):
-    pass
+    def full_clean(self) -> None:
+        super().full_clean()
+        # A refused log-in is one error for the pair (which of the two was wrong is not
+        # said): both fields are marked, and a screen reader says the alert above them
+        # (#login-error, login.html) when focus comes back to 用户名 (qa84: nothing was said).
+        if self.is_bound and self.non_field_errors():
+            for name in ("username", "password"):
+                self.fields[name].widget.attrs.update(
+                    {"aria-invalid": "true", "aria-describedby": "login-error"}
+                )
 
 
 class ThrottledAdminAuthenticationForm(ThrottledAuthenticationMixin, AdminAuthenticationForm):

@@ -202,6 +202,10 @@ AIAK_REFILL = "_aiak_refill"
 PLAIN_SECRETS_DISMISSED = "_plain_secrets_dismissed"
 # A draft remembers this many of them (the latest): each is one press of a button.
 MAX_DISMISSED = 50
+# Draft.data key: the row a table's 添加 (新增挂载, 新增环境变量, ...) just added, {"step", "row"},
+# until the step is posted again. On a step whose 下一步 failed it is not called wrong yet:
+# an empty row was marked invalid at once, with the step's problem summary said again (qa84).
+FRESH_ROW = "_fresh_row"
 # Draft.data key: the name and ID of the job a copy was made from (Copy & edit). The draft's
 # source_job is cleared when that job is deleted (Delete selected on a filter of failed jobs,
 # its retention passing) while the copy waits as a draft: the review then still says which
@@ -3259,12 +3263,15 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
         draft.data[IMPORT_NOTICES] = notices
     if draft.data.get(RECOVERED_STEP) == step:
         draft.data.pop(RECOVERED_STEP)  # reached: the steps before it say no more about it
+    # Any post of the step leaves the row added last (FRESH_ROW): from now on it is judged.
+    draft.data.pop(FRESH_ROW, None)
     prefix = ROW_PREFIX.get(step)
     index = STEPS.index(step)
     if prefix and action == "add-row":
         rows = rows_of(raw, prefix)
         if len(rows) < F.MAX_ROWS:
             rows.append(_new_row(step, current, rows))
+            draft.data[FRESH_ROW] = {"step": step, "row": len(rows) - 1}
         raw = with_rows(raw, prefix, rows)
         if step == DATA:
             # 新增挂载 means mounting it: with storage left off (the default on a pool with
@@ -3402,6 +3409,12 @@ def step_forms_for_display(state: WizardState, step: str, *, checked: bool = Fal
     raw = state.raw(step)
     if checked or state.attempted(step):
         forms, _ok = check_step(state, step, raw)
+        fresh = state.draft.data.get(FRESH_ROW)
+        if isinstance(fresh, dict) and fresh.get("step") == step and forms.formset is not None:
+            row = fresh.get("row")
+            if isinstance(row, int) and 0 <= row < len(forms.formset.forms):
+                # The formset's errors hold the same dict: the step's summary forgets them too.
+                forms.formset.forms[row].errors.clear()
         return forms
     forms = bind(state, step, raw, show_errors=False)
     return forms

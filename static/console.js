@@ -309,10 +309,13 @@ function carrySelection() {
   sayWhereSelectionLeftOut();
   const count = document.getElementById("selection-count");
   if (count) {
-    count.textContent =
+    const words =
       selected.length === 1
         ? count.dataset.one
         : count.dataset.other.replace("%(count)s", selected.length);
+    // Written only when it changed: this runs after every refresh of the table (afterSettle),
+    // and the count is read out each time its words are written, the same or not (qa84).
+    if (count.textContent !== words) count.textContent = words;
     const bar = count.closest("#selection-bar");
     // Nothing ticked any more: no "0 jobs selected" bar, unless it says what was dropped.
     bar.hidden = !selected.length && !bar.querySelector("#selection-missing, #selection-left-out");
@@ -478,3 +481,14 @@ function say(status, words) {
   clearTimeout(status.sayTimer);
   status.sayTimer = setTimeout(function () { status.textContent = words || ""; }, 100);
 }
+
+// A filter refused (a reversed date range on the job list or 我的用量) comes back as a new
+// page with focus on the page itself: the field was marked, but nothing was said (qa84).
+// Focus goes to the first field with a problem, whose message a screen reader says with it
+// (aria-describedby), as a wizard step's does; not when the person has moved it already.
+document.addEventListener("DOMContentLoaded", () => {
+  const problem = document.querySelector("form[data-focus-problem] [aria-invalid='true']");
+  if (problem && (!document.activeElement || document.activeElement === document.body)) {
+    problem.focus();
+  }
+});

@@ -63,8 +63,10 @@ document.addEventListener("htmx:afterSettle", function (event) {
   const warned = warnedField && document.getElementById(warnedField);
   rowAction = warnedField = "";
   const invalid = document.querySelector("#wizard [aria-invalid='true'], #wizard .is-invalid");
+  // A row's 添加 or 删除 keeps focus in its table also on a step with problems (qa84: after
+  // 新增挂载 it went to the first of them, away from the row added).
   const target =
-    invalid || rowActionFocus(action) || warned || document.getElementById("step-heading");
+    rowActionFocus(action) || invalid || warned || document.getElementById("step-heading");
   if (target) target.focus();
 });
 
@@ -85,6 +87,13 @@ document.addEventListener("htmx:beforeSwap", function (event) {
   if (!(count instanceof Element) || !count.classList.contains("idle-count")) return;
   const answer = document.createElement("template");
   answer.innerHTML = event.detail.serverResponse;
+  // Row 0's answer also brings the pool's stock line (#pool-stock, out of band): only the
+  // count's own part is compared, else row 0's count was drawn, and read out, at every check
+  // (qa84). A count not drawn again takes its answer's stock line with it: it is put in here,
+  // and only when its words changed (it is no live region, but a screen reader's place in it
+  // would be lost).
+  const stock = answer.content.querySelector("[hx-swap-oob]");
+  if (stock) stock.remove();
   if (answer.innerHTML === count.innerHTML) {
     event.detail.shouldSwap = false;
   } else if (withoutAge(answer.content.childNodes) === withoutAge(count.childNodes)) {
@@ -93,6 +102,11 @@ document.addEventListener("htmx:beforeSwap", function (event) {
     count.querySelectorAll(".pool-freshness").forEach((age, i) => {
       age.textContent = ages[i].textContent;
     });
+  }
+  const shown = stock && !event.detail.shouldSwap && document.getElementById(stock.id);
+  if (shown) {
+    stock.removeAttribute("hx-swap-oob");
+    if (shown.outerHTML !== stock.outerHTML) shown.replaceWith(stock);
   }
 });
 

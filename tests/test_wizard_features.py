@@ -1203,7 +1203,7 @@ def test_each_rows_remove_button_says_which_row_it_removes(alice_client):
         page = alice_client.get(step_url(draft, step)).content.decode()
         return re.findall(r'value="remove-row-\d+"[^>]*aria-label="([^"]+)"', page)
 
-    assert names(W.IMAGE) == ["删除 1", "删除 2"]
+    assert names(W.IMAGE) == ["删除 A", "删除 B"]  # an env row is named after its variable
     assert names(W.DATA) == ["删除 2"]  # the main mount has no button
     post_step(
         alice_client,
