@@ -573,8 +573,8 @@ def _step_of_a_draft_gone(
     page said Back showed what was typed, but a step is never cached (no-store), so Back asked
     again and got the 404 again (qa82). Answered instead with the step's fields as they were
     sent (a secret value empty, never sent back), saying the draft is gone and offering to
-    save them as a new draft (wizard_recover). With htmx the step stays on the page as typed,
-    its banner saying so (wizard.js). Still a 404: someone else's draft is answered the same
+    save them as a new draft (wizard_recover). With htmx the step's 404 has wizard.js send the
+    form again as a plain POST, answered here too. Still a 404: someone else's draft is answered the same
     way, with only what they sent themselves, so nothing says whether it exists."""
     post = request.POST
     language = str(post.get("action", "")).removeprefix("language-")

@@ -433,3 +433,26 @@ document.addEventListener(
   },
   true,
 );
+
+// A step sent for a draft discarded meanwhile (another tab) is answered 404 and nothing is saved.
+// The form is then sent again as a plain POST, which the server answers as without JavaScript:
+// the step as typed (secrets aside), saying the draft is gone, with 另存为新草稿
+// (wizard_views._step_of_a_draft_gone). Until then the banner said to reload, and the reload
+// lost what was typed. The pressed button goes with it (a language switch draws that page in
+// the language chosen). Not the review's form (hidden): nothing is typed there.
+document.addEventListener("htmx:responseError", function (event) {
+  const form = event.detail.elt;
+  if (!(form instanceof HTMLFormElement) || form.id !== "wizard-form" || form.hidden) return;
+  const request = event.detail.requestConfig;
+  if (event.detail.xhr.status !== 404 || !request || request.verb !== "post") return;
+  const trigger = request.triggeringEvent;
+  const button = trigger && trigger.submitter;
+  if (button && button.name) {
+    const pressed = document.createElement("input");
+    pressed.type = "hidden";
+    pressed.name = button.name;
+    pressed.value = button.value;
+    form.appendChild(pressed);
+  }
+  HTMLFormElement.prototype.submit.call(form);
+});

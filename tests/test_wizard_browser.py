@@ -631,6 +631,47 @@ def test_without_javascript_a_step_of_a_draft_discarded_in_another_tab_keeps_wha
         context.close()
 
 
+def test_a_step_of_a_draft_discarded_in_another_tab_keeps_what_was_typed_and_saves_it_as_new(
+    logged_in_page, alice
+):
+    # With JavaScript the step's 404 left a banner saying to reload, and the reload lost what
+    # was typed: the step is now sent again as a plain POST and answered as without it.
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "typed-before-discard")
+    other = page.context.new_page()
+    other.goto("/create/")
+    other.once("dialog", lambda dialog: dialog.accept())  # 删除这个草稿？
+    other.click("#draft-list button:has-text('删除')")
+    expect(other.get_by_text("草稿已删除。")).to_be_visible()
+    assert not Draft.objects.filter(owner=alice).exists()
+
+    page.click("#wizard-next")
+
+    expect(page.locator("#draft-gone")).to_contain_text("这个草稿已被删除")
+    expect(page.locator("#id_name")).to_have_value("typed-before-discard")
+    page.click("#save-as-new-draft")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    expect(page.locator("#id_name")).to_have_value("typed-before-discard")
+    draft = Draft.objects.get(owner=alice)
+    assert draft.data["basic"]["name"] == ["typed-before-discard"]
+    assert str(draft.id) in page.url
+
+
+def test_a_language_switch_on_a_step_of_a_discarded_draft_answers_in_the_language_chosen(
+    logged_in_page, alice
+):
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "typed-before-discard")
+    Draft.objects.filter(owner=alice).delete()  # discarded in another tab
+
+    page.click("button[data-language=en]")
+
+    expect(page.locator("#draft-gone")).to_contain_text("This draft has been discarded")
+    expect(page.locator("#id_name")).to_have_value("typed-before-discard")
+
+
 def test_without_javascript_a_later_step_saved_as_a_new_draft_says_why_it_opens_at_step_one(
     browser, live_server, alice
 ):
