@@ -144,7 +144,7 @@ def test_alert_mail_goes_to_each_address_in_its_readers_language(
     assert chinese.body.startswith("demo 正在运行。\n\n")
     # One alert, one event, recorded in the console's language.
     [sent] = job.events.filter(reason="AlertSent")
-    assert "alice@example.com, Bob@Example.com, ops@example.com" in sent.message
+    assert "alice@example.com、Bob@Example.com、ops@example.com" in sent.message  # 、: Chinese
 
 
 def test_an_alert_mail_names_the_job_the_event_and_when_it_happened_in_each_readers_words(
