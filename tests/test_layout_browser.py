@@ -273,6 +273,24 @@ def test_on_a_phone_each_draft_shows_its_name_figures_and_both_buttons_on_screen
     assert phone.evaluate(PAGE_FITS)
 
 
+def test_on_a_phone_the_drafts_come_before_the_import_box_on_the_first_screen(
+    phone, transactional_db, alice
+):
+    # qa85: the import box, about a screen tall on a phone, came first, and a returning user
+    # scrolled past it to reach the draft she came back for.
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/create/")
+    phone.click("#new-draft")
+    phone.wait_for_url(re.compile(r"/basic/$"))
+
+    phone.goto("/create/")
+    resume = phone.locator("#draft-list tbody tr .btn").first
+    expect(resume).to_be_visible()
+    box = resume.bounding_box()
+    assert box["y"] + box["height"] <= 844  # in view without scrolling
+    expect(phone.locator("#import-section")).to_be_visible()  # still on the page, below
+
+
 @pytest.mark.usefixtures("runner_settings")
 @pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
 def test_on_a_phone_a_failed_jobs_reason_in_the_list_reads_across_not_down(
