@@ -742,6 +742,32 @@ def test_a_pytorch_job_of_a_master_and_two_workers_is_built_and_submitted_by_key
     assert [(r.name, r.replicas) for r in job.job_spec().roles] == [("master", 1), ("worker", 2)]
 
 
+def test_the_bccl_tick_off_for_its_conditions_is_reached_by_tab_says_why_and_cannot_be_ticked(
+    logged_in_page,
+):
+    # qa84: the box was disabled, so Tab passed it and a keyboard user never heard why it was
+    # off (cards per instance and RDMA unmet here).
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    next_step(page, "fault")
+    tab_to(page, "#id_enable_bccl", presses=60)
+
+    bccl = page.get_by_role("checkbox", name="BCCL 自动注入")
+    expect(bccl).to_be_focused()
+    expect(bccl).to_be_disabled()  # aria-disabled, as a screen reader says it
+    expect(bccl).to_have_accessible_description(
+        re.compile(r"需满足下列四个条件.*✗ 不满足 每实例 8 卡.*四个条件都满足后才能开启 BCCL")
+    )
+    page.keyboard.press("Space")
+    expect(bccl).not_to_be_checked()
+    page.locator("label[for=id_enable_bccl]").click(force=True)  # a mouse on its label
+    expect(bccl).not_to_be_checked()
+
+
 def test_each_injected_variables_meaning_is_read_with_the_variable_heading_its_row(
     logged_in_page,
 ):
