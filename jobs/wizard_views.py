@@ -910,6 +910,15 @@ def _fault_extras(
         "rdma": _("RDMA on"),
         "card_type": _("A800 or HPAS cards"),
     }
+    if state.framework != S.PYTORCH:
+        # Fault tolerance restarts PyTorch jobs only: offered only when it can work.
+        fields = forms.form.fields
+        for name in ("fault_tolerance", "retry_limit", "custom_patterns"):
+            fields[name].widget.attrs["disabled"] = True
+        fields["fault_tolerance"].help_text = _(
+            "Fault tolerance restarts PyTorch jobs only; this is a %(framework)s job."
+        ) % {"framework": S.FRAMEWORK_LABELS.get(state.framework, state.framework)}
+    # After the help texts are set: reading its errors draws every field (their help as then).
     bccl = forms.form["enable_bccl"]
     # Read with the four conditions (and why it is off), its problem first (jobs.form_rendering).
     described = [f"{bccl.auto_id}_error"] if bccl.errors else []
@@ -930,14 +939,6 @@ def _fault_extras(
             form.data = form.data.copy()
             form.data.pop(form.add_prefix("enable_bccl"), None)
     bccl.field.widget.attrs["aria-describedby"] = " ".join(described)
-    if state.framework != S.PYTORCH:
-        # Fault tolerance restarts PyTorch jobs only: offered as BCCL is, when it can work.
-        fields = forms.form.fields
-        for name in ("fault_tolerance", "retry_limit", "custom_patterns"):
-            fields[name].widget.attrs["disabled"] = True
-        fields["fault_tolerance"].help_text = _(
-            "Fault tolerance restarts PyTorch jobs only; this is a %(framework)s job."
-        ) % {"framework": S.FRAMEWORK_LABELS.get(state.framework, state.framework)}
     return {
         "bccl": [(labels[k], ok) for k, ok in conditions.items()],
         "bccl_ok": all(conditions.values()),
