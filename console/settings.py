@@ -278,6 +278,8 @@ TEMPLATES = [
         },
     },
 ]
+# Every form's fields name their error before their help text (aria-describedby).
+FORM_RENDERER = "jobs.form_rendering.ConsoleFormRenderer"
 
 try:
     DATABASES = {

@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -174,12 +174,18 @@ def stop_look_time_ahead(job: Job) -> str:
     for the job on its platform if it were stopped now, its create having got no clear answer
     while the platform may still make it; "" for any other job. What the questions before a
     Stop or Delete say of it (qa84: they gave the ordinary words, the time said only after)."""
+    at = stop_look_at_ahead(job)
+    return console_time(at) if at else ""
+
+
+def stop_look_at_ahead(job: Job) -> datetime | None:
+    """stop_look_time_ahead's moment itself, to compare several (the earliest of them)."""
     if not job_stoppable(job) or job.backend == "local":
-        return ""
+        return None
     backend = get_backend(job.backend)
     # stop_look_at first: no query for a job with no such create (the job page asks it).
     at = backend.stop_look_at(job)
-    return console_time(at) if at and backend.create_unsettled(job) else ""
+    return at if at and backend.create_unsettled(job) else None
 
 
 def stop_looked_for(job: Job) -> str:

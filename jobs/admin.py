@@ -58,7 +58,13 @@ from . import (
 )
 from . import logs as job_logs
 from . import spec as spec_module
-from .actions import ActionError, bulk_deadline, job_stop_by, stop_looked_for
+from .actions import (
+    ActionError,
+    bulk_deadline,
+    job_stop_by,
+    stop_look_time_ahead,
+    stop_looked_for,
+)
 from .admin_lists import (
     CheckedSelectionMixin,
     FilteredLookupsOnlyMixin,
@@ -951,6 +957,13 @@ ACTION_QUESTIONS = {
         "count",
     ),
 }
+# Said on Stop's confirmation page of each job whose create got no clear answer while its
+# platform may still make it: when the worker looks for it, as the job page's question says
+# it (qa84: only the message after the stop said it).
+STOP_LOOKED_FOR_AT = gettext_lazy(
+    "A create of it got no clear answer, and its platform may still make it: the worker looks "
+    "for it there at %(time)s and stops it if found, or ends the job Stopped if there is none."
+)
 CONFIRMATION_SHOWN = 100
 MAX_REJECT_REASON = 1000
 
@@ -1584,6 +1597,13 @@ class JobAdmin(
         queryset = queryset.select_related("owner", "group").defer(None)
         eligible = self._eligible(request, action, queryset)
         eligible_count = eligible.count()
+        jobs = list(eligible[:CONFIRMATION_SHOWN])
+        if action == "stop":
+            for job in jobs:
+                # Awaiting review it was never sent (or is looked for anyway): no create
+                # waited on.
+                at = job.status != JobStatus.PENDING_REVIEW and stop_look_time_ahead(job)
+                job.looked_for = STOP_LOOKED_FOR_AT % {"time": at} if at else ""
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -1591,7 +1611,7 @@ class JobAdmin(
             "action": action,
             "action_name": f"{action}_jobs",
             "question": ACTION_QUESTIONS[action] % {"count": eligible_count},
-            "jobs": list(eligible[:CONFIRMATION_SHOWN]),
+            "jobs": jobs,
             "eligible_count": eligible_count,
             "skipped": self._skipped_shown(request, action, queryset),
             "own_skipped": list(self._own_refused(request, action, queryset)[:CONFIRMATION_SHOWN]),

@@ -59,11 +59,13 @@ from .actions import (
     job_submit_again,
     jobs_delete,
     jobs_stop,
+    stop_look_at_ahead,
     stop_look_time,
     stop_look_time_ahead,
     stop_looked_for,
 )
 from .backends import BackendError, NoLog, aihc, get_backend, kubernetes, no_log_yet
+from .backends.remote import console_time
 from .compare import (
     MAX_ASKED,
     MAX_COMPARED,
@@ -1683,6 +1685,9 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
                 for job in jobs
             ],
             "only_stopped": len(only_stopped),
+            "only_stopped_looked_for": _looked_for_at(
+                [job for job in jobs if job.pk in only_stopped]
+            ),
             "missing": missing,
             "back": back_query,
             # Cancel keeps the jobs ticked, on whichever page of the list they are.
@@ -1922,6 +1927,29 @@ def _stop_plan(job: Job) -> tuple[str, bool]:
     if job.status == JobStatus.STOPPING:
         return _("Already stopping: left as it is."), False
     return _("Already finished: will not be stopped."), False
+
+
+def _looked_for_at(jobs: list[Job]) -> str:
+    """What Delete selected's notice of the jobs it stops and keeps adds of those whose create
+    the platform may still carry out: when the worker looks for them (the earliest time when
+    several), as each row says it (qa84: the notice said it of none); "" when none is."""
+    looked_for = [
+        (at, job)
+        for job in jobs
+        # Awaiting review: its row says why, without a time (_delete_plan).
+        if job.status != JobStatus.PENDING_REVIEW and (at := stop_look_at_ahead(job))
+    ]
+    if not looked_for:
+        return ""
+    at, job = min(looked_for, key=lambda pair: pair[0])
+    if len(looked_for) == 1:
+        return _(
+            "Its platform may still make %(name)s: the worker looks for it there at %(time)s."
+        ) % {"name": job.task_name, "time": console_time(at)}
+    return _(
+        "Their platform may still make %(count)d of them: the worker looks for them there, "
+        "the earliest at %(time)s."
+    ) % {"count": len(looked_for), "time": console_time(at)}
 
 
 def _delete_plan(job: Job, only_stopped: bool) -> tuple[str, bool]:

@@ -910,17 +910,35 @@ def _fault_extras(
         "rdma": _("RDMA on"),
         "card_type": _("A800 or HPAS cards"),
     }
-    if not all(conditions.values()):
-        # Offered only when all four hold; a disabled box is not sent, so it turns off.
-        forms.form.fields["enable_bccl"].widget.attrs["disabled"] = True
     if state.framework != S.PYTORCH:
-        # Fault tolerance restarts PyTorch jobs only: offered as BCCL is, when it can work.
+        # Fault tolerance restarts PyTorch jobs only: offered only when it can work.
         fields = forms.form.fields
         for name in ("fault_tolerance", "retry_limit", "custom_patterns"):
             fields[name].widget.attrs["disabled"] = True
         fields["fault_tolerance"].help_text = _(
             "Fault tolerance restarts PyTorch jobs only; this is a %(framework)s job."
         ) % {"framework": S.FRAMEWORK_LABELS.get(state.framework, state.framework)}
+    # After the help texts are set: reading its errors draws every field (their help as then).
+    bccl = forms.form["enable_bccl"]
+    # Read with the four conditions (and why it is off), its problem first (jobs.form_rendering).
+    described = [f"{bccl.auto_id}_error"] if bccl.errors else []
+    described += [f"{bccl.auto_id}_helptext", "bccl-conditions"]
+    if not all(conditions.values()):
+        # Offered only when all four hold. Off, yet reachable by Tab so that a keyboard user
+        # hears why (qa84: `disabled` took it out of the Tab order): aria-disabled, and
+        # wizard.js refuses to tick it; sent ticked all the same, the step refuses it
+        # (spec._validate_bccl). The step drawn as saved shows it unticked: a box ticked
+        # before the conditions changed was not sent while it was disabled, and so turned off
+        # at 下一步; unticked, it still is.
+        bccl.field.widget.attrs["aria-disabled"] = "true"
+        described.append("bccl-off")
+        form = forms.form
+        if not form.is_bound:
+            form.initial["enable_bccl"] = False
+        elif request.method == "GET":
+            form.data = form.data.copy()
+            form.data.pop(form.add_prefix("enable_bccl"), None)
+    bccl.field.widget.attrs["aria-describedby"] = " ".join(described)
     return {
         "bccl": [(labels[k], ok) for k, ok in conditions.items()],
         "bccl_ok": all(conditions.values()),

@@ -90,11 +90,22 @@
   // first column under the reader's eyes. (htmx itself keeps focus on a box of the same id.)
   let scrolledAcross = null;
   let statusBefore = null;
+  let actionBefore = null;
+  // The job's buttons (停止, 复制, 删除...), which the status refresh draws again out of band.
+  function actionButtons() {
+    return Array.from(document.querySelectorAll("#job-actions button"));
+  }
+  function focusedAction() {
+    const buttons = actionButtons();
+    const index = buttons.indexOf(document.activeElement);
+    return index < 0 ? null : index;
+  }
   document.addEventListener("htmx:beforeSwap", function (event) {
     const target = event.detail.target;
     if (!target || target.id !== "job-live") return;
     const status = document.getElementById("job-status");
     statusBefore = status && status.textContent.trim();
+    actionBefore = focusedAction();
     scrolledAcross = new Map(
       Array.from(target.querySelectorAll("[role=region][id]")).map((box) => [box.id, box.scrollLeft]),
     );
@@ -171,7 +182,23 @@
     const status = document.getElementById("job-status");
     const said = document.getElementById("job-status-change");
     const now = status && status.textContent.trim();
-    if (said && now && statusBefore && now !== statusBefore) {
+    // With focus on a button the refresh took away (停止 once the job ended elsewhere), focus
+    // fell to the page, and a keyboard user went on from its top (qa84): it goes to the button
+    // now in its place (复制, or at the end 删除); htmx itself keeps it on one that stayed.
+    let onStatus = false;
+    const focusLost = !document.activeElement || document.activeElement === document.body;
+    if (actionBefore !== null && focusLost) {
+      const buttons = actionButtons();
+      const instead = buttons[Math.min(actionBefore, buttons.length - 1)];
+      if (instead) {
+        instead.focus();
+      } else if (status) {
+        status.focus();  // tabindex=-1; it is read as it takes focus
+        onStatus = true;
+      }
+    }
+    actionBefore = null;
+    if (said && now && statusBefore && now !== statusBefore && !onStatus) {
       said.textContent = said.dataset.said.replace("%(status)s", now);
     }
     statusBefore = null;

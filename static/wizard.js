@@ -456,3 +456,14 @@ document.addEventListener("htmx:responseError", function (event) {
   }
   HTMLFormElement.prototype.submit.call(form);
 });
+
+// A tick offered only under conditions not met (BCCL, step 5) is aria-disabled rather than
+// disabled, so that Tab reaches it and a screen reader reads why it is off (qa84): a click or
+// Space does not tick it. One ticked already (sent so, the step refused it) can be unticked.
+document.addEventListener("click", (event) => {
+  const box = event.target;
+  if (box instanceof HTMLInputElement && box.type === "checkbox" && box.checked
+      && box.getAttribute("aria-disabled") === "true") {
+    event.preventDefault();
+  }
+});

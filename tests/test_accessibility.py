@@ -14,6 +14,7 @@ from jobs.models import JobReplica
 from tests.test_job_pages import submit
 from tests.test_wizard import (
     _local_pool,  # noqa: F401 (autouse fixture)
+    advanced_data,
     complete_steps,
     data_data,
     image_data,
@@ -152,3 +153,28 @@ def test_a_row_added_on_a_step_refused_once_is_not_called_wrong_until_the_step_i
     post_step(alice_client, draft, W.DATA, sent, action="save")
     page = alice_client.get(step_url(draft, W.DATA)).content.decode()
     assert 'aria-invalid="true"' in tag(page, 'name="mounts-1-mount_path"')
+
+
+def test_a_refused_fields_error_is_named_before_its_help_text_on_a_wizard_step(alice_client):
+    # A screen reader reads aria-describedby's ids in order: Django's (help, then error) had
+    # a refused field read its whole help first and why it was refused last (qa84).
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+    refused = advanced_data(alert_emails="not an address")
+
+    page = post_step(alice_client, draft, W.ADVANCED, refused).content.decode()
+
+    described = 'aria-describedby="id_alert_emails_error id_alert_emails_helptext"'
+    assert described in tag(page, 'name="alert_emails"')
+    # A group of ticks (a fieldset) alike: 告警 with an address and no event.
+    assert 'aria-describedby="id_alert_items_error id_alert_items_helptext"' in page
+
+
+def test_a_refused_password_confirmation_names_its_error_before_its_help_text(alice_client):
+    answer = alice_client.post(
+        reverse("password-change"),
+        {"old_password": "wrong", "new_password1": "short", "new_password2": "other"},
+    )
+
+    field = tag(answer.content.decode(), 'name="new_password2"')
+    assert 'aria-describedby="id_new_password2_error id_new_password2_helptext"' in field

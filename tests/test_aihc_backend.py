@@ -1217,6 +1217,38 @@ def test_stop_and_delete_selecteds_questions_say_when_a_job_aihc_may_still_make_
     release.set()
 
 
+def test_delete_selecteds_notice_of_the_jobs_it_keeps_says_when_those_aihc_may_make_are_looked_for(
+    fake, aihc, alice, alice_en, settings
+):
+    """qa84: each row said when its job is looked for, the notice above the table of none."""
+    from django.urls import reverse
+
+    first, at, release = in_doubt(fake, aihc, alice, settings)
+    [ordinary] = submit(alice, seed_spec())  # Queued, never sent: deleted at once
+
+    def notice(*jobs: Job) -> str:
+        form = {"jobs": [job.public_id for job in jobs], "back": "", "action": "delete"}
+        page = html.unescape(alice_en.post(reverse("job-bulk"), form).content.decode())
+        return page[page.index('id="bulk-only-stopped"') :].split("</p>")[0]
+
+    assert notice(first, ordinary).endswith(
+        'delete it again once it has stopped. <span id="bulk-looked-for">Its platform may '
+        f"still make {first.task_name}: the worker looks for it there at {at}.</span>"
+    )
+    release.set()
+    second, _later, release = in_doubt(fake, aihc, alice, settings)
+    assert notice(second, first, ordinary).endswith(
+        '<span id="bulk-looked-for">Their platform may still make 2 of them: the worker looks '
+        f"for them there, the earliest at {at}.</span>"
+    )
+    alice_en.cookies["django_language"] = "zh-hans"
+    assert f"最早于 {at}" in notice(second, first)
+    for job in (first, second, ordinary):
+        job.refresh_from_db()
+        assert job.status == JobStatus.QUEUED  # only asked
+    release.set()
+
+
 def test_the_admins_stop_selected_says_when_a_job_aihc_may_still_make_is_looked_for(
     fake, aihc, alice, reviewer, settings
 ):
@@ -1240,6 +1272,38 @@ def test_the_admins_stop_selected_says_when_a_job_aihc_may_still_make_is_looked_
         f"answer, and the platform may still make it: the worker looks for it there at {at} "
         "and stops it if found, or ends the job Stopped if there is none.",
     ]
+    release.set()
+
+
+def test_the_admins_stop_selected_confirmation_says_when_a_job_aihc_may_still_make_is_looked_for(
+    fake, aihc, alice, reviewer, settings
+):
+    """qa84: the page asking listed the jobs without it; only the message after said it."""
+    from django.test import Client
+
+    job, at, release = in_doubt(fake, aihc, alice, settings)
+    [ordinary] = submit(alice, seed_spec())  # Queued, never sent
+    client = Client()
+    client.force_login(reviewer)
+    client.cookies["django_language"] = "en"
+    form = {"action": "stop_jobs", "_selected_action": [str(job.pk), str(ordinary.pk)]}
+
+    page = html.unescape(client.post("/admin/jobs/job/", form).content.decode())
+
+    said = (
+        "A create of it got no clear answer, and its platform may still make it: the worker "
+        f"looks for it there at {at} and stops it if found, or ends the job Stopped if there "
+        "is none."
+    )
+    # On the job's line, not the other's.
+    [line] = [item for item in page.split("<li>") if said in item]
+    assert job.public_id in line and ordinary.public_id not in line
+    assert page.count(said) == 1
+    client.cookies["django_language"] = "zh-hans"
+    chinese = html.unescape(client.post("/admin/jobs/job/", form).content.decode())
+    assert f"任务调度进程（worker）将于 {at} 在平台上查找该任务" in chinese
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED  # only asked
     release.set()
 
 

@@ -730,7 +730,32 @@ def test_the_fault_step_shows_each_bccl_condition(alice_client, settings):
 
     assert conditions.count("text-success") == 3  # instances, whole node, card type
     assert conditions.count("text-danger") == 1  # RDMA is off
-    assert re.search(r'<input[^>]*name="enable_bccl"[^>]*disabled', page)
+    # Off, yet reachable by Tab (aria-disabled, not disabled), read with the conditions.
+    bccl = re.search(r'<input[^>]*name="enable_bccl"[^>]*>', page)[0]
+    assert 'aria-disabled="true"' in bccl and " disabled" not in bccl
+    described = re.search(r'aria-describedby="([^"]*)"', bccl)[1].split()
+    assert {"bccl-conditions", "bccl-off"} <= set(described)
+
+
+def test_a_bccl_tick_whose_conditions_no_longer_hold_is_drawn_off_and_saved_off(
+    alice_client, settings
+):
+    # The disabled box was not sent, so 下一步 turned it off; drawn ticked then, it is drawn
+    # unticked now that it is sent like any box (aria-disabled), and turned off alike.
+    settings.LOCAL_ACCELERATORS = f"{A800}=16"
+    draft = new_draft(alice_client)
+    roles = [role("master", 1, cards=8), role("worker", 1, cards=8)]
+    met = resources_data(roles, enable_rdma="on")
+    steps = {W.RESOURCES: met, W.FAULT: {"enable_bccl": "on"}}
+    complete_steps(alice_client, draft, upto=W.ADVANCED, **steps)
+    assert Draft.objects.get(pk=draft.pk).data[W.FAULT]["enable_bccl"] == ["on"]
+    post_step(alice_client, draft, W.RESOURCES, resources_data(roles))  # RDMA off now
+
+    page = alice_client.get(step_url(draft, W.FAULT)).content.decode()
+    bccl = re.search(r'<input[^>]*name="enable_bccl"[^>]*>', page)[0]
+    assert "checked" not in bccl
+    assert post_step(alice_client, draft, W.FAULT, {}).status_code == 302
+    assert "enable_bccl" not in Draft.objects.get(pk=draft.pk).data[W.FAULT]
 
 
 def test_the_bccl_and_tensorboard_switches_say_what_the_local_pool_provides(alice_client):
