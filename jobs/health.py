@@ -160,9 +160,10 @@ class WorkerState:
     refused_at: datetime | None = None
     # Workers beating now that do not hold the lease (they take over if it lapses).
     standby: int = 0
-    # The holder's remote thread (AIHC, Kubernetes): when it last got on (None: no remote
-    # thread reported) and how long ago by the database's clock, whether its worker finds it
-    # stuck (RemoteProgress), and on which platform then.
+    # The holder's remote threads (AIHC, Kubernetes: one each): when the one that got on least
+    # recently last got on (None: no remote thread reported) and how long ago by the
+    # database's clock, whether its worker finds one stuck (RemoteProgress), and on which
+    # platforms then (remote_platforms).
     remote_progress_at: datetime | None = None
     remote_age: timedelta | None = None
     remote_stuck: bool = False
@@ -239,17 +240,32 @@ class WorkerState:
             return None
         since = date_format(localtime(self.remote_progress_at), "Y-m-d H:i:s")
         minutes = seconds // 60
-        platform = PLATFORM_NAMES.get(self.remote_platform, self.remote_platform)
-        if platform:
+        # Each platform has a thread of its own (fix85b): the one stuck longest is the one
+        # since `since`; another stuck too is named after it.
+        platform, *others = [PLATFORM_NAMES.get(p, p) for p in self.remote_platforms] or [""]
+        if platform and others:
             return ngettext(
                 "AIHC and Kubernetes jobs are not being submitted or synced: the worker has "
-                "waited on %(platform)s since %(since)s (%(minutes)d minute). Local jobs run "
-                "as usual; the worker's log names the job it waits on.",
+                "waited on %(platform)s since %(since)s (%(minutes)d minute) and on %(other)s "
+                "for less long. Local jobs run as usual; the worker's log names the jobs it "
+                "waits on.",
                 "AIHC and Kubernetes jobs are not being submitted or synced: the worker has "
-                "waited on %(platform)s since %(since)s (%(minutes)d minutes). Local jobs run "
-                "as usual; the worker's log names the job it waits on.",
+                "waited on %(platform)s since %(since)s (%(minutes)d minutes) and on %(other)s "
+                "for less long. Local jobs run as usual; the worker's log names the jobs it "
+                "waits on.",
+                minutes,
+            ) % {"platform": platform, "other": others[0], "since": since, "minutes": minutes}
+        if platform:
+            return ngettext(
+                "%(platform)s jobs are not being submitted or synced: the worker has waited on "
+                "%(platform)s since %(since)s (%(minutes)d minute). Local jobs run as usual, "
+                "as do other platforms' jobs; the worker's log names the job it waits on.",
+                "%(platform)s jobs are not being submitted or synced: the worker has waited on "
+                "%(platform)s since %(since)s (%(minutes)d minutes). Local jobs run as usual, "
+                "as do other platforms' jobs; the worker's log names the job it waits on.",
                 minutes,
             ) % {"platform": platform, "since": since, "minutes": minutes}
+        # A worker written before fix85b that did not know the platform.
         return ngettext(
             "AIHC and Kubernetes jobs are not being submitted or synced: the worker's remote "
             "thread has not got on since %(since)s (%(minutes)d minute). Local jobs run as "
@@ -268,8 +284,16 @@ class WorkerState:
             return None
         part: dict[str, object] = {"last_progress_seconds": seconds, "stuck": self.remote_stuck}
         if self.remote_stuck and self.remote_platform:
-            part["platform"] = self.remote_platform
+            # `platform`: the one stuck longest, as before fix85b; `platforms`: each stuck.
+            part["platform"] = self.remote_platforms[0]
+            part["platforms"] = self.remote_platforms
         return part
+
+    @property
+    def remote_platforms(self) -> list[str]:
+        """The platforms whose remote thread is stuck, the longest stuck first (RemoteProgress
+        writes them comma-separated; a worker before fix85b wrote one, or none)."""
+        return [p for p in self.remote_platform.split(",") if p] if self.remote_stuck else []
 
     @property
     def banner(self) -> str | None:
@@ -313,9 +337,11 @@ PLATFORM_NAMES = {"aihc": "AIHC", "kubernetes": "Kubernetes"}
 
 @dataclass(frozen=True)
 class RemoteProgress:
-    """What the worker's loop writes of its remote thread with each renewal of the lease:
-    how long since it last got on (seconds, by the worker's monotonic clock, written as the
-    database's NOW() less that), whether that is stuck, and the platform it waits on."""
+    """What the worker's loop writes of its remote threads with each renewal of the lease:
+    how long since the one that got on least recently last got on (seconds, by the worker's
+    monotonic clock, written as the database's NOW() less that), whether that is stuck, and
+    the platforms of the stuck ones, the longest stuck first, comma-separated
+    (jobs.worker.remote_progress)."""
 
     waited_seconds: float
     stuck: bool = False

@@ -10,11 +10,11 @@ Each tick it
 Before all that it renews its lease (jobs.health), at most every WORKER_HEARTBEAT_SECONDS;
 stopped cleanly, it gives the lease up.
 Remote jobs (AIHC, Kubernetes) are submitted (Queued, never submitted: no external id) and,
-every WORKER_REMOTE_SYNC_SECONDS, synced (active, or queued remotely) in a thread of their
-own while the worker holds the lease (RemoteThread), in turns of about REMOTE_TICK_SECONDS
-each, so a platform that does not answer never holds up the local jobs' ticks or the lease's
-renewal. That thread is the only way remote jobs are submitted and synced (tests drive a
-pass of it by hand: Worker.remote_pass).
+every WORKER_REMOTE_SYNC_SECONDS, synced (active, or queued remotely) in a thread for each
+platform while the worker holds the lease (RemoteThread), in turns of about
+REMOTE_TICK_SECONDS each, so a platform that does not answer never holds up the local jobs'
+ticks, the lease's renewal, or the other platform's jobs. Those threads are the only way
+remote jobs are submitted and synced (tests drive a pass by hand: Worker.remote_pass).
 Alert delivery runs in a thread as django tasks (jobs.tasks).
 
 Only one worker dispatches per database: it holds the database lease (jobs.health). A worker
@@ -46,7 +46,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from subprocess import Popen
@@ -60,7 +60,7 @@ from django.utils.translation import gettext_noop
 
 from . import cgroups, job_users, network
 from .alerts import jobs_with_alerts_pending
-from .backends import BackendError, get_backend
+from .backends import BACKEND_MODULES, BackendError, get_backend
 from .backends.base import UNANSWERED_CODES
 from .health import (
     HEARTBEAT_PK,
@@ -320,26 +320,45 @@ def remote_to_sync() -> QuerySet[Job]:
     )
 
 
+@dataclass
+class RemoteLane:
+    """What the passes over one remote backend's jobs keep between them: each backend has a
+    RemoteThread of its own, so one platform waiting on a request never holds up another's
+    submits and syncs (until fix85b one thread did both: a Kubernetes job stayed 排队中 while
+    an AIHC create waited out its read timeout). `backend` None: every remote backend's jobs
+    in one lane (passes driven by hand: Worker.remote_pass without a backend)."""
+
+    backend: str | None = None
+    last_sync: float = 0.0  # monotonic: when its last sync round began
+    # What it is waiting on right now ("" between jobs), for the log of a RemoteThread stuck
+    # for long (RemoteThread.say_if_stuck).
+    doing: str = ""
+    # The job being submitted right now (None between submits): a stop waits for its create
+    # to be answered (finish_submits).
+    submitting: Job | None = None
+    # The current sync round's jobs not synced yet (pks, in order), and the backends that did
+    # not answer in it with how many of their jobs were left out.
+    sync_round: list[int] = field(default_factory=list)
+    round_unanswered: dict[str, int] = field(default_factory=dict)
+    # Jobs whose last sync got no answer, by pk: when (monotonic). Each round syncs them after
+    # the others, the longest unanswered first (Worker.sync_remote says why).
+    sync_unanswered: dict[int, float] = field(default_factory=dict)
+
+    def jobs(self, jobs: QuerySet[Job]) -> QuerySet[Job]:
+        """`jobs` narrowed to this lane's backend."""
+        return jobs if self.backend is None else jobs.filter(backend=self.backend)
+
+
 class Worker:
     def __init__(self, identity: WorkerIdentity | None = None) -> None:
         # Shims this process started: polled so they do not linger as zombies.
         self.children: dict[int, Popen[bytes]] = {}
-        self.last_remote_sync = 0.0
-        # What the remote work is waiting on right now ("" between jobs), for the log of a
-        # RemoteThread stuck for long (RemoteThread.say_if_stuck).
-        self.remote_doing = ""
-        # The platform (backend) of that job: what staff are told a stuck thread waits on.
-        self.remote_backend = ""
-        # The remote job being submitted right now (None between submits): a stop waits for
-        # its create to be answered (RemoteThread.finish_submit).
-        self.submitting: Job | None = None
-        # The current sync round's remote jobs not synced yet (pks, in order), and the
-        # backends that did not answer in it with how many of their jobs were left out.
-        self.sync_round: list[int] = []
-        self.round_unanswered: dict[str, int] = {}
-        # Remote jobs whose last sync got no answer, by pk: when (monotonic). Each round
-        # syncs them after the others, the longest unanswered first (sync_remote says why).
-        self.sync_unanswered: dict[int, float] = {}
+        # What the passes of each remote backend's RemoteThread keep between them (lane).
+        self.lanes: dict[str, RemoteLane] = {}
+        # Remote backends not in CONSOLE_BACKENDS found with jobs to submit or sync: they
+        # get a RemoteThread too (remote_backends), looked for once a minute.
+        self.unconfigured_with_jobs: set[str] = set()
+        self.next_backends_look = 0.0
         self.next_session_cleanup = 0.0  # at the first tick, then hourly
         # When delete_expired next looks (monotonic; 0: on the first tick).
         self.next_expiry_check = 0.0
@@ -418,24 +437,62 @@ class Worker:
         except Exception:
             logger.exception("removing ended jobs' files failed")
 
-    def remote_pass(self, *, go_on: Callable[[], bool] | None = None) -> None:
-        """Submits remote jobs for about REMOTE_TICK_SECONDS, then syncs them as long, when a
-        sync round is under way or due (every WORKER_REMOTE_SYNC_SECONDS): the rest at the
-        next pass; and, once a minute, the Secrets deleted jobs left. `go_on` is asked before each submit and each sync (RemoteThread.holding:
-        only the lease's holder sends anything); once it says no, the pass ends there."""
-        self.dispatch_remote(budget=REMOTE_TICK_SECONDS, go_on=go_on)
+    def lane(self, backend: str | None = None) -> RemoteLane:
+        """What the passes over `backend`'s remote jobs keep (None: every remote backend's)."""
+        return self.lanes.setdefault(backend or "", RemoteLane(backend))
+
+    def remote_backends(self) -> list[str]:
+        """The remote backends that get a RemoteThread: those CONSOLE_BACKENDS lists, and any
+        other with jobs to submit or sync (a backend taken out of the settings while it had
+        jobs: their submits and syncs fail and say why, as they did with one thread for
+        all), looked for once a minute and kept."""
+        configured = [b for b in settings.CONSOLE_BACKENDS if b != "local" and b in BACKEND_MODULES]
+        clock = time.monotonic()
+        if clock >= self.next_backends_look:
+            self.next_backends_look = clock + settings.JOB_MINUTE_SECONDS
+            try:
+                found = (
+                    Job.objects.filter(status__in=[*ACTIVE_STATUSES, JobStatus.QUEUED])
+                    .exclude(backend__in=["local", *configured])
+                    .values_list("backend", flat=True)
+                    .distinct()
+                )
+                self.unconfigured_with_jobs |= set(found) & set(BACKEND_MODULES)
+            except Exception:
+                # Not the tick's failure: the loop goes on renewing the lease (beat says an
+                # outage); looked for again in a minute.
+                if not database_outage.failed():
+                    logger.exception("looking for jobs on backends not configured failed")
+        return configured + sorted(self.unconfigured_with_jobs - set(configured))
+
+    def remote_pass(
+        self, *, backend: str | None = None, go_on: Callable[[], bool] | None = None
+    ) -> None:
+        """Submits `backend`'s remote jobs (None: every remote backend's) for about
+        REMOTE_TICK_SECONDS, then syncs them as long, when a sync round is under way or due
+        (every WORKER_REMOTE_SYNC_SECONDS): the rest at the next pass; and, once a minute, the
+        chores of that platform (Kubernetes: the Secrets deleted jobs left; AIHC: the
+        duplicates a late create made). `go_on` is asked before each submit and each sync
+        (RemoteThread.holding: only the lease's holder sends anything); once it says no, the
+        pass ends there."""
+        lane = self.lane(backend)
+        self.dispatch_remote(budget=REMOTE_TICK_SECONDS, go_on=go_on, backend=backend)
         if (
-            self.sync_round
-            or time.monotonic() - self.last_remote_sync >= settings.WORKER_REMOTE_SYNC_SECONDS
+            lane.sync_round
+            or time.monotonic() - lane.last_sync >= settings.WORKER_REMOTE_SYNC_SECONDS
         ):
-            if not self.sync_round:  # a new round
-                self.last_remote_sync = time.monotonic()
-            self.sync_remote(budget=REMOTE_TICK_SECONDS, go_on=go_on)
+            if not lane.sync_round:  # a new round
+                lane.last_sync = time.monotonic()
+            self.sync_remote(budget=REMOTE_TICK_SECONDS, go_on=go_on, backend=backend)
         # Here, not in the loop's tick: it may wait on a cluster, as a sync does. Due once a
         # minute: go_on (a query for the lease) is asked only then, not on every pass.
-        if time.monotonic() >= self.next_secrets_left and (go_on is None or go_on()):
+        if (
+            backend in (None, "kubernetes")
+            and time.monotonic() >= self.next_secrets_left
+            and (go_on is None or go_on())
+        ):
             self.remove_secrets_left()
-        if time.monotonic() >= self.next_duplicates_look:
+        if backend in (None, "aihc") and time.monotonic() >= self.next_duplicates_look:
             self.stop_aihc_duplicates(go_on=go_on)
 
     def beat(self) -> None:
@@ -574,10 +631,15 @@ class Worker:
                     logger.exception("supervising %s failed", job.public_id)
 
     def dispatch_remote(
-        self, *, budget: float | None = None, go_on: Callable[[], bool] | None = None
+        self,
+        *,
+        budget: float | None = None,
+        go_on: Callable[[], bool] | None = None,
+        backend: str | None = None,
     ) -> None:
-        """Submits remote jobs never submitted yet; with a `budget` (seconds, as each pass
-        gives), no more once it is spent: the rest, still oldest first, in the next passes.
+        """Submits `backend`'s remote jobs never submitted yet (None: every remote backend's);
+        with a `budget` (seconds, as each pass gives), no more once it is spent: the rest,
+        still oldest first, in the next passes.
         `go_on`, asked before each submit, ends it once it says no (the lease lost).
 
         A submit already on its way when the lease is lost finishes (a create cut off
@@ -597,32 +659,37 @@ class Worker:
         # Jobs Pending review are never dispatched; a remote job queued by the cloud
         # (it has an external id) is synced, not submitted again.
         # Oldest first: first come, first sent (and a group's task 1/N before N/N).
+        # A group's tasks are all on one backend (one submit), so a lane keeps their order.
         deadline = None if budget is None else time.monotonic() + budget
-        queued = Job.objects.filter(status=JobStatus.QUEUED, external_id="").exclude(
-            backend="local"
+        lane = self.lane(backend)
+        queued = lane.jobs(
+            Job.objects.filter(status=JobStatus.QUEUED, external_id="").exclude(backend="local")
         )
         for job in queued.order_by("created_at", "id"):
             if go_on is not None and not go_on():
                 return
-            self.remote_doing = f"submitting {job.public_id} to {job.backend}"
-            self.remote_backend = job.backend
-            self.submitting = job
+            lane.doing = f"submitting {job.public_id} to {job.backend}"
+            lane.submitting = job
             try:
                 get_backend(job.backend).submit(job)
             except Exception:
                 logger.exception("submitting %s to %s failed", job.public_id, job.backend)
             finally:
-                self.remote_doing = self.remote_backend = ""
-                self.submitting = None
+                lane.doing = ""
+                lane.submitting = None
             if deadline is not None and time.monotonic() >= deadline:
                 break
 
     def sync_remote(
-        self, *, budget: float | None = None, go_on: Callable[[], bool] | None = None
+        self,
+        *,
+        budget: float | None = None,
+        go_on: Callable[[], bool] | None = None,
+        backend: str | None = None,
     ) -> None:
-        """Syncs each remote job: a round over them all, or with a `budget` (seconds, as
-        each pass gives) the round's next jobs until it is spent, the rest in the next
-        calls; `go_on`, asked before each job's sync, ends it once it says no (the job
+        """Syncs each remote job of `backend` (None: of every remote backend): a round over
+        them all, or with a `budget` (seconds, as each pass gives) the round's next jobs until
+        it is spent, the rest in the next calls; `go_on`, asked before each job's sync, ends it once it says no (the job
         stays first in the round). Until session 32 one call synced every job, and a
         platform that answers slowly (within its read timeout, so not "no answer") cost
         each job's requests in turn: 40 jobs on a server taking 5 s a request, several
@@ -641,54 +708,55 @@ class Worker:
         left for the next round every round, never synced (session 32). With a platform that
         answers none, each round starts with a different job."""
         deadline = None if budget is None else time.monotonic() + budget
-        if not self.sync_round:
-            self.sync_round = self.remote_sync_round()
-            self.round_unanswered = {}
+        lane = self.lane(backend)
+        if not lane.sync_round:
+            lane.sync_round = self.remote_sync_round(lane)
+            lane.round_unanswered = {}
         tried = False
-        while self.sync_round:
+        while lane.sync_round:
             if tried and deadline is not None and time.monotonic() >= deadline:
                 return  # the round goes on at the next call
             if go_on is not None and not go_on():
                 return
-            job = remote_to_sync().filter(pk=self.sync_round.pop(0)).first()
+            job = remote_to_sync().filter(pk=lane.sync_round.pop(0)).first()
             if job is None:
                 continue  # ended, or deleted, since the round began
-            if job.backend in self.round_unanswered:
-                self.round_unanswered[job.backend] += 1
+            if job.backend in lane.round_unanswered:
+                lane.round_unanswered[job.backend] += 1
                 continue
             tried = True
-            self.remote_doing = f"syncing {job.public_id} with {job.backend}"
-            self.remote_backend = job.backend
+            lane.doing = f"syncing {job.public_id} with {job.backend}"
             try:
                 get_backend(job.backend).sync(job)
             except BackendError as exc:
                 # Expected (the platform is slow or down): one line, tried again next round.
                 logger.warning("syncing %s with %s failed: %s", job.public_id, job.backend, exc)
                 if exc.code in UNANSWERED_CODES:
-                    self.round_unanswered[job.backend] = 0
-                    self.sync_unanswered[job.pk] = time.monotonic()
+                    lane.round_unanswered[job.backend] = 0
+                    lane.sync_unanswered[job.pk] = time.monotonic()
                     continue
             except Exception:
                 logger.exception("syncing %s with %s failed", job.public_id, job.backend)
             finally:
-                self.remote_doing = self.remote_backend = ""
-            self.sync_unanswered.pop(job.pk, None)
-        for backend, left in self.round_unanswered.items():
+                lane.doing = ""
+            lane.sync_unanswered.pop(job.pk, None)
+        for platform, left in lane.round_unanswered.items():
             if left:
                 logger.warning(
-                    "%s did not answer: %d more of its jobs not synced this round", backend, left
+                    "%s did not answer: %d more of its jobs not synced this round", platform, left
                 )
-        self.round_unanswered = {}
+        lane.round_unanswered = {}
 
-    def remote_sync_round(self) -> list[int]:
-        """The remote jobs to sync in a new round, in their order: those answered last time
-        (or never tried) first, newest first; then those that got no answer, the longest
+    @staticmethod
+    def remote_sync_round(lane: RemoteLane) -> list[int]:
+        """The lane's remote jobs to sync in a new round, in their order: those answered last
+        time (or never tried) first, newest first; then those that got no answer, the longest
         unanswered first."""
-        jobs = list(remote_to_sync().values_list("pk", flat=True))
-        self.sync_unanswered = {
-            pk: self.sync_unanswered[pk] for pk in jobs if pk in self.sync_unanswered
+        jobs = list(lane.jobs(remote_to_sync()).values_list("pk", flat=True))
+        lane.sync_unanswered = {
+            pk: lane.sync_unanswered[pk] for pk in jobs if pk in lane.sync_unanswered
         }
-        return sorted(jobs, key=lambda pk: self.sync_unanswered.get(pk, 0.0))
+        return sorted(jobs, key=lambda pk: lane.sync_unanswered.get(pk, 0.0))
 
     def delete_expired(self) -> None:
         """Deletes finished local jobs whose retention has passed (deletes_at).
@@ -1048,13 +1116,15 @@ class TaskThread(threading.Thread):
 
 
 class RemoteThread(threading.Thread):
-    """Submits and syncs remote jobs (AIHC, Kubernetes) beside the serving loop, while this
-    worker holds the lease: a pass (Worker.remote_pass) every WORKER_POLL_SECONDS, at once
-    while a sync round is under way. The loop supervises local jobs each tick whatever the
-    platforms do: until this thread, one job's sync with a platform that took connections
-    and never answered held the loop for each read's timeout, three or four times (91.5 s
-    with Kubernetes' default KUBERNETES_READ_TIMEOUT, 123.5 s with AIHC's), and a 停止 on a
-    local job waited as long.
+    """Submits and syncs one remote backend's jobs (AIHC or Kubernetes: a thread each) beside
+    the serving loop, while this worker holds the lease: a pass (Worker.remote_pass) every
+    WORKER_POLL_SECONDS, at once while a sync round is under way. The loop supervises local
+    jobs each tick whatever the platforms do: until the remote thread, one job's sync with a
+    platform that took connections and never answered held the loop for each read's timeout,
+    three or four times (91.5 s with Kubernetes' default KUBERNETES_READ_TIMEOUT, 123.5 s with
+    AIHC's), and a 停止 on a local job waited as long. And one platform's wait holds up no
+    other's jobs: until fix85b one thread served both, and a Kubernetes job stayed 排队中
+    while an AIHC create waited out AIHC_READ_TIMEOUT.
 
     Only the lease's holder sends anything: `holding` is asked before each submit and each
     sync, and says no once the thread is stopped (the lease lost, the worker asked to stop)
@@ -1064,9 +1134,11 @@ class RemoteThread(threading.Thread):
     stops dispatching then (Worker.beat). A request already on its way is not cut off:
     Worker.dispatch_remote says why a submit in flight is never sent twice."""
 
-    def __init__(self, worker: Worker, stop: threading.Event) -> None:
-        super().__init__(name="remote", daemon=True)
+    def __init__(self, worker: Worker, stop: threading.Event, backend: str) -> None:
+        super().__init__(name=f"remote-{backend}", daemon=True)
         self.worker = worker
+        self.backend = backend
+        self.lane = worker.lane(backend)
         self.stop_asked = stop  # the worker's own stop (SIGTERM, Ctrl-C)
         self.stopped = threading.Event()  # this thread's: the lease lost, or the loop ended
         # When (monotonic) it last got to a job or began a pass, and last said it was stuck.
@@ -1095,15 +1167,15 @@ class RemoteThread(threading.Thread):
                 try:
                     close_old_connections()
                     if self.holding():
-                        self.worker.remote_pass(go_on=self.holding)
+                        self.worker.remote_pass(backend=self.backend, go_on=self.holding)
                         went_on = True
                 except Exception:
                     # Never ends the thread: a failure is logged and the next pass tries
                     # again (a platform's BackendError is already one line, in sync_remote).
                     if not database_outage.failed():
-                        logger.exception("submitting or syncing remote jobs failed")
+                        logger.exception("submitting or syncing %s jobs failed", self.backend)
                 self.progress_at = time.monotonic()
-                if not (went_on and self.worker.sync_round):  # a round under way goes on
+                if not (went_on and self.lane.sync_round):  # a round under way goes on
                     self.stopped.wait(settings.WORKER_POLL_SECONDS)
         finally:
             connections.close_all()  # this thread's; they outlive requests (CONN_MAX_AGE)
@@ -1111,26 +1183,20 @@ class RemoteThread(threading.Thread):
     def stop(self) -> None:
         self.stopped.set()
 
-    def finish_submit(self) -> None:
-        """Called once the worker is asked to stop and the thread still runs after
-        REMOTE_JOIN_SECONDS: a create on its way is waited for until it is answered (its job
-        leaves Submitting) or its own timeout passes (create_wait_seconds), the lease still
-        held meanwhile. The process ends right after the stop, and a create cut off left its
-        job Submitting: the next worker left it so for 2 minutes (STUCK_SUBMITTING, as after
-        a kill) and then sent it again (review 40: a job submitted as the console was
-        restarted showed 提交中 for two minutes, then "The submission was interrupted")."""
-        job = self.worker.submitting
-        if job is None or not self.is_alive():
-            return
-        seconds = create_wait_seconds(job.backend)
-        logger.warning(
-            "waiting up to %d s for the create of %s on %s to be answered before stopping",
-            seconds,
-            job.public_id,
-            job.backend,
-        )
-        deadline = time.monotonic() + seconds
-        while self.is_alive() and self.worker.submitting is job:
+    def waiting_on(self) -> str:
+        """What it waits on, for the log (the platform even between jobs)."""
+        return self.lane.doing or f"in one pass over {self.backend} jobs"
+
+    def finish_submit(self, job: Job, *, deadline: float) -> None:
+        """Waits, once the worker is asked to stop, for this thread's create of `job` on its
+        way until it is answered (its job leaves Submitting) or `deadline` (monotonic: its
+        own timeout, create_wait_seconds, from the stop's wait; finish_submits) passes, the
+        lease still held meanwhile. The process ends right after the stop, and a create cut
+        off left its job Submitting: the next worker left it so for 2 minutes
+        (STUCK_SUBMITTING, as after a kill) and then sent it again (review 40: a job submitted
+        as the console was restarted showed 提交中 for two minutes, then "The submission was
+        interrupted")."""
+        while self.is_alive() and self.lane.submitting is job:
             if time.monotonic() >= deadline:
                 logger.warning(
                     "stopped with the create of %s on %s unanswered: once the job has been "
@@ -1153,39 +1219,70 @@ class RemoteThread(threading.Thread):
 
     def say_if_stuck(self) -> None:
         """Logs, from the loop, a thread that has not got to its next job for
-        REMOTE_STUCK_SECONDS (what it waits on, for how long), again as often while it
-        stays so, and once when it goes on. The worker is running (its loop supervises local
-        jobs and renews the lease, so /healthz and the users' banner say so): what is stuck
-        is its remote jobs' submits and syncs, and this line is where it says so."""
+        REMOTE_STUCK_SECONDS (its platform, what it waits on, for how long), again as often
+        while it stays so, and once when it goes on. The worker is running (its loop
+        supervises local jobs and renews the lease, so /healthz and the users' banner say
+        so): what is stuck is this platform's submits and syncs (the other platform's go on,
+        in their own thread), and this line is where it says so."""
         waited = time.monotonic() - self.progress_at
         if waited < REMOTE_STUCK_SECONDS:
             if self.said_stuck_at is not None:
                 self.said_stuck_at = None
-                logger.warning("submitting and syncing remote jobs goes on again")
+                logger.warning("submitting and syncing %s jobs goes on again", self.backend)
             return
         if self.said_stuck_at is None or time.monotonic() - self.said_stuck_at >= (
             REMOTE_STUCK_SECONDS
         ):
             self.said_stuck_at = time.monotonic()
             logger.error(
-                "no remote job submitted or synced for %d s: still %s",
+                "no %s job submitted or synced for %d s: still %s",
+                self.backend,
                 waited,
-                self.worker.remote_doing or "in one pass",
+                self.waiting_on(),
             )
 
 
+def finish_submits(threads: Collection[RemoteThread]) -> None:
+    """Called once the worker is asked to stop and some of its RemoteThreads still run after
+    REMOTE_JOIN_SECONDS: each one's create on its way is waited for, side by side, each until
+    its own timeout (create_wait_seconds) from now, so the longest bounds the whole wait."""
+    started = time.monotonic()
+    waits = []
+    for thread in threads:
+        job = thread.lane.submitting
+        if job is None or not thread.is_alive():
+            continue
+        seconds = create_wait_seconds(job.backend)
+        logger.warning(
+            "waiting up to %d s for the create of %s on %s to be answered before stopping",
+            seconds,
+            job.public_id,
+            job.backend,
+        )
+        waits.append((thread, job, started + seconds))
+    for thread, job, deadline in waits:  # deadlines from one start: the waits overlap
+        thread.finish_submit(job, deadline=deadline)
+
+
 def remote_progress() -> RemoteProgress | None:
-    """How this process's RemoteThread gets on, for the lease (None: none runs). The last
-    holding period's one, still waiting on a request, counts: no remote job is submitted or
-    synced until it ends. Stuck once it has not got to its next job for REMOTE_STUCK_SECONDS,
-    as its log line says (RemoteThread.say_if_stuck)."""
-    thread = remote_thread
-    if thread is None or not thread.is_alive():
+    """How this process's RemoteThreads get on, for the lease (None: none runs). The last
+    holding period's, still waiting on a request, count: no job of their platform is
+    submitted or synced until they end. Stuck once one has not got to its next job for
+    REMOTE_STUCK_SECONDS, as its log line says (RemoteThread.say_if_stuck). Decision
+    (fix85b): the time is the longest one's (the thread that got on least recently), and
+    `platform` names every stuck thread's platform, the longest stuck first, comma-separated
+    ("kubernetes,aihc"): staff are told each platform whose jobs wait (jobs.health)."""
+    threads = [thread for thread in remote_threads.values() if thread.is_alive()]
+    if not threads:
         return None
-    waited = max(time.monotonic() - thread.progress_at, 0.0)
-    stuck = waited >= REMOTE_STUCK_SECONDS
+    now = time.monotonic()
+    waited = {thread.backend: max(now - thread.progress_at, 0.0) for thread in threads}
+    stuck = sorted(
+        (backend for backend, seconds in waited.items() if seconds >= REMOTE_STUCK_SECONDS),
+        key=lambda backend: -waited[backend],
+    )
     return RemoteProgress(
-        waited_seconds=waited, stuck=stuck, platform=thread.worker.remote_backend if stuck else ""
+        waited_seconds=max(waited.values()), stuck=bool(stuck), platform=",".join(stuck)
     )
 
 
@@ -1199,28 +1296,36 @@ def create_wait_seconds(backend: str) -> float:
     return REMOTE_JOIN_SECONDS
 
 
-# This process's RemoteThread, once started: a new holding period starts none while the last
-# one's still runs (it is waiting on a request), so two never send side by side.
-remote_thread: RemoteThread | None = None
+# This process's RemoteThreads, by backend, once started: a new holding period starts none for
+# a backend while the last one's still runs (it is waiting on a request), so two never send
+# side by side to one platform.
+remote_threads: dict[str, RemoteThread] = {}
 
 
-def remote_thread_for(worker: Worker, stop: threading.Event) -> RemoteThread | None:
-    """The RemoteThread of `worker`, started if there is none running: when the lease was
-    just taken, and again if it ended on its own (it should not: it is said in the log). None
-    while the last holding period's thread still waits on a request, its lease lost: the
-    next tick asks again, and remote jobs are submitted and synced once it ended."""
-    global remote_thread
-    current = remote_thread
-    if current is not None and current.is_alive():
-        # The last holding period's too: no remote job is submitted or synced until it ends,
-        # which the log says while it lasts (once, at the start, until review 40).
-        current.say_if_stuck()
-        return current if current.worker is worker else None
-    if current is not None and current.worker is worker and not current.stopped.is_set():
-        logger.error("the thread submitting and syncing remote jobs ended; starting it again")
-    remote_thread = RemoteThread(worker, stop)
-    remote_thread.start()
-    return remote_thread
+def start_remote_threads(worker: Worker, stop: threading.Event) -> None:
+    """Starts the RemoteThreads of `worker`, one for each of its remote backends
+    (remote_backends), each if there is none running: when the lease was just taken, and again if it
+    ended on its own (it should not: it is said in the log). None for a backend whose last
+    holding period's thread still waits on a request, its lease lost: the next tick asks
+    again, and that backend's jobs are submitted and synced once it ended."""
+    backends = worker.remote_backends()
+    for backend, current in list(remote_threads.items()):
+        if current.is_alive() and backend not in backends:
+            current.say_if_stuck()  # the last holding period's, of a backend not served now
+    for backend in backends:
+        current = remote_threads.get(backend)
+        if current is not None and current.is_alive():
+            # The last holding period's too: none of its platform's jobs are submitted or
+            # synced until it ends, which the log says while it lasts (once, at the start,
+            # until review 40).
+            current.say_if_stuck()
+            continue
+        if current is not None and current.worker is worker and not current.stopped.is_set():
+            logger.error(
+                "the thread submitting and syncing %s jobs ended; starting it again", backend
+            )
+        remote_threads[backend] = RemoteThread(worker, stop, backend)
+        remote_threads[backend].start()
 
 
 def requeue_interrupted_tasks(*, worker_id: str = "") -> int:
@@ -1491,6 +1596,13 @@ def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
         os.close(lock)
 
 
+def join_remote_threads(threads: Collection[RemoteThread]) -> None:
+    """Waits for `threads` to end, REMOTE_JOIN_SECONDS at most for them all."""
+    deadline = time.monotonic() + REMOTE_JOIN_SECONDS
+    for thread in threads:
+        thread.join(timeout=max(deadline - time.monotonic(), 0.0))
+
+
 def run_while_holding(
     stop: threading.Event,
     identity: WorkerIdentity,
@@ -1526,25 +1638,25 @@ def run_while_holding(
         forget_old_workers()
     except Exception:
         logger.exception("looking for local jobs started elsewhere failed")
-    previous = remote_thread
-    if previous is not None and previous.is_alive():
-        # The last holding period's, its lease lost while it waited on a request: it sends
-        # nothing more (holding says no), and ends once that request is answered or timed
-        # out. Waited for a moment; if it still waits, this period's starts once it ended
-        # (remote_thread_for), never beside it.
-        previous.join(timeout=REMOTE_JOIN_SECONDS)
-        if previous.is_alive():
+    # The last holding period's, their lease lost while they waited on a request: they send
+    # nothing more (holding says no), and end once that request is answered or timed out.
+    # Waited for a moment, together; a backend whose thread still waits gets this period's
+    # once it ended (start_remote_threads), never beside it.
+    previous = [thread for thread in remote_threads.values() if thread.is_alive()]
+    join_remote_threads(previous)
+    for thread in previous:
+        if thread.is_alive():
             logger.warning(
-                "the last remote thread still waits (%s): remote jobs are submitted and synced "
+                "the last remote thread still waits (%s): %s jobs are submitted and synced "
                 "once it ends",
-                previous.worker.remote_doing or "in one pass",
+                thread.waiting_on(),
+                thread.backend,
             )
-    remote: RemoteThread | None = None
     try:
         while not stop.is_set():
             close_old_connections()
             try:
-                remote = remote_thread_for(worker, stop)
+                start_remote_threads(worker, stop)
                 worker.tick()
             except LeaseLost as lost:
                 logger.error("%s; standing by", lost)
@@ -1554,17 +1666,16 @@ def run_while_holding(
                     logger.exception("worker tick failed")
             wait_for_work(stop, settings.WORKER_POLL_SECONDS)
     finally:
-        if remote is None and remote_thread is not None and remote_thread.worker is worker:
-            remote = remote_thread
-        if remote is not None:
-            # It sends nothing more from now on; a request on its way is answered or timed
-            # out first. Still waiting after REMOTE_JOIN_SECONDS, it is left: a daemon
-            # thread, it ends with the process (a stopped worker), or before the next
-            # holding period's starts (a lease lost).
+        mine = [thread for thread in remote_threads.values() if thread.worker is worker]
+        # They send nothing more from now on; a request on its way is answered or timed out
+        # first. One still waiting after REMOTE_JOIN_SECONDS is left: a daemon thread, it
+        # ends with the process (a stopped worker), or before the next holding period's
+        # thread for its backend starts (a lease lost).
+        for remote in mine:
             remote.stop()
-            remote.join(timeout=REMOTE_JOIN_SECONDS)
-            if stop.is_set():  # the process ends next: a create cut off leaves its job Submitting
-                remote.finish_submit()
+        join_remote_threads(mine)
+        if stop.is_set():  # the process ends next: a create cut off leaves its job Submitting
+            finish_submits(mine)
         if thread:
             thread.stop()
             thread.join(timeout=10)

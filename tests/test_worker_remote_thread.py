@@ -92,15 +92,21 @@ def serving_worker() -> Iterator[threading.Event]:
     finally:
         stop.set()
         thread.join(timeout=30)
-        remote = remote_thread()
-        if remote is not None:
+        for remote in remote_threads():
             remote.join(timeout=30)
 
 
-def remote_thread():
+def remote_threads() -> list:
     from jobs import worker
 
-    return worker.remote_thread
+    return list(worker.remote_threads.values())
+
+
+def remote_thread(backend: str = "kubernetes"):
+    """The serving worker's RemoteThread for `backend` (None before it started one)."""
+    from jobs import worker
+
+    return worker.remote_threads.get(backend)
 
 
 def take_lease_over(other: WorkerIdentity) -> None:
@@ -139,7 +145,7 @@ def test_a_local_jobs_stop_and_start_are_carried_out_while_kubernetes_does_not_a
         started_in = wait_for(
             lambda: status_of(queued) == JobStatus.RUNNING, seconds=3, what="next started"
         )
-        still_syncing = remote_thread().worker.remote_doing
+        still_syncing = remote_thread().lane.doing
 
     assert stopped_in < 6 and started_in < 3  # local jobs: 0.1 s ticks, 1 s stop grace
     assert still_syncing == f"syncing {stalled.public_id} with kubernetes"
@@ -173,7 +179,7 @@ def test_a_local_job_is_started_while_aihc_does_not_answer(
             started_in = wait_for(
                 lambda: status_of(local) == JobStatus.RUNNING, seconds=3, what="started"
             )
-            still_syncing = remote_thread().worker.remote_doing
+            still_syncing = remote_thread("aihc").lane.doing
     finally:
         fake.stop()
 
@@ -224,7 +230,7 @@ def test_a_worker_waiting_on_an_api_server_that_does_not_answer_keeps_its_lease(
     with serving_worker():
         wait_for(lambda: k8s_fake.calls("get pytorchjobs"), seconds=5, what="the sync under way")
         time.sleep(settings.WORKER_STALE_SECONDS + 1)  # the wait this is about
-        still_syncing = remote_thread().worker.remote_doing
+        still_syncing = remote_thread().lane.doing
         state = worker_state().status
         standby_took_over = worker_beat(worker=worker_on("gpu-b", 202))
 
@@ -305,7 +311,7 @@ def test_a_create_in_flight_when_the_lease_is_handed_over_makes_one_job_on_the_c
     release = k8s_fake.block_next("create pytorchjobs")
     new_holder = Worker(worker_on("gpu-b", 202))
     # The new holder's remote thread, its passes driven here: each after a tick of its loop.
-    new_holders_remote = RemoteThread(new_holder, threading.Event())
+    new_holders_remote = RemoteThread(new_holder, threading.Event(), "kubernetes")
 
     def new_holders_turn() -> None:
         new_holder.tick()  # renews the lease it holds now
@@ -347,20 +353,20 @@ def test_a_remote_thread_stuck_on_one_job_is_said_in_the_log_with_the_job_and_wh
         return [r.getMessage() for r in caplog.records if words in r.getMessage()]
 
     with caplog.at_level("WARNING", logger="jobs.worker"), serving_worker():
-        wait_for(lambda: said("no remote job submitted"), seconds=4, what="said stuck")
+        wait_for(lambda: said("no kubernetes job submitted"), seconds=4, what="said stuck")
         k8s_fake.stalled.clear()
         wait_for(lambda: said("goes on again"), seconds=8, what="said going on")
 
-    stuck = said("no remote job submitted")  # (said again each second it lasts, here)
+    stuck = said("no kubernetes job submitted")  # (said again each second it lasts, here)
     assert stuck and all(
         re.fullmatch(
-            rf"no remote job submitted or synced for \d+ s: still syncing "
+            rf"no kubernetes job submitted or synced for \d+ s: still syncing "
             rf"{stalled.public_id} with kubernetes",
             line,
         )
         for line in stuck
     )
-    assert said("goes on again") == ["submitting and syncing remote jobs goes on again"]
+    assert said("goes on again") == ["submitting and syncing kubernetes jobs goes on again"]
 
 
 def test_a_stop_while_a_create_waits_for_its_answer_leaves_the_job_submitted_not_submitting(
@@ -451,11 +457,11 @@ def test_a_last_remote_thread_stuck_after_the_lease_came_back_is_said_in_the_log
         worker_stopped(worker=other)
         wait_for(lambda: said("the last remote thread still waits"), seconds=15, what="back")
         back = len(caplog.records)
-        wait_for(lambda: said("no remote job submitted", back), seconds=5, what="said stuck")
+        wait_for(lambda: said("no kubernetes job submitted", back), seconds=5, what="said stuck")
         k8s_fake.stalled.clear()
 
     assert re.fullmatch(
-        rf"no remote job submitted or synced for \d+ s: still syncing {stalled.public_id} "
+        rf"no kubernetes job submitted or synced for \d+ s: still syncing {stalled.public_id} "
         "with kubernetes",
-        said("no remote job submitted", back)[0],
+        said("no kubernetes job submitted", back)[0],
     )
