@@ -146,6 +146,29 @@ def _lean_widgets(form: forms.BaseForm) -> None:
             field.widget.template_name = lean
 
 
+# What a phone's keyboard does to a field typed to the letter: every text field of the wizard
+# holds one (a name, an image, a path, a command, a variable, a label, an address; the wizard
+# has no free prose), and a keyboard that capitalised its first letter or "corrected" a word
+# (qa85: Python:3.12, /Workspace) made a value that the rules refuse or, worse, take.
+PLAIN_TYPED = {"autocapitalize": "none", "autocorrect": "off", "spellcheck": "false"}
+
+
+def _phone_keyboards(form: forms.BaseForm) -> None:
+    """The keyboard a phone opens for each field: plain typing (PLAIN_TYPED) for text, and
+    digits for numbers. An attribute a field sets itself (inputmode="email") wins."""
+    for field in form.fields.values():
+        widget = field.widget
+        if isinstance(widget, forms.NumberInput):
+            # Digits alone for a whole number (a phone otherwise opens its full keyboard on
+            # a type="number" box), with the decimal point for a fraction (Django's
+            # FloatField and DecimalField are IntegerFields too).
+            fraction = isinstance(field, (forms.FloatField, forms.DecimalField))
+            widget.attrs.setdefault("inputmode", "decimal" if fraction else "numeric")
+        elif isinstance(widget, (forms.TextInput, forms.Textarea, forms.PasswordInput)):
+            for name, value in PLAIN_TYPED.items():
+                widget.attrs.setdefault(name, value)
+
+
 class LeanFormSet(forms.BaseFormSet):
     """A formset whose management form (four hidden inputs) is drawn with lean widgets too."""
 
@@ -160,6 +183,7 @@ def _styled(form: forms.BaseForm) -> None:
     """Bootstrap classes and accessible names for fields rendered by hand in the row tables
     (the column header names a cell for the eye; aria-label names it for a screen reader)."""
     _lean_widgets(form)
+    _phone_keyboards(form)
     row = (form.prefix or "").rsplit("-", 1)[-1]
     for field in form.fields.values():
         widget = field.widget
@@ -182,6 +206,7 @@ class StepForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.show_errors = show_errors
         _lean_widgets(self)
+        _phone_keyboards(self)
 
 
 def _mark_required(form: forms.Form, *names: str) -> None:
@@ -896,14 +921,15 @@ class AdvancedForm(StepForm):
         label=_("Alert emails"),
         required=False,
         max_length=10000,
-        widget=forms.Textarea(attrs={"rows": 2}),
+        # An email keyboard (@ and . at hand) for the addresses; one per line still works.
+        widget=forms.Textarea(attrs={"rows": 2, "inputmode": "email"}),
         help_text=_("One address per line, or several separated by commas or semicolons."),
     )
     alert_webhooks = forms.CharField(
         label=_("Alert webhooks"),
         required=False,
         max_length=10000,
-        widget=forms.Textarea(attrs={"rows": 2}),
+        widget=forms.Textarea(attrs={"rows": 2, "inputmode": "url"}),
         help_text=_(
             "One http(s) URL per line. Feishu/Lark, WeCom, DingTalk and Slack group bots get a "
             "chat message; for a DingTalk or Feishu bot with signing on, add #secret= and its "

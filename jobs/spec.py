@@ -1498,6 +1498,27 @@ def validated(spec: JobSpec) -> JobSpec:
     return spec
 
 
+def _image_upper_case(image: str) -> str:
+    """What says that the repository part of an image takes no capitals (Docker's rule;
+    the registry's host and the tag may have them), with the letters to type instead: the
+    general rule alone left "Python:3.12" (a phone's keyboard capitalised it, qa85) a puzzle.
+    Empty when the repository has none."""
+    path = image.split("@", 1)[0]
+    last_slash = path.rfind("/")
+    if ":" in path[last_slash + 1 :]:  # the tag
+        path = path[: path.rindex(":")]
+    first, _slash, rest = path.partition("/")
+    # The first part is a registry when it looks like a host (Docker's own test).
+    repository = rest if rest and ("." in first or ":" in first or first == "localhost") else path
+    upper = list(dict.fromkeys(c for c in repository if "A" <= c <= "Z"))
+    if not upper:
+        return ""
+    return _(
+        "Upper-case letters are not allowed in the repository name (the part before the "
+        "tag, after the registry): use %(chars)s."
+    ) % {"chars": " ".join(f"“{c.lower()}”" for c in upper[:5])}
+
+
 def _validate_image(spec: JobSpec, err: Any) -> None:
     if not spec.image:
         err("jobSpec.image", _("Enter an image address."))
@@ -1507,7 +1528,10 @@ def _validate_image(spec: JobSpec, err: Any) -> None:
         rule = _(
             "Image must look like registry/repository:tag or registry/repository@sha256:<digest>."
         )
-        err("jobSpec.image", with_non_ascii_named(rule, spec.image))
+        err(
+            "jobSpec.image",
+            sentences(with_non_ascii_named(rule, spec.image), _image_upper_case(spec.image)),
+        )
     elif not match.group("tag") and not match.group("digest"):
         err("jobSpec.image", _("Image must include a tag (e.g. :v1) or a digest (@sha256:...)."))
     if spec.image_config is not None and (

@@ -22,6 +22,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from .forms import PLAIN_TYPED
 from .models import Job, JobLabel
 from .pools import pool_labels
 from .spec import UNKNOWN_CARD
@@ -94,7 +95,9 @@ class UsageLabelForm(forms.Form):
         required=False,
         max_length=JobLabel._meta.get_field("key").max_length,
         # Empty, the field did not say it takes a label's key (a whole label found nothing).
-        widget=forms.TextInput(attrs={"placeholder": gettext_lazy("A label key, such as project")}),
+        widget=forms.TextInput(
+            attrs={"placeholder": gettext_lazy("A label key, such as project"), **PLAIN_TYPED}
+        ),
     )
 
 

@@ -248,13 +248,18 @@
 
   // 自动换行 (Wrap lines): the tail's and the search results' long lines wrap inside their box.
   // The choice is this browser's (localStorage), for every job page; a class on <html> keeps it
-  // through each refresh and tab swap. The page is served without it, so without JavaScript
-  // (the switch stays hidden then) lines scroll sideways, as they always did.
+  // through each refresh and tab swap. Not chosen yet, it is on below the md width, off above:
+  // on a phone a line scrolled sideways shows a few words at a time (qa85). The page is served
+  // without it, so without JavaScript (the switch stays hidden then) lines scroll sideways, as
+  // they always did.
   const WRAP_KEY = "console.logWrap";
   const wrapSwitch = document.getElementById("log-wrap");
   if (wrapSwitch) {
-    let on = false;
-    try { on = localStorage.getItem(WRAP_KEY) === "on"; } catch (e) { /* storage blocked */ }
+    let on = window.matchMedia("(max-width: 767.98px)").matches;
+    try {
+      const chosen = localStorage.getItem(WRAP_KEY);
+      if (chosen === "on" || chosen === "off") on = chosen === "on";
+    } catch (e) { /* storage blocked */ }
     wrapSwitch.checked = on;
     document.documentElement.classList.toggle("log-wrap", on);
     document.getElementById("log-wrap-switch").hidden = false;

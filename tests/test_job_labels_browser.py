@@ -78,7 +78,10 @@ def test_a_label_typed_in_the_filter_form_lists_the_jobs_having_it_on_a_phone_to
     expect(rows).to_have_count(2)
     expect(rows).to_contain_text(["llm-b", "llm-a"])
     expect(page.locator("#label-filters")).to_contain_text("project=llm")
-    # A second label typed narrows the list; the first stays asked for.
+    # A second label typed narrows the list; the first stays asked for. The filters folded
+    # again (qa85), 筛选 naming the label in use: opened to type it.
+    expect(page.locator("#job-filters-summary")).to_have_text("筛选（标签：project=llm）")
+    page.locator("#job-filters-summary").click()
     page.get_by_label("标签", exact=True).fill("exp=lr-1")
     page.get_by_label("标签", exact=True).press("Enter")
     page.wait_for_url(re.compile(r"label=exp%3Dlr-1"))

@@ -732,3 +732,63 @@ def test_serve_stopped_while_a_create_waits_for_its_answer_leaves_the_job_on_the
     )
     assert status == "queued True"
     assert len(fake.jobs()) == 1
+
+
+SAY_SITE_URL = "from django.conf import settings; print(settings.SITE_URL)"
+
+
+def test_the_endpoint_and_links_follow_serves_port_option_unless_site_url_is_set(
+    tmp_path, monkeypatch
+):
+    # qa85: served with `manage.py serve --port 8485`, the API keys page gave scripts the
+    # endpoint http://127.0.0.1:8000: its default followed PORT alone.
+    import httpx
+
+    from jobs.management.commands.serve import child_environment
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("PORT", "SITE_URL")}
+    env.update(CONSOLE_VAR_DIR=str(tmp_path), DEBUG="0")
+    env.update(DJANGO_SUPERUSER_USERNAME="admin", DJANGO_SUPERUSER_PASSWORD="port-pass-1")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    subprocess.run([sys.executable, "manage.py", "ensure_superuser"], cwd=ROOT, env=env)
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                client.get("/healthz?worker=0")
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "serve did not answer"
+                time.sleep(0.3)
+        form = client.get("/login/").text
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)[1]  # type: ignore[index]
+        data = {"csrfmiddlewaretoken": token, "username": "admin", "password": "port-pass-1"}
+        assert client.post("/login/", data=data).status_code == 302
+        page = client.get("/account/keys/").text
+        assert f'<code id="api-endpoint">http://127.0.0.1:{port}</code>' in page
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        server.wait(timeout=30)
+
+    # A SITE_URL set still wins over the port, as over PORT.
+    monkeypatch.setenv("CONSOLE_VAR_DIR", str(tmp_path))
+    monkeypatch.setenv("SITE_URL", "https://console.example.com")
+    said = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", SAY_SITE_URL],
+        cwd=ROOT,
+        env=child_environment(host="127.0.0.1", port="8485"),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert said.stdout.strip() == "https://console.example.com"

@@ -56,8 +56,12 @@ class Command(BaseCommand):
         warning = unlisted_host_warning(host=host, allowed=settings.ALLOWED_HOSTS)
         if warning:
             self.stderr.write(warning)
+        # SITE_URL as the web server gets it (child_environment): by default it follows --port.
+        site_url = settings.SITE_URL
+        if not os.getenv("SITE_URL", "").strip():
+            site_url = f"http://127.0.0.1:{port}"
         if warning := loopback_site_url_warning(
-            host=host, allowed=settings.ALLOWED_HOSTS, site_url=settings.SITE_URL
+            host=host, allowed=settings.ALLOWED_HOSTS, site_url=site_url
         ):
             self.stderr.write(warning)
         # Nor a port in use: gunicorn alone would retry the port for 5 s and give up,
@@ -82,9 +86,12 @@ class Command(BaseCommand):
         # nothing to clean up with), the kernel sends each child SIGTERM.
         parent = os.getpid()
 
+        environment = child_environment(host=host, port=port)
+
         def start(command: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
             return subprocess.Popen(
                 command,
+                env=environment,
                 start_new_session=True,
                 preexec_fn=lambda: die_with(parent),
                 pass_fds=pass_fds,
@@ -194,6 +201,15 @@ def die_with(parent: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != parent:  # the parent died before the request took effect
         os._exit(1)
+
+
+def child_environment(*, host: str, port: str) -> dict[str, str]:
+    """The environment of the web server and the worker: this command's, with HOST and PORT as
+    it listens (--host, --port), so that the settings that follow them follow the options too:
+    SITE_URL's default, the API keys page's endpoint and the links in alerts and review mails
+    (qa85: served with --port 8485, the page said http://127.0.0.1:8000). A SITE_URL set in
+    the environment is kept, and wins, as it does over PORT."""
+    return {**os.environ, "HOST": host, "PORT": port}
 
 
 def gunicorn_command(*, python: str, host: str, port: str) -> list[str]:

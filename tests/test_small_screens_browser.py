@@ -1,0 +1,141 @@
+"""The console on a phone (390 by 844, touch), a phone turned sideways and a tablet, in Chinese:
+what qa85's pass found, measured in Chromium. (What the HTML alone tells a phone's keyboard is
+in test_phone_keyboards.py.)"""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from playwright.sync_api import expect
+
+from jobs import wizard as W
+from jobs.logs import replica_log_path
+from jobs.models import JobReplica
+from tests.conftest import BROWSER_TIMEOUT_MS, log_in
+from tests.test_admin_owner_filter import CHANGELIST
+from tests.test_job_pages import submit
+from tests.test_wizard import _local_pool, complete_steps, new_draft, step_url  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+PHONE = {"width": 390, "height": 844}
+# Every field's text size, but ticks' and switches' (their font sizes the box, not text) and
+# buttons' (no keyboard, no zoom).
+FIELD_FONT_SIZES = """() => [...document.querySelectorAll(
+    'input:not([type=hidden], [type=checkbox], [type=radio], [type=submit]), select, textarea')]
+  .map(e => [e.name || e.id || e.outerHTML.slice(0, 120), parseFloat(getComputedStyle(e).fontSize)])"""
+
+
+def device(browser, live_server, viewport: dict[str, int]):
+    context = browser.new_context(
+        base_url=live_server.url,
+        viewport=viewport,
+        is_mobile=True,
+        has_touch=True,
+        locale="zh-CN",
+    )
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
+    return context
+
+
+@pytest.fixture
+def phone(browser, live_server, transactional_db):
+    context = device(browser, live_server, PHONE)
+    yield context.new_page()
+    context.close()
+
+
+def job_with_a_log(owner):
+    job = submit(owner)
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_bytes(
+        b"".join(
+            b"step %d loss=0.5 a long line of the log, wider than a phone\n" % n for n in range(5)
+        )
+    )
+    return job
+
+
+def test_on_a_phone_no_field_has_text_under_16_pixels_so_focusing_one_does_not_zoom(
+    phone, alice, reviewer
+):
+    # iOS zooms the page in on focus of a field under 16 pixels: the row tables' and the job
+    # list's small fields were 14, the admin's search box 13 (qa85).
+    client = Client()
+    client.force_login(alice)
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=W.RESOURCES)
+    job = job_with_a_log(alice)
+    log_in(phone, "alice", "alice-password")
+    pages = [step_url(draft, W.RESOURCES), step_url(draft, W.IMAGE), "/", f"/jobs/{job.public_id}/"]
+    for address in pages:
+        phone.goto(address)
+        sizes = phone.evaluate(FIELD_FONT_SIZES)
+        assert sizes, address
+        small = [(name, size) for name, size in sizes if size < 16]
+        assert not small, (address, small)
+    phone.context.clear_cookies()
+    log_in(phone, "carol", "carol-password")
+    phone.goto(CHANGELIST)
+    expect(phone.locator("#searchbar")).to_be_visible()
+    small = [(name, size) for name, size in phone.evaluate(FIELD_FONT_SIZES) if size < 16]
+    assert not small, small
+
+
+def test_on_a_phone_the_log_wraps_until_the_user_turns_it_off_and_that_choice_is_kept(phone, alice):
+    # qa85: 自动换行 was off, a phone showing a few words of each line, the rest sideways.
+    job = job_with_a_log(alice)
+    log_in(phone, "alice", "alice-password")
+    phone.goto(f"/jobs/{job.public_id}/")
+    switch = phone.get_by_role("switch", name="自动换行")
+    fits = "e => e.scrollWidth <= e.clientWidth"
+
+    expect(switch).to_be_checked()
+    assert phone.locator("#log-lines").evaluate(fits)
+    switch.tap()
+    expect(switch).not_to_be_checked()
+    assert not phone.locator("#log-lines").evaluate(fits)
+    phone.reload()  # the user's choice wins over the phone's default
+    expect(switch).not_to_be_checked()
+    assert not phone.locator("#log-lines").evaluate(fits)
+
+
+def test_on_a_phone_turned_sideways_the_wizards_steps_are_one_row(browser, live_server, alice):
+    # qa85: at 844 by 390 (a tablet's width) the steps were tiles in two rows, half the screen.
+    client = Client()
+    client.force_login(alice)
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=W.DATA)
+    context = device(browser, live_server, {"width": 844, "height": 390})
+    page = context.new_page()
+    log_in(page, "alice", "alice-password")
+    page.goto(step_url(draft, W.DATA))
+
+    steps = page.locator(".wizard-steps > li")
+    expect(steps).to_have_count(len(W.STEPS))
+    tops = {round(step.bounding_box()["y"]) for step in steps.all()}
+    assert len(tops) == 1, tops
+    expect(page.locator(".wizard-steps [aria-current=step]")).to_be_in_viewport()
+    assert page.locator(".wizard-steps").bounding_box()["height"] < 390 / 4
+    context.close()
+
+
+def test_on_a_phone_a_jobs_id_under_its_name_takes_one_line_and_stays_whole_in_its_text(
+    phone, alice
+):
+    # qa85: the 24-character ID wrapped over 4-5 lines, three jobs to a screen.
+    job = submit(alice, name="bert-large-pretrain")
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/")
+    shown = phone.locator(f'tr[data-job="{job.public_id}"] .job-id-under-name')
+
+    expect(shown).to_have_text(job.public_id)
+    expect(shown).to_have_attribute("title", job.public_id)
+    line = shown.evaluate("e => parseFloat(getComputedStyle(e).lineHeight)")
+    assert shown.bounding_box()["height"] < 1.5 * line
+    assert shown.evaluate("e => e.scrollWidth > e.clientWidth")  # cut short, with an ellipsis
+    expect(phone.locator(f"#job-link-{job.public_id}")).to_have_attribute(
+        "href", f"/jobs/{job.public_id}/"
+    )
