@@ -1376,6 +1376,10 @@ def _start_replicas(
                 hostfile_path=HOSTFILE_DEST,
                 hydra_hostfile_path=HYDRA_HOSTFILE_DEST,
                 mpi_rsh_agent=MPI_AGENT_DEST,
+                # The job's own network namespace (isolated, isolated-outbound), shared by its
+                # replicas: loopback is their way to each other. The host network keeps Open
+                # MPI's default (its other interfaces), and a job's --mca btl_tcp_if_exclude.
+                mpi_tcp_interface="lo" if job_network is not None else None,
                 visible_devices=visible_devices(cards),
                 group_task=group_task,
             )

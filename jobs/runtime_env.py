@@ -218,6 +218,7 @@ def replica_environment(
     hostfile_path: str = MPI_HOSTFILE_PATH,
     hydra_hostfile_path: str | None = None,
     mpi_rsh_agent: str | None = None,
+    mpi_tcp_interface: str | None = None,
     visible_devices: str | None = None,
     group_task: tuple[object, int] | None = None,
     masked: bool = False,
@@ -259,6 +260,16 @@ def replica_environment(
     elif spec.framework == MPI:
         env["OMPI_MCA_orte_default_hostfile"] = hostfile_path
         env["K_MPI_JOB_ROLE"] = "launcher" if ref.role == "master" else "worker"
+        if mpi_tcp_interface:
+            # The interface between the replicas (the local runner's isolated networks have
+            # loopback alone). Open MPI's TCP transport leaves loopback out by default, and
+            # ranks in two workers found no way to each other ("BTLs attempted: self",
+            # MPI_ERR_INTERN, qa86). An --mca on mpirun's command line, or the job's own env,
+            # still wins; Open MPI refuses an include beside an exclude, so a job that sets
+            # the exclude gets no include.
+            for part in ("btl", "oob"):
+                if f"OMPI_MCA_{part}_tcp_if_exclude" not in env:
+                    env.setdefault(f"OMPI_MCA_{part}_tcp_if_include", mpi_tcp_interface)
         if hydra_hostfile_path:
             # MPICH's and Intel MPI's default hostfile, as the MPI operator v2 sets them for
             # those two (their own envs, already in `env`, win).

@@ -545,8 +545,16 @@ INJECTED_VARIABLES: dict[str, list[tuple[str, Any]]] = {
         ("MASTER_ADDR", "<job>-master-0"),
         ("MASTER_PORT", "23456"),
         ("RANK", gettext_lazy("master 0, workers 1, 2, …")),
-        ("WORLD_SIZE", gettext_lazy("number of instances (nodes)")),
-        ("NPROC_PER_NODE", gettext_lazy("cards per instance")),
+        (
+            "WORLD_SIZE",
+            gettext_lazy(
+                "number of instances (nodes), not of processes: "
+                'init_process_group(init_method="env://") reads it and RANK, which is right '
+                "with one process per instance; with several, start them with torchrun (as "
+                "the example does), which sets each process's own"
+            ),
+        ),
+        ("NPROC_PER_NODE", gettext_lazy("cards per instance (1 without cards)")),
     ],
     S.MPI: [
         ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
@@ -616,6 +624,14 @@ LOCAL_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
             gettext_lazy(
                 "/etc/mpi/rsh, the launcher's, with HYDRA_LAUNCHER=rsh and HYDRA_ENV=none "
                 "(each rank keeps its own instance's variables)"
+            ),
+        ),
+        (
+            "OMPI_MCA_btl_tcp_if_include",
+            gettext_lazy(
+                "lo, with OMPI_MCA_oob_tcp_if_include=lo, on the isolated networks: the "
+                "instances reach each other over loopback there, which Open MPI leaves out by "
+                "default (an --mca on mpirun's command line wins)"
             ),
         ),
     ],

@@ -12,7 +12,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -146,6 +146,27 @@ def test_a_job_created_by_a_script_runs_on_the_local_runner_and_is_the_owners_jo
     page = alice_client.get(f"/jobs/{job.public_id}/")
     assert page.status_code == 200
     assert "from-a-script" in page.content.decode()
+
+
+def test_a_finished_jobs_describe_job_gives_its_start_as_running_at_as_aihc_names_it(api):
+    # qa86 read "startedAt" (null): AIHC's v1 GetJob has no such field, its start is runningAt.
+    created = api.create_job(pool="local", body=body(name="timed"))
+    job = Job.objects.get(public_id=created["jobId"])
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED, what="the job to succeed")
+
+    described = api.request(
+        "GET",
+        f"/api/v1/aijobs/{job.public_id}",
+        params=[("resourcePoolId", "local")],
+        idempotent=True,
+    )["result"]
+
+    job.refresh_from_db()
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    assert described["runningAt"] == job.started_at.astimezone(UTC).strftime(stamp)
+    assert described["finishedAt"] == job.finished_at.astimezone(UTC).strftime(stamp)
+    assert described["createdAt"] <= described["runningAt"] <= described["finishedAt"]
+    assert "startedAt" not in described
 
 
 def test_a_script_stops_a_running_job_and_then_deletes_it(api, settings):

@@ -960,3 +960,20 @@ def test_a_hang_alert_is_refused_without_hang_detection_and_taken_with_it():
         "event out. Without it no hang is ever detected."
     ]
     assert errors_of(with_it) == {}
+
+
+def test_an_mpi_replica_given_an_interface_names_it_for_open_mpi_unless_the_job_excludes_one():
+    # The local runner's isolated networks have loopback alone, which Open MPI's TCP
+    # transport leaves out by default (qa86); Open MPI refuses an include beside an exclude.
+    spec = pytorch_spec(name="m", framework=S.MPI, roles=[role("master"), role("worker", 1)])
+    worker = replica_refs(spec)[1]
+
+    env = replica_environment(spec, worker, job_id="x", mpi_tcp_interface="lo")
+    assert env["OMPI_MCA_btl_tcp_if_include"] == "lo"
+    assert env["OMPI_MCA_oob_tcp_if_include"] == "lo"
+    assert "OMPI_MCA_btl_tcp_if_include" not in replica_environment(spec, worker, job_id="x")
+
+    spec.envs = [S.Env("OMPI_MCA_btl_tcp_if_exclude", "docker0")]
+    env = replica_environment(spec, worker, job_id="x", mpi_tcp_interface="lo")
+    assert "OMPI_MCA_btl_tcp_if_include" not in env
+    assert env["OMPI_MCA_oob_tcp_if_include"] == "lo"

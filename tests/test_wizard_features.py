@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from html import unescape
@@ -1188,6 +1189,39 @@ def test_the_injected_variables_list_of_a_local_mpi_job_names_the_launchers_rsh_
     table = page[start : page.index("</table>", start)]
     assert "OMPI_MCA_plm_rsh_agent" in table
     assert "/etc/mpi/rsh（launcher 的）：mpirun 经它在各 worker 中启动进程" in table
+
+
+def test_the_injected_variables_list_says_a_cpu_instance_gets_one_and_when_env_init_is_right(
+    alice_client,
+):
+    # qa86: NPROC_PER_NODE read 每实例卡数 though a CPU-only instance gets 1, and WORLD_SIZE
+    # (the node count) said nothing to code calling init_process_group(init_method="env://").
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    start = page.index('id="injected-vars"')
+    table = html.unescape(page[start : page.index("</table>", start)])
+    assert "每实例卡数（无卡时为 1）" in table
+    assert (
+        '实例（节点）数，不是进程数：init_process_group(init_method="env://") 读取它和 RANK，'
+        "每个实例一个进程时正是所需；每个实例多个进程时，请用 torchrun 启动"
+    ) in table
+
+
+def test_the_injected_variables_list_of_a_local_mpi_job_names_loopback_for_open_mpi(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE, **{W.BASIC: basic_data(framework="MPIJob")})
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    start = page.index('id="injected-vars"')
+    table = page[start : page.index("</table>", start)]
+    assert "OMPI_MCA_btl_tcp_if_include" in table
+    assert "lo，在隔离网络上与 OMPI_MCA_oob_tcp_if_include=lo 一同设置" in table
 
 
 def test_fault_tolerance_is_offered_to_pytorch_jobs_only(alice_client):

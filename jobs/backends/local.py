@@ -669,6 +669,7 @@ class LocalBackend(Backend):
             training_sees_evaluator=False,
             hydra_hostfile_path=HYDRA_HOSTFILE_PATH,
             mpi_rsh_agent=LOCAL_MPI_RSH_AGENT,
+            mpi_tcp_interface=None if jobs_on_host_network() else "lo",  # as jobs.runner sets it
             # Known before start: numbered from 0 in each replica (visible_devices).
             visible_devices=visible_devices(list(range(role.accelerators))) if has_cards else "",
             group_task=shown_group_task(spec, group_task),
