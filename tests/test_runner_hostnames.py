@@ -104,3 +104,28 @@ def test_each_replica_has_its_own_hostname_and_reaches_the_others_by_theirs(
     )
     assert got == ["worker-0", "worker-1"]
     assert "worker-0 got master-0" in logs["worker-0"]
+
+
+def test_where_a_replicas_name_would_pass_63_characters_every_replica_is_named_by_its_label():
+    from jobs.runner import replica_hostname
+    from jobs.runtime_env import replica_refs
+
+    long_role = "r" * 32  # a role name's longest
+    spec = make_spec(
+        "true",
+        name="j" * 30,
+        framework=S.CUSTOM,
+        roles=[S.Role("head", 1), S.Role(long_role, 1)],
+    )
+
+    # "jjj…-rrr…-0" would be 65 characters (63 with a job name of 28): cut to 63, it could be
+    # another replica's name.
+    assert [replica_hostname(spec, ref) for ref in replica_refs(spec)] == [
+        "head-0",
+        f"{long_role}-0",
+    ]
+    spec.name = "j" * 28
+    assert [replica_hostname(spec, ref) for ref in replica_refs(spec)] == [
+        f"{'j' * 28}-head-0",
+        f"{'j' * 28}-{long_role}-0",
+    ]
