@@ -79,6 +79,7 @@ from .models import Job, JobEvent, JobReplica, JobStatus, LocalRun
 from .runtime_env import (
     HYDRA_HOSTFILE_PATH,
     LOCAL_MPI_RSH_AGENT,
+    ReplicaRef,
     group_task_of,
     mpi_hostfile,
     replica_environment,
@@ -1400,7 +1401,7 @@ def _start_replicas(
         # The inode of an eviction's mark, made now: a disk evicted for want of inodes may
         # have none left to make it then (evict_for_disk_pressure fills it and renames it).
         (state / EVICTED_DRAFT).touch()
-        files = list(mpi_files)
+        files = [*mpi_files, (_hosts_file(state, spec, refs, own=ref), "/etc/hosts")]
         if job_network is not None and job_network.resolv_conf is not None:
             # LOCAL_JOB_NETWORK=isolated-outbound: names resolve through slirp4netns's DNS
             # forwarder (10.0.2.3), not the host's resolver (which may be on its loopback).
@@ -1415,6 +1416,7 @@ def _start_replicas(
             devices=devices,
             driver_cards=nvidia_driver_cards(role.accelerator_type, cards),
             as_user=job_network.user if job_network is not None else None,
+            hostname=replica_hostname(spec, ref),
         )
         # bwrap reads its options from a descriptor: on its command line they would show
         # the run folder's and the volumes' host paths to the job (/proc/1/cmdline).
@@ -1770,6 +1772,45 @@ def out_of_reach_dropped(hidden: list[str], uid: int, gid: int) -> list[str]:
         if job_users.unreachable_folder(real.parent, uid=uid, gid=gid) is None:
             kept.append(path)
     return kept
+
+
+# Kubernetes' longest hostname: a longer pod name is cut there.
+HOSTNAME_MAX = 63
+
+
+def replica_hostname(spec: JobSpec, ref: ReplicaRef) -> str:
+    """A local replica's hostname: its pod's name on AIHC and PyTorchJob, `<job>-<role>-<index>`
+    (MASTER_ADDR's form there). Where one of the job's would be longer than a hostname may be,
+    every replica's is its label alone (`worker-0`, the MPI hostfile's name for it): names cut
+    short could be two replicas', and labels are the job's own, one each. An MPI job's never
+    pass it (a job name of 50 characters at most, `-worker-127`): its hostfile's names must
+    not resolve to 127.0.0.1, or Open MPI takes that worker for its own node and runs its
+    ranks in the launcher."""
+    longest = max(len(f"{spec.name}-{other.label}") for other in replica_refs(spec))
+    return f"{spec.name}-{ref.label}" if longest <= HOSTNAME_MAX else ref.label
+
+
+def hosts_file_text(spec: JobSpec, refs: list[ReplicaRef], *, own: ReplicaRef) -> str:
+    """A replica's /etc/hosts: every replica's hostname at 127.0.0.1, where each is reached
+    on this machine's network and in an isolated job's namespace alike, then the host's own
+    lines. Its own name comes first: the name of 127.0.0.1 is then its own, which
+    socket.getfqdn() returns (torchrun's c10d names its node so), not `localhost`."""
+    names = [replica_hostname(spec, own)]
+    names += [replica_hostname(spec, ref) for ref in refs if ref != own]
+    try:
+        host_lines = Path("/etc/hosts").read_text(errors="replace")
+    except OSError:
+        host_lines = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+    return "".join(f"127.0.0.1\t{name}\n" for name in names) + host_lines
+
+
+def _hosts_file(state: Path, spec: JobSpec, refs: list[ReplicaRef], *, own: ReplicaRef) -> Path:
+    """Writes the replica's /etc/hosts in its state folder (only the runner writes there; the
+    job's user, if another, reads it: 0644 in a folder made enterable)."""
+    path = state / "hosts"
+    path.write_text(hosts_file_text(spec, refs, own=own))
+    path.chmod(0o644)
+    return path
 
 
 def files_under_run(base: Path, job_network: network.JobNetwork | None) -> list[Path]:

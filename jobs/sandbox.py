@@ -680,8 +680,13 @@ def bwrap_options(
     devices: Sequence[tuple[str, str]] = (),
     driver_cards: tuple[str, Sequence[str]] | None = None,
     as_user: tuple[int, int] | None = None,
+    hostname: str | None = None,
 ) -> list[str]:
     """bwrap's options (without the command) for the mounts and files given.
+
+    `hostname`: the replica's own (a UTS namespace of its own), as each pod has its own on
+    Kubernetes: without it every replica had the machine's, and torchrun's c10d rendezvous,
+    which tells its nodes apart by hostname and pid, took them all for one node (qa86).
 
     `devices` are the (host path, path in the sandbox) of the device nodes the replica may
     use: its own cards' and the control nodes they need, none for a CPU-only replica.
@@ -705,6 +710,8 @@ def bwrap_options(
     args = ["--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
     if as_user is not None:
         args += ["--unshare-user", "--uid", str(as_user[0]), "--gid", str(as_user[1])]
+    if hostname is not None:
+        args += ["--unshare-uts", "--hostname", hostname]
     _host_entries("/", _shadowed_dirs(dests), args)
     masks, covered = _mask_args(hidden)
     args += masks
