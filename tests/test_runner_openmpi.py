@@ -24,16 +24,17 @@ from jobs.wizard import example_commands
 from jobs.worker import Worker
 
 from .runner_helpers import (
-    CARD,
     log_text,
     make_spec,
     run_until,
     runner_settings,  # noqa: F401
     status_of,
     submit,
-    volume,
 )
 from .test_runner import openmpi_is_mpirun
+
+# The program, its roles (a rank in each of two workers) and its large sum, as MPICH's tests run them.
+from .test_runner_mpich import LARGE, ROLES, SOURCE, in_volume
 
 pytestmark = [
     pytest.mark.usefixtures("runner_settings"),
@@ -42,12 +43,6 @@ pytestmark = [
         reason="needs Open MPI's mpirun and mpicc (apt-get install openmpi-bin libopenmpi-dev)",
     ),
 ]
-
-SOURCE = Path(__file__).parent / "data" / "mpi_allreduce.c"
-# A CPU-only launcher and two workers of one card each: two ranks, one in each worker.
-ROLES = [S.Role("master", 1), S.Role("worker", 2, CARD, 1)]
-# Doubles in the second sum: 32 MB, past the size where MPI sends large messages its own way.
-LARGE = "4000000"
 
 
 @pytest.fixture(scope="module")
@@ -70,10 +65,9 @@ def no_network_left() -> Iterator[None]:
 
 def example_running(program: Path, settings) -> str:
     """The MPIJob example of 查看示例, its program replaced by the one built here."""
-    shutil.copy2(program, volume(settings) / "allreduce")
     example = next(e["command"] for e in example_commands() if e["id"] == "MPIJob")
     assert "python3 /workspace/train.py" in example
-    return example.replace("python3 /workspace/train.py", "/workspace/allreduce " + LARGE)
+    return example.replace("python3 /workspace/train.py", f"{in_volume(program, settings)} {LARGE}")
 
 
 @pytest.mark.usefixtures("no_network_left")
