@@ -38,7 +38,6 @@ import logging
 import re
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -97,6 +96,7 @@ from .base import (
 from .remote import (
     STUCK_SUBMITTING,
     UNANSWERED_SYNCS_BEFORE_STATUS,
+    BackgroundInventory,
     RemoteBackend,
     console_time,
     given_up_submission_start,
@@ -447,10 +447,13 @@ class Config:
         return self.pool_versions.get(pool_id) or self.api_version
 
 
-class Inventory:
+class Inventory(BackgroundInventory):
     """The cached pool list of one AIHC account, refreshed by at most one thread at a time."""
 
+    thread_name = "aihc-inventory"
+
     def __init__(self, config: Config, client: AihcClient):
+        super().__init__()
         self.config = config
         self.client = client
         self.pools: list[Pool] = []
@@ -458,47 +461,15 @@ class Inventory:
         self.error = ""
         # The names of the pools last kept in the database (AihcBackend._keep_names).
         self.kept_names: dict[str, str] | None = None
-        self.attempted_at = float("-inf")  # monotonic time of the last refresh start
-        self.loaded = threading.Event()  # set once the first refresh has finished
-        self.refreshed = threading.Event()  # cleared while a refresh runs
-        self._lock = threading.Lock()
-        self._refreshing = False
-        self._thread: threading.Thread | None = None
 
     def get(self, config: Config) -> list[Pool]:
         self.config = config  # TTL and wait changes apply at once
-        self._start_refresh(config)
-        if not self.loaded.is_set():
-            self.loaded.wait(config.wait_seconds)
-        elif not self.refreshed.is_set():
-            # A healthy AIHC answers well within this: the page opened after a quiet spell
-            # shows current figures instead of old ones marked with their age. A slow AIHC
-            # costs at most this, once per cache period.
-            self.refreshed.wait(config.refresh_wait_seconds)
+        self._await_figures(config)
         age = (timezone.now() - self.as_of).total_seconds() if self.as_of else None
         stale = bool(self.error) or age is None or age > config.cache_seconds
         return [Pool(**{**p.__dict__, "stale": stale, "error": self.error}) for p in self.pools]
 
-    def join(self, timeout: float = 30) -> None:
-        """Waits for a refresh in flight (tests, and callers that need fresh figures)."""
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-
-    def _start_refresh(self, config: Config) -> None:
-        with self._lock:
-            # The age is looked at under the lock, as Kubernetes' inventory does: a page that
-            # found it out of date and came here once another's refresh had ended started a
-            # second one, asking AIHC twice in the period (until left41).
-            if self._refreshing or time.monotonic() - self.attempted_at < config.cache_seconds:
-                return
-            self._refreshing = True
-            self.refreshed.clear()
-            self.attempted_at = time.monotonic()
-        self._thread = threading.Thread(target=self.refresh, name="aihc-inventory", daemon=True)
-        self._thread.start()
-
-    def refresh(self) -> None:
+    def _read_and_keep(self) -> None:
         try:
             pools = self._read()
         except AihcError as exc:
@@ -509,11 +480,6 @@ class Inventory:
             logger.exception("AIHC inventory refresh failed")
         else:
             self.pools, self.as_of, self.error = pools, timezone.now(), ""
-        finally:
-            with self._lock:
-                self._refreshing = False
-            self.refreshed.set()
-            self.loaded.set()
 
     def _read(self) -> list[Pool]:
         cfg = self.config

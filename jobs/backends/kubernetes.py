@@ -52,7 +52,6 @@ import logging
 import re
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -108,6 +107,7 @@ from .base import (
 from .remote import (
     STUCK_SUBMITTING,
     UNANSWERED_SYNCS_BEFORE_STATUS,
+    BackgroundInventory,
     RemoteBackend,
     recorded_error,
     scrub,
@@ -542,56 +542,28 @@ class Figures:
     error: Exception | None = None  # the last read failed: the figures are the ones before it
 
 
-class Inventory:
+class Inventory(BackgroundInventory):
     """The figures of one API server, cached and refreshed in the background by one thread at
-    a time, as the AIHC inventory is: a page is served the last figures (waiting a moment for
-    a refresh under way), so a slow or failing API server never makes the wizard slow, and it
-    is read at most once per KUBERNETES_CACHE_SECONDS however often the wizard polls."""
+    a time, as the AIHC inventory is (`BackgroundInventory`): read at most once per
+    KUBERNETES_CACHE_SECONDS however often the wizard polls."""
+
+    thread_name = "kubernetes-inventory"
 
     def __init__(self) -> None:
+        super().__init__()
         self.figures = Figures()
         self.config: Config | None = None
         self.client: KubeClient | None = None
-        self.attempted_at = float("-inf")  # monotonic time of the last refresh start
-        self.loaded = threading.Event()  # set once the first refresh has finished
-        self.refreshed = threading.Event()  # cleared while a refresh runs
-        self._lock = threading.Lock()
-        self._refreshing = False
-        self._thread: threading.Thread | None = None
         self._forbidden_said: set[str] = set()  # namespaces whose 403 the log has told
 
     def get(self, config: Config, client: KubeClient) -> Figures:
         with self._lock:
             # Changed settings, and a client with a rotated token, apply at the next refresh.
             self.config, self.client = config, client
-        self._start_refresh(config)
-        if not self.loaded.is_set():
-            self.loaded.wait(config.wait_seconds)
-        elif not self.refreshed.is_set():
-            # A healthy API server answers well within this: the page opened after a quiet
-            # spell shows current figures instead of old ones marked with their age.
-            self.refreshed.wait(config.refresh_wait_seconds)
+        self._await_figures(config)
         return self.figures
 
-    def join(self, timeout: float = 30) -> None:
-        """Waits for a refresh in flight (tests, and callers that need fresh figures)."""
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-
-    def _start_refresh(self, config: Config) -> None:
-        with self._lock:
-            if self._refreshing or time.monotonic() - self.attempted_at < config.cache_seconds:
-                return
-            self._refreshing = True
-            self.refreshed.clear()
-            self.attempted_at = time.monotonic()
-        self._thread = threading.Thread(
-            target=self.refresh, name="kubernetes-inventory", daemon=True
-        )
-        self._thread.start()
-
-    def refresh(self) -> None:
+    def _read_and_keep(self) -> None:
         with self._lock:
             config, client = self.config, self.client
         assert config is not None and client is not None
@@ -612,11 +584,6 @@ class Inventory:
                 quotas=quotas,
                 as_of=timezone.now(),
             )
-        finally:
-            with self._lock:
-                self._refreshing = False
-            self.refreshed.set()
-            self.loaded.set()
 
     def _read_quota(self, config: Config, client: KubeClient, namespace: str) -> Quota:
         try:

@@ -201,6 +201,74 @@ def logged_error(exc: Exception) -> str:
         return str(exc)
 
 
+class InventoryTimes(Protocol):
+    """The settings an inventory's refresh follows (AIHC's and Kubernetes' own)."""
+
+    cache_seconds: float  # figures younger than this are served without asking again
+    wait_seconds: float  # how long the first page waits for the first read
+    refresh_wait_seconds: float  # how long a page waits for a refresh under way
+
+
+class BackgroundInventory:
+    """A platform's figures, cached and refreshed in the background by one thread at a time:
+    a page is served the last figures (waiting a moment for a refresh under way), so a slow or
+    failing platform never makes the wizard slow, and the platform is asked at most once per
+    cache period however often the wizard polls. Subclasses read and keep the figures in
+    `_read_and_keep`, catching their own errors (a refresh thread never dies silently)."""
+
+    thread_name = "inventory"
+
+    def __init__(self) -> None:
+        self.attempted_at = float("-inf")  # monotonic time of the last refresh start
+        self.loaded = threading.Event()  # set once the first refresh has finished
+        self.refreshed = threading.Event()  # cleared while a refresh runs
+        self._lock = threading.Lock()
+        self._refreshing = False
+        self._thread: threading.Thread | None = None
+
+    def _await_figures(self, config: InventoryTimes) -> None:
+        """Starts a refresh when the figures are due one, and waits the configured moment."""
+        self._start_refresh(config)
+        if not self.loaded.is_set():
+            self.loaded.wait(config.wait_seconds)
+        elif not self.refreshed.is_set():
+            # A healthy platform answers well within this: the page opened after a quiet
+            # spell shows current figures instead of old ones marked with their age. A slow
+            # one costs at most this, once per cache period.
+            self.refreshed.wait(config.refresh_wait_seconds)
+
+    def join(self, timeout: float = 30) -> None:
+        """Waits for a refresh in flight (tests, and callers that need fresh figures)."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _start_refresh(self, config: InventoryTimes) -> None:
+        with self._lock:
+            # The age is looked at under the lock: a page that found the figures out of date
+            # and came here once another's refresh had ended started a second one, asking the
+            # platform twice in the period (until left41).
+            if self._refreshing or time.monotonic() - self.attempted_at < config.cache_seconds:
+                return
+            self._refreshing = True
+            self.refreshed.clear()
+            self.attempted_at = time.monotonic()
+        self._thread = threading.Thread(target=self.refresh, name=self.thread_name, daemon=True)
+        self._thread.start()
+
+    def refresh(self) -> None:
+        try:
+            self._read_and_keep()
+        finally:
+            with self._lock:
+                self._refreshing = False
+            self.refreshed.set()
+            self.loaded.set()
+
+    def _read_and_keep(self) -> None:
+        raise NotImplementedError
+
+
 class Keyed(Protocol):
     """A backend's settings: key() tells one account or API server apart (each has its own
     submit pause)."""
