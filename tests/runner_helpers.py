@@ -45,6 +45,28 @@ def remove_cgroups_of(job_ids: list[str], *, seconds: float = 5) -> None:
 
 
 @contextlib.contextmanager
+def network_holders_killed_after() -> Iterator[None]:
+    """Whatever happens in the block (a failed assertion skips a test's own ends), every
+    network namespace holder (LOCAL_JOB_NETWORK isolated or isolated-outbound) still alive
+    after it is killed, with its slirp4netns if it has one. The worker starts each holder in
+    a session of its own, so it leads a process group that holds its slirp4netns too
+    (jobs.network._spawn_holder, jobs/netns_holder.py): one killpg ends both, where a kill
+    of the holder alone would leave slirp4netns until it saw its --exit-fd close."""
+    from django.conf import settings
+
+    from jobs.runner import live_shim
+
+    try:
+        yield
+    finally:
+        for lock in Path(settings.LOCAL_RUN_DIR).glob("*/attempt-*/network/lock"):
+            found = live_shim(lock.parent)
+            if found is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(found[0], signal.SIGKILL)
+
+
+@contextlib.contextmanager
 def worker_in_thread() -> Iterator[None]:
     """The worker's loop (jobs.worker.run_forever, without the task queue) in a thread, as a
     browser test's server sees it: stopped at the end, and every replica's process group the

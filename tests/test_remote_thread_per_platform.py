@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 
 import pytest
 from django.test import Client
@@ -147,6 +148,64 @@ def test_a_stop_waits_for_the_create_on_its_way_on_each_platform(fakes, alice, c
         f"waiting up to 25 s for the create of {on_aihc.public_id} on aihc to be answered "
         "before stopping",
         f"waiting up to 25 s for the create of {on_k8s.public_id} on kubernetes to be answered "
+        "before stopping",
+    }
+
+
+def test_a_stop_while_neither_platforms_create_is_answered_ends_within_the_longest_wait(
+    fakes, alice, settings, caplog
+):
+    """SIGTERM while a create waits on AIHC and another on Kubernetes, and neither platform
+    ever answers: the worker ends once both creates' own timeouts have passed, waited side by
+    side (REMOTE_JOIN_SECONDS, then the longer of the two, 11 s here), each job left Queued
+    again with its create recorded as unanswered, as README says: AIHC's looked for after
+    AIHC_CREATE_SETTLE_SECONDS (sent again only if AIHC shows none), Kubernetes' sent again by
+    its name (the cluster refuses a second one, and what it made is adopted)."""
+    from django.utils import timezone
+
+    from jobs.backends import get_backend
+    from jobs.worker import REMOTE_JOIN_SECONDS, create_wait_seconds, run_forever
+
+    # Both longer than REMOTE_JOIN_SECONDS: the creates are still on their way once the
+    # remote threads have been joined, so the stop's own wait for them (finish_submits) runs.
+    settings.AIHC_CONNECT_TIMEOUT, settings.AIHC_READ_TIMEOUT = 1, 8
+    settings.KUBERNETES_CONNECT_TIMEOUT, settings.KUBERNETES_READ_TIMEOUT = 1, 10
+    bound = REMOTE_JOIN_SECONDS + max(
+        create_wait_seconds("aihc"), create_wait_seconds("kubernetes")
+    )
+    on_aihc, on_k8s = queued_on_aihc(alice), queued_on_kubernetes(alice)
+    aihc_answers = fakes.aihc.block_next("CreateJob")
+    k8s_answers = fakes.k8s.block_next("create pytorchjobs")
+    stop = threading.Event()
+    loop = threading.Thread(target=run_forever, args=(stop,), kwargs={"tasks": False})
+    loop.start()
+    try:
+        wait_for(lambda: fakes.aihc.calls("CreateJob"), seconds=5, what="the AIHC create")
+        wait_for(lambda: fakes.k8s.calls("create pytorchjobs"), seconds=5, what="the k8s create")
+        with caplog.at_level("WARNING", logger="jobs.worker"):
+            stop.set()
+            started = time.monotonic()
+            loop.join(timeout=bound + 15)
+            ended_in = time.monotonic() - started
+            # The process ends here: what the jobs show is what the next worker finds.
+            after = {job.backend: Job.objects.get(pk=job.pk) for job in (on_aihc, on_k8s)}
+    finally:
+        aihc_answers.set()  # never answered while the worker ran
+        k8s_answers.set()
+
+    assert not loop.is_alive()
+    assert ended_in < bound + 3  # a generous bound (16 s here), not a speed
+    for backend, job in after.items():
+        assert (job.status, job.external_id) == (JobStatus.QUEUED, ""), backend
+        assert get_backend(backend).create_unsettled(job), backend  # looked for, not forgotten
+    assert get_backend("aihc").create_wait(after["aihc"]) > timezone.now()
+    # Each create sent once: nothing is sent again before the next worker looks.
+    assert len(fakes.aihc.calls("CreateJob")) == 1
+    assert len(fakes.k8s.calls("create pytorchjobs")) == 1
+    assert {r.getMessage() for r in caplog.records if "waiting up to" in r.getMessage()} == {
+        f"waiting up to 9 s for the create of {on_aihc.public_id} on aihc to be answered "
+        "before stopping",
+        f"waiting up to 11 s for the create of {on_k8s.public_id} on kubernetes to be answered "
         "before stopping",
     }
 

@@ -2,10 +2,12 @@
 PyTorchJob, which every replica of the job resolves to where that replica is reached: torchrun's
 c10d rendezvous tells its nodes apart by hostname (qa86: on the machine's one hostname, and pid 2
 in each sandbox, three agents were one node, and the rendezvous never completed). Real jobs on
-the local runner, on the host's network and on an isolated one."""
+the local runner, on the host's network, on an isolated one, and on an isolated one with
+outbound network (slirp4netns)."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -26,6 +28,7 @@ from .runner_helpers import (
     volume,
 )
 from .test_runner_network import isolated  # noqa: F401
+from .test_runner_network_outbound import outbound  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
@@ -80,12 +83,25 @@ def names_of(job, label: str) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("network", ["host", "isolated"])
+@pytest.mark.parametrize(
+    "network",
+    [
+        "host",
+        "isolated",
+        pytest.param(
+            "isolated-outbound",
+            marks=pytest.mark.skipif(
+                not os.access("/usr/bin/slirp4netns", os.X_OK),
+                reason="slirp4netns is not installed (apt-get install slirp4netns)",
+            ),
+        ),
+    ],
+)
 def test_each_replica_has_its_own_hostname_and_reaches_the_others_by_theirs(
     alice, request, settings, network
 ):
-    if network == "isolated":
-        request.getfixturevalue("isolated")
+    if network != "host":  # the fixture that sets LOCAL_JOB_NETWORK so
+        request.getfixturevalue({"isolated": "isolated", "isolated-outbound": "outbound"}[network])
     (volume(django_settings) / "by_name.py").write_text(BY_NAME)
     spec = make_spec(f"{PY} /workspace/by_name.py", roles=MASTER_AND_TWO_WORKERS, name="ddp-c10d")
     job = submit(alice, spec)

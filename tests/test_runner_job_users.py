@@ -34,6 +34,7 @@ from .runner_helpers import (
     UNTIL_THE_GATE_OPENS,
     log_text,
     make_spec,
+    network_holders_killed_after,
     open_gate,
     processes_with,
     run_until,
@@ -186,7 +187,7 @@ def test_an_mpi_jobs_hostfile_is_read_by_its_user(job_users_on, alice):
 
 def test_an_isolated_job_runs_as_its_user_in_its_network_namespace(job_users_on, alice):
     job_users_on.LOCAL_JOB_NETWORK = "isolated"
-    try:
+    with network_holders_killed_after():
         job = run_job(
             alice,
             "echo ids $(id -u) netns $(readlink /proc/self/ns/net); "
@@ -194,12 +195,6 @@ def test_an_isolated_job_runs_as_its_user_in_its_network_namespace(job_users_on,
             's.bind(("127.0.0.1", 0)); s.listen(); '
             'socket.create_connection(s.getsockname()); print("loopback works")\'',
         )
-    finally:
-        for lock in Path(django_settings.LOCAL_RUN_DIR).glob("*/attempt-*/network/lock"):
-            found = live_shim(lock.parent)
-            if found is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(found[0], signal.SIGKILL)
 
     log = log_text(job, "master-0")
     assert job.status == JobStatus.SUCCEEDED, log
@@ -537,14 +532,8 @@ def test_an_outbound_job_runs_as_its_user_and_reads_its_resolv_conf(job_users_on
     if shutil.which("slirp4netns") is None:
         pytest.skip("slirp4netns is not installed here")
     job_users_on.LOCAL_JOB_NETWORK = "isolated-outbound"
-    try:
+    with network_holders_killed_after():
         job = run_job(alice, "echo ids $(id -u) $(cat /etc/resolv.conf)")
-    finally:
-        for lock in Path(django_settings.LOCAL_RUN_DIR).glob("*/attempt-*/network/lock"):
-            found = live_shim(lock.parent)
-            if found is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(found[0], signal.SIGKILL)
 
     log = log_text(job, "master-0")
     assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)

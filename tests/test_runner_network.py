@@ -29,6 +29,7 @@ from .runner_helpers import (
     UNTIL_THE_GATE_OPENS,
     log_text,
     make_spec,
+    network_holders_killed_after,
     open_gate,
     run_until,
     runner_settings,  # noqa: F401
@@ -79,13 +80,8 @@ TWO_ROLES = [S.Role("master", 1, CARD, 1), S.Role("worker", 1, CARD, 1)]
 @pytest.fixture
 def isolated(settings) -> Iterator[None]:
     settings.LOCAL_JOB_NETWORK = "isolated"
-    yield
-    # Whatever happened, no holder outlives the test (a failed assertion skips the ends).
-    for lock in Path(django_settings.LOCAL_RUN_DIR).glob("*/attempt-*/network/lock"):
-        found = live_shim(lock.parent)
-        if found is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(found[0], signal.SIGKILL)
+    with network_holders_killed_after():
+        yield
 
 
 def holder(job: Job, attempt: int = 1) -> tuple[int, str] | None:

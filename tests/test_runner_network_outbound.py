@@ -44,6 +44,7 @@ from .runner_helpers import (
     UNTIL_THE_GATE_OPENS,
     log_text,
     make_spec,
+    network_holders_killed_after,
     open_gate,
     processes_with,
     run_until,
@@ -92,13 +93,8 @@ def helper_of(job: Job, attempt: int = 1) -> tuple[int, str]:
 @pytest.fixture
 def outbound(settings) -> Iterator[None]:
     settings.LOCAL_JOB_NETWORK = "isolated-outbound"
-    yield
-    # Whatever happened, no holder nor slirp4netns outlives the test.
-    for lock in Path(django_settings.LOCAL_RUN_DIR).glob("*/attempt-*/network/lock"):
-        found = live_shim(lock.parent)
-        if found is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(found[0], signal.SIGKILL)
+    with network_holders_killed_after():
+        yield
 
 
 FETCH = textwrap.dedent(

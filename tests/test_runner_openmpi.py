@@ -4,21 +4,17 @@ skipped without it, installed by CI), started by the 查看示例 example's plai
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 
 from jobs import spec as S
 from jobs.backends import get_backend
 from jobs.models import JobStatus
-from jobs.runner import live_shim
 from jobs.runtime_env import ReplicaRef
 from jobs.wizard import example_commands
 from jobs.worker import Worker
@@ -26,6 +22,7 @@ from jobs.worker import Worker
 from .runner_helpers import (
     log_text,
     make_spec,
+    network_holders_killed_after,
     run_until,
     runner_settings,  # noqa: F401
     status_of,
@@ -54,13 +51,8 @@ def program(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def no_network_left() -> Iterator[None]:
-    yield
-    # Whatever happened, no network namespace's holder (nor its slirp4netns) outlives the test.
-    for lock in Path(django_settings.LOCAL_RUN_DIR).glob("*/attempt-*/network/lock"):
-        found = live_shim(lock.parent)
-        if found is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(found[0], signal.SIGKILL)
+    with network_holders_killed_after():
+        yield
 
 
 def example_running(program: Path, settings) -> str:
