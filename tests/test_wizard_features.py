@@ -1224,6 +1224,30 @@ def test_the_injected_variables_list_of_a_local_mpi_job_names_loopback_for_open_
     assert "lo，在隔离网络上与 OMPI_MCA_oob_tcp_if_include=lo 一同设置" in table
 
 
+def test_the_injected_variables_list_of_a_local_tensorflow_job_says_who_sees_the_evaluator(
+    alice_client,
+):
+    # qa87: it said only "cluster and task JSON, when distributed", though the local runner
+    # lists the evaluator in its own TF_CONFIG alone.
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client,
+        draft,
+        upto=W.IMAGE,
+        **{
+            W.BASIC: basic_data(framework="TFJob"),
+            W.RESOURCES: resources_data(roles=[role("chief", 1), role("worker", 2)]),
+        },
+    )
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    start = page.index('id="injected-vars"')
+    table = html.unescape(page[start : page.index("</table>", start)])
+    assert "TF_CONFIG" in table
+    assert "分布式时的集群与任务 JSON；evaluator 只列在它自己的 TF_CONFIG 中" in table
+
+
 def test_fault_tolerance_is_offered_to_pytorch_jobs_only(alice_client):
     mpi = new_draft(alice_client)
     complete_steps(
