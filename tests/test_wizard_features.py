@@ -470,6 +470,19 @@ def test_the_tensorflow_example_names_the_strategy_of_a_job_with_ps_too(alice_cl
     assert "a job with ps with ParameterServerStrategy" in fragment
 
 
+def test_the_tensorflow_example_says_what_keras_3_and_tf_summary_need(alice_client):
+    # qa87: Keras 3's model.fit failed under MultiWorkerMirroredStrategy ("Attempt to convert a
+    # value (PerReplica...)"), and tensorflow-cpu 2.21 comes without tensorboard for tf.summary.
+    draft = new_draft(alice_client)
+
+    fragment = alice_client.get(
+        reverse("wizard-example", args=[draft.id]), {"example": "TFJob"}, headers=HTMX
+    ).content.decode()
+
+    assert "or use tf_keras (TF_USE_LEGACY_KERAS=1)" in fragment
+    assert "tf.summary needs tensorboard" in fragment
+
+
 @pytest.mark.parametrize("htmx", [False, True])
 def test_a_row_added_with_the_examples_open_draws_the_step_again_with_the_same_example_open(
     alice_client, htmx
