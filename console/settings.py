@@ -763,6 +763,10 @@ LOCAL_STOP_GRACE_SECONDS = envfloat("LOCAL_STOP_GRACE_SECONDS", 10)
 # a rank that exited without MPI_Abort). Open MPI's abort and hydra's cleanup take a few
 # seconds on a loaded machine; 30 leaves them room and frees the cards within a minute.
 LOCAL_MPI_RANK_GRACE_SECONDS = envfloat("LOCAL_MPI_RANK_GRACE_SECONDS", 30, positive=True)
+# Seconds the workers of a TensorFlow job without ps (MultiWorkerMirroredStrategy) have to end
+# by themselves once its chief (worker 0) exited 0, before they are stopped: they finish with
+# it, but a moment later (qa87: up to 1.1 s by hand with TF 2.21), and TF catches SIGTERM.
+LOCAL_TF_WORKER_WAIT_SECONDS = envfloat("LOCAL_TF_WORKER_WAIT_SECONDS", 10)
 # The bubblewrap binary that sandboxes each replica (mounts, /dev/shm, /etc/mpi).
 LOCAL_BWRAP = env("LOCAL_BWRAP", "/usr/bin/bwrap")
 # Where the host's accelerator device nodes are read from (/dev/nvidia3, /dev/nvidiactl...);

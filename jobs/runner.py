@@ -1743,8 +1743,22 @@ def _work_ended(
     """When a job whose every replica exited 0 ended (last_exit_time): an MPI job when its
     launcher did, since its workers' agents end only once a worker has seen that and told
     them (_mpi_launcher_done): a launcher that finished while no worker ran ended the job
-    when the worker came back, its run time and card-hours counting the absence (review 24)."""
-    return last_exit_time([states[r.pk] for r in _result_replicas(job, run, replicas)])
+    when the worker came back, its run time and card-hours counting the absence (review 24).
+    A TensorFlow job when the last of its replicas that ended by themselves did (its chief,
+    or a worker that ended after it: _workers_given_time), not those a stop ended (qa87: it
+    was the chief's exit, its run time short of a worker's)."""
+    ended = [states[r.pk] for r in _result_replicas(job, run, replicas)]
+    if tensorflow_result_replica(job, replicas) is not None:
+        grace = timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
+        signalled = run.kill_at - grace if run.kill_at is not None else None
+        ended += [
+            state
+            for state in (states[r.pk] for r in replicas)
+            if state.phase == "exited"
+            and state.exited_at is not None
+            and (signalled is None or state.exited_at < signalled)
+        ]
+    return last_exit_time(ended)
 
 
 def _result_replicas(job: Job, run: LocalRun, replicas: list[JobReplica]) -> list[JobReplica]:
@@ -2507,6 +2521,8 @@ def _tensorflow_done(
     deadline = _deadline(job, run, spec, now)
     if deadline is not None and (state.exited_at is None or state.exited_at > deadline):
         return False
+    if _workers_given_time(replicas, states, state.exited_at, deadline, now):
+        return False  # looked at again on the next tick
     label = f"{result.role}-{result.index}"
     others = Words(tuple(sorted(f"{r.role}-{r.index}" for r in still_running)))
     if still_running:
@@ -2557,6 +2573,29 @@ def _tensorflow_done(
             ),
         )
     return True
+
+
+def _workers_given_time(
+    replicas: list[JobReplica],
+    states: dict[int, ReplicaState],
+    decided: datetime | None,
+    deadline: datetime | None,
+    now: datetime,
+) -> list[JobReplica]:
+    """The workers of a TensorFlow job without ps still running less than
+    LOCAL_TF_WORKER_WAIT_SECONDS after its chief (worker 0) exited 0 at `decided`: they are
+    left to end by themselves first. Its MultiWorkerMirroredStrategy workers finish with the
+    chief, a moment later; stopped at once, TF caught the SIGTERM, they ran on and read
+    Stopped (143, or 137 after the grace) on a succeeded job (qa87). With ps (TF 2's
+    ParameterServerStrategy) its workers serve until stopped, and are stopped at once; so is
+    an evaluator, once the workers are done. None past the job's time limit."""
+    if decided is None or any(r.role == "ps" for r in replicas):
+        return []
+    if deadline is not None and now > deadline:
+        return []
+    if now >= decided + timedelta(seconds=settings.LOCAL_TF_WORKER_WAIT_SECONDS):
+        return []
+    return [r for r in replicas if r.role == "worker" and states[r.pk].phase == "alive"]
 
 
 def _deadline(job: Job, run: LocalRun, spec: JobSpec | None, now: datetime) -> datetime | None:
@@ -3257,6 +3296,7 @@ def _finished_before_stop(
             gettext_noop("%(replica)s exited with 0 before the stop reached it."),
             replica=f"{deciding[0].role}-{deciding[0].index}",
         )
+        ended = _work_ended(job, run, replicas, states)  # a worker may have ended after it
     else:
         text = recorded(gettext_noop("Every replica exited with 0 before the stop reached it."))
     return ended, text

@@ -575,6 +575,12 @@ INJECTED_VARIABLES: dict[str, list[tuple[str, Any]]] = {
 LOCAL_INJECTED_VALUES: dict[str, Any] = {
     "MASTER_ADDR": "127.0.0.1",
     "MASTER_PORT": gettext_lazy("a free port, chosen when the job starts"),
+    # Kubeflow's operator lists the evaluator in every task's; TF 2's ParameterServerStrategy
+    # then waits for ever for its server (README, "What a job gets").
+    "TF_CONFIG": gettext_lazy(
+        "cluster and task JSON, when distributed; the evaluator is listed only in its own, "
+        "not in the chief's, the workers' or the ps'"
+    ),
 }
 LOCAL_INJECTED_EXTRA: list[tuple[str, Any]] = [
     (

@@ -235,8 +235,8 @@ def test_a_tensorflow_job_with_none_left_running_succeeds_when_its_peer_failed_a
         shown = job.status_reason_shown
     assert shown.startswith("chief-0 以 0 退出，TensorFlow 任务随之结束"), shown
     assert "worker-0" in shown and "不改变任务的结果" in shown, shown
-    chief = job.replicas.get(role="chief")
-    assert job.finished_at == chief.finished_at
+    # Its run lasted until worker-0 ended by itself, a second after the chief (qa87).
+    assert job.finished_at == job.replicas.get(role="worker").finished_at
 
 
 def test_a_worker_that_failed_before_the_chief_exited_0_still_fails_the_tensorflow_job(
@@ -288,4 +288,126 @@ def test_a_fault_keyword_logged_after_the_chief_exited_0_restarts_no_finished_te
     assert job.status == JobStatus.SUCCEEDED, job.status_reason
     assert job.restarts == 0
     assert not job.events.filter(reason__in=["ReplicaFailed", "Restarted"]).exists()
+    assert processes_with(SERVING) == []
+
+
+# qa87: MultiWorkerMirroredStrategy's workers finish with the chief, a moment after it, and
+# TF catches SIGTERM (its preemption notifier): stopped at the chief's exit, a worker that
+# was finishing ran on and read Stopped (143, or 137 after the grace) on a succeeded job.
+IGNORES_SIGTERM = "trap '' TERM"
+CHIEF_AND_WORKERS = [S.Role("chief", 1), S.Role("worker", 2)]
+
+
+def chief_and_workers_spec(workers: dict[str, str], roles: list[S.Role]) -> S.JobSpec:
+    """The chief exits 0 once the gate opens; each worker in `workers`, which ignores SIGTERM
+    as TF does, runs its command then; any other replica serves."""
+    cases = "".join(
+        f"{label}) {IGNORES_SIGTERM}; {UNTIL_THE_GATE_OPENS}; {then};; "
+        for label, then in workers.items()
+    )
+    command = (
+        'case "$AIHC_ROLE-$AIHC_ROLE_INDEX" in '
+        f"chief-0) {UNTIL_THE_GATE_OPENS}; exit 0;; {cases}*) {SERVES};; esac"
+    )
+    return runner_spec(command, framework=S.TENSORFLOW, roles=roles)
+
+
+def test_workers_that_end_by_themselves_after_the_chief_read_succeeded_and_date_the_job(
+    alice, settings
+):
+    spec = chief_and_workers_spec(
+        {"worker-0": "sleep 1; exit 0", "worker-1": "sleep 2; exit 0"}, CHIEF_AND_WORKERS
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING, what="the job's start")
+
+    open_gate(settings)
+    run_until(worker, lambda: ended(job), timeout=30, what="the job's end")
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    with translation.override("en"):
+        assert job.status_reason_shown == "Every replica exited with 0."
+    replicas = {f"{r.role}-{r.index}": r for r in job.replicas.all()}
+    assert {label: (r.status, r.exit_code) for label, r in replicas.items()} == {
+        "chief-0": ("succeeded", 0),
+        "worker-0": ("succeeded", 0),
+        "worker-1": ("succeeded", 0),
+    }
+    assert not job.events.filter(reason="Succeeding").exists()
+    # Its run (and card-hours) lasted until its last worker ended, not its chief.
+    assert job.finished_at == replicas["worker-1"].finished_at
+    assert job.finished_at > replicas["chief-0"].finished_at
+
+
+def test_a_worker_still_running_past_the_wait_after_the_chief_is_stopped_then(alice, settings):
+    settings.LOCAL_TF_WORKER_WAIT_SECONDS = 3
+    spec = chief_and_workers_spec(
+        {"worker-0": "sleep 1; exit 0", "worker-1": 'exec -a "qa87-stuck" sleep 100000'},
+        CHIEF_AND_WORKERS,
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING, what="the job's start")
+
+    open_gate(settings)
+    run_until(worker, lambda: ended(job), timeout=30, what="the job's end")
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    with translation.override("en"):
+        reason = job.status_reason_shown
+    assert reason.endswith("the instances still running were stopped: worker-1."), reason
+    replicas = {f"{r.role}-{r.index}": r for r in job.replicas.all()}
+    assert replicas["worker-0"].status == "succeeded"
+    assert replicas["worker-1"].status == "stopped"
+    succeeding = job.events.get(reason="Succeeding")
+    waited = succeeding.created_at - replicas["chief-0"].finished_at
+    assert waited.total_seconds() >= 3, waited
+    # Dated at worker-0's own end: worker-1's was the stop's doing.
+    assert job.finished_at == replicas["worker-0"].finished_at
+    assert processes_with("qa87-stuck") == []
+
+
+def test_a_stop_in_the_wait_after_the_chief_leaves_the_job_succeeded_as_of_its_last_own_end(
+    alice, settings
+):
+    settings.LOCAL_TF_WORKER_WAIT_SECONDS = 60
+    spec = chief_and_workers_spec(
+        {"worker-0": "sleep 1; exit 0", "worker-1": 'exec -a "qa87-stuck" sleep 100000'},
+        CHIEF_AND_WORKERS,
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING, what="the job's start")
+    open_gate(settings)
+    worker_0 = replica_state_dir(job.public_id, 1, "worker-0")
+    run_until(worker, lambda: read_state(worker_0).phase == "exited", what="worker-0's end")
+
+    # Its owner, seeing the chief done, stops the worker that does not end.
+    assert job_stop(job=job, actor=alice)
+    run_until(worker, lambda: ended(job), timeout=30, what="the job's end")
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    with translation.override("en"):
+        assert job.status_reason_shown == "chief-0 exited with 0 before the stop reached it."
+    replicas = {f"{r.role}-{r.index}": r for r in job.replicas.all()}
+    assert replicas["worker-0"].status == "succeeded"
+    assert replicas["worker-1"].status == "stopped"
+    assert job.finished_at == replicas["worker-0"].finished_at
+
+
+def test_workers_and_servers_of_a_job_with_ps_are_stopped_at_once_after_the_chief(alice, settings):
+    # TF 2's ParameterServerStrategy: its workers serve, as its ps does, until stopped.
+    settings.LOCAL_TF_WORKER_WAIT_SECONDS = 60
+    roles = [S.Role("chief", 1), S.Role("worker", 1), S.Role("ps", 1)]
+    job = submit(alice, tensorflow_spec("chief-0", roles))
+    worker = Worker()
+    run_until(worker, lambda: len(processes_with(SERVING)) == 2, what="servers up")
+
+    open_gate(settings)
+    run_until(worker, lambda: ended(job), timeout=20, what="the job's end, well before 60 s")
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    statuses = {f"{r.role}-{r.index}": r.status for r in job.replicas.all()}
+    assert statuses == {"chief-0": "succeeded", "worker-0": "stopped", "ps-0": "stopped"}
     assert processes_with(SERVING) == []

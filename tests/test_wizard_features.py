@@ -470,6 +470,19 @@ def test_the_tensorflow_example_names_the_strategy_of_a_job_with_ps_too(alice_cl
     assert "a job with ps with ParameterServerStrategy" in fragment
 
 
+def test_the_tensorflow_example_says_what_keras_3_and_tf_summary_need(alice_client):
+    # qa87: Keras 3's model.fit failed under MultiWorkerMirroredStrategy ("Attempt to convert a
+    # value (PerReplica...)"), and tensorflow-cpu 2.21 comes without tensorboard for tf.summary.
+    draft = new_draft(alice_client)
+
+    fragment = alice_client.get(
+        reverse("wizard-example", args=[draft.id]), {"example": "TFJob"}, headers=HTMX
+    ).content.decode()
+
+    assert "or use tf_keras (TF_USE_LEGACY_KERAS=1)" in fragment
+    assert "tf.summary needs tensorboard" in fragment
+
+
 @pytest.mark.parametrize("htmx", [False, True])
 def test_a_row_added_with_the_examples_open_draws_the_step_again_with_the_same_example_open(
     alice_client, htmx
@@ -1222,6 +1235,30 @@ def test_the_injected_variables_list_of_a_local_mpi_job_names_loopback_for_open_
     table = page[start : page.index("</table>", start)]
     assert "OMPI_MCA_btl_tcp_if_include" in table
     assert "lo，在隔离网络上与 OMPI_MCA_oob_tcp_if_include=lo 一同设置" in table
+
+
+def test_the_injected_variables_list_of_a_local_tensorflow_job_says_who_sees_the_evaluator(
+    alice_client,
+):
+    # qa87: it said only "cluster and task JSON, when distributed", though the local runner
+    # lists the evaluator in its own TF_CONFIG alone.
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client,
+        draft,
+        upto=W.IMAGE,
+        **{
+            W.BASIC: basic_data(framework="TFJob"),
+            W.RESOURCES: resources_data(roles=[role("chief", 1), role("worker", 2)]),
+        },
+    )
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    start = page.index('id="injected-vars"')
+    table = html.unescape(page[start : page.index("</table>", start)])
+    assert "TF_CONFIG" in table
+    assert "分布式时的集群与任务 JSON；evaluator 只列在它自己的 TF_CONFIG 中" in table
 
 
 def test_fault_tolerance_is_offered_to_pytorch_jobs_only(alice_client):
