@@ -41,9 +41,11 @@ def secret_key_opens_what_it_sealed(
             f"sealed with another key (a backup restored without its secret key, or the key "
             f"changed).",
             hint=(
-                "Put the key back (var/secret_key, SECRET_KEY or SECRET_KEY_FILE), or list it "
-                "in SECRET_KEY_FALLBACKS. Otherwise those people log in again, and each of "
-                "those API keys answers InvalidAccessKeyId: their owners make new ones."
+                # The file's real path: CONSOLE_VAR_DIR moves it out of var/ (qa89).
+                f"Put the key back ({settings.VAR_DIR / 'secret_key'}, SECRET_KEY or "
+                "SECRET_KEY_FILE), or list it in SECRET_KEY_FALLBACKS. Otherwise those people "
+                "log in again, and each of those API keys answers InvalidAccessKeyId: their "
+                "owners make new ones."
             ),
             id="jobs.W001",
         )

@@ -495,17 +495,30 @@ def job_dir(public_id: str, runner: str = "") -> Path:
     took over and started the job), so the web pages read, and Delete removes, the files
     where they are. A job started on another host, or before runners were recorded, is
     looked for in this process's LOCAL_RUN_DIR (a web server cannot read another machine's
-    files: README, "Several workers on one database")."""
+    files: README, "Several workers on one database").
+
+    A job whose recorded folder is not there but whose folder is in this LOCAL_RUN_DIR is read
+    here: a backup restored into another folder or onto another machine (qa89: every restored
+    job's log read "No output yet", the recorded run directory being the lost one). Decided:
+    a fallback on read, not rewriting LocalRun.runner, which would make the new worker follow
+    a job that was running at backup time and launch or fail it (README, "What a takeover
+    means for local jobs"); a folder named by a job's unique id in this run directory is that
+    job's, put there by a restore."""
+    here = Path(settings.LOCAL_RUN_DIR) / public_id
     host, sep, run_dir = runner.partition(":")
     if sep and run_dir and host == socket.gethostname():
-        return Path(run_dir) / public_id
-    return Path(settings.LOCAL_RUN_DIR) / public_id
+        recorded = Path(run_dir) / public_id
+        if recorded.exists() or not here.exists():
+            return recorded
+    return here
 
 
-def ran_elsewhere(runner: str) -> bool:
-    """Whether a job's worker ran it on another host than this process's (job_dir)."""
+def ran_elsewhere(public_id: str, runner: str) -> bool:
+    """Whether a job's worker ran it on another host than this process's and its folder was
+    not restored into this LOCAL_RUN_DIR (job_dir): its files are out of this process's reach."""
     host, sep, run_dir = runner.partition(":")
-    return bool(sep and run_dir) and host != socket.gethostname()
+    elsewhere = bool(sep and run_dir) and host != socket.gethostname()
+    return elsewhere and not (Path(settings.LOCAL_RUN_DIR) / public_id).exists()
 
 
 def runner_of(job: Any) -> str:

@@ -104,7 +104,7 @@ def usage_files(job: Job) -> Callable[[str], Path] | None:
     if job.backend != "local":
         return None
     run = LocalRun.objects.filter(job=job).only("attempt", "runner").first()
-    if run is None or ran_elsewhere(run.runner):
+    if run is None or ran_elsewhere(job.public_id, run.runner):
         # Sampled on the machine it runs on, out of this web server's reach: no table, rather
         # than one saying the first sample comes within seconds.
         return None

@@ -700,6 +700,23 @@ def test_a_database_restored_with_another_secret_key_is_reported_at_start(client
     assert [m for m in old_key_listed if m.id == "jobs.W001"] == []
 
 
+def test_the_secret_key_warning_names_the_key_file_of_the_var_dir_in_use(
+    client, alice, settings, tmp_path
+):
+    """qa89: with CONSOLE_VAR_DIR set, the hint still said to put the key back in
+    var/secret_key, a file this console never reads."""
+    from django.core import checks
+
+    client.force_login(alice)
+    settings.VAR_DIR = tmp_path / "console-state"
+    settings.SECRET_KEY = "a-key-generated-anew-after-the-restore"
+
+    [warning] = [m for m in checks.run_checks(databases=["default"]) if m.id == "jobs.W001"]
+
+    assert f"Put the key back ({tmp_path / 'console-state' / 'secret_key'}, " in warning.hint
+    assert "var/secret_key," not in warning.hint
+
+
 def test_a_trusted_origin_with_a_path_after_its_host_starts_the_console_as_its_origin(tmp_path):
     # Started the console before start-up checked the list: it keeps starting it.
     code = "from django.conf import settings as s; print(s.CSRF_TRUSTED_ORIGINS)"

@@ -746,7 +746,7 @@ class LocalBackend(Backend):
         if replica not in {f"{r.role}-{r.index}" for r in job.replicas.all()}:
             return None
         runner = job_logs.runner_of(job)
-        if job_logs.ran_elsewhere(runner):
+        if job_logs.ran_elsewhere(job.public_id, runner):
             # Not "No output yet": the log is there, on the machine of the worker that
             # started the job (machines are named in the worker's log only).
             raise BackendError(
