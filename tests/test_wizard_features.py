@@ -1450,11 +1450,11 @@ def test_the_review_lists_roles_labels_alerts_and_emails_with_the_languages_sepa
     alice_client.cookies["django_language"] = "en"
     english = review_values(_review_of_a_copy(alice_client, alice, spec))
 
-    assert chinese["角色"] == f"master × 1、1 × {card}、4 CPU、16 GB"
+    assert chinese["角色"] == f"master × 1、1 × {card}、4 CPU、16 GiB"
     assert chinese["标签"] == "team=nlp、exp=a1"
     assert chinese["告警"] == "任务失败退出、任务成功结束"
     assert chinese["告警邮箱"] == "ops@example.com、dev@example.com"
-    assert english["Roles"] == f"master × 1, 1 × {card}, 4 CPU, 16 GB"
+    assert english["Roles"] == f"master × 1, 1 × {card}, 4 CPU, 16 GiB"
     assert english["Alert emails"] == "ops@example.com, dev@example.com"
 
 
