@@ -19,7 +19,7 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_noop, pgettext_lazy
 
 from . import spec as S
 from .alerts import mail_printed_only
@@ -417,7 +417,7 @@ class ImageForm(StepForm):
             # it is typed (the step refuses a command still holding those lines).
             self.fields["command"].help_text = _(
                 "The AIAK template's default parameters: replace the PATHs of the data set, "
-                "CHECKPOINT, TOKENIZER and Tensorboard (DATA_PATH, CHECKPOINT_LOAD_PATH, "
+                "CHECKPOINT, TOKENIZER and TensorBoard (DATA_PATH, CHECKPOINT_LOAD_PATH, "
                 "CHECKPOINT_SAVE_PATH, TOKENIZER_PATH, TENSORBOARD_PATH) with your own paths. "
                 "To change the model's parameters too, edit them here."
             )
@@ -475,11 +475,11 @@ class LabelForm(forms.Form):
 
 class ResourcesForm(StepForm):
     shared_memory_gi = forms.IntegerField(
-        label=_("Shared memory (Gi)"),
+        label=_("Shared memory (GiB)"),
         required=False,  # optional in both consoles: empty means the default, 10Gi
         widget=forms.NumberInput(attrs={"placeholder": "10"}),
         help_text=_(
-            "Size of /dev/shm, used by processes on one node to exchange data; 10Gi by default."
+            "Size of /dev/shm, used by processes on one node to exchange data; 10 GiB by default."
         ),
     )
     enable_rdma = forms.BooleanField(
@@ -487,7 +487,7 @@ class ResourcesForm(StepForm):
         required=False,
         help_text=_(
             "Schedules the job on RDMA nodes and sets NCCL_IB_DISABLE=0. On AIHC it also gives "
-            "the containers 10GB of shared memory; a size other than 10Gi above is sent too. "
+            "the containers 10 GiB of shared memory; a size other than 10 GiB above is sent too. "
             "The local pool runs every job on this machine and schedules nothing: there RDMA "
             "only sets NCCL_IB_DISABLE=0."
         ),
@@ -507,12 +507,13 @@ class ResourcesForm(StepForm):
 
 class RoleForm(forms.Form):
     name = forms.CharField(label=_("Role"), required=False, max_length=64)
-    replicas = forms.IntegerField(label=_("Instances"))
+    # Context: the job page's "Replicas" heads its list of replicas (实例), this counts them (实例数).
+    replicas = forms.IntegerField(label=pgettext_lazy("how many replicas a role runs", "Replicas"))
     use_accelerator = forms.BooleanField(label=_("Accelerators"), required=False)
     accelerator_type = forms.ChoiceField(label=_("Card type"), required=False)
-    accelerators = forms.IntegerField(label=_("Cards per instance"), required=False)
+    accelerators = forms.IntegerField(label=_("Cards per replica"), required=False)
     cpu = forms.IntegerField(label=_("CPU cores"), required=False)
-    memory_gb = forms.IntegerField(label=_("Memory (GB)"), required=False)
+    memory_gb = forms.IntegerField(label=_("Memory (GiB)"), required=False)
 
     def __init__(self, *args: Any, card_types: list[str], fixed_names: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -542,7 +543,7 @@ class RoleForm(forms.Form):
             if not data.get("accelerator_type") and "accelerator_type" not in self.errors:
                 self.add_error("accelerator_type", _("Choose a card type."))
             if data.get("accelerators") is None and "accelerators" not in self.errors:
-                self.add_error("accelerators", _("Enter the cards per instance."))
+                self.add_error("accelerators", _("Enter the cards per replica."))
         return data
 
 
@@ -787,7 +788,7 @@ class FaultForm(StepForm):
         # Seed 000's two notes: the event, and BCCL's state in the log, which AIHC writes
         # (the image's BCCL does, when the platform asks; the local runner has no BCCL).
         help_text=_(
-            "When the logs of all instances stay silent for the threshold, the job is judged "
+            "When the logs of all replicas stay silent for the threshold, the job is judged "
             "hung and a hang event is recorded. On AIHC, when the training image includes "
             "Baidu's BCCL collective-communication library, its communication state is also "
             "written to the log when the job hangs, for diagnosing it."
@@ -867,14 +868,14 @@ def _ignore_when_off(form: forms.Form, data: dict[str, Any], switch: str, *names
 
 
 class AdvancedForm(StepForm):
-    tensorboard = forms.BooleanField(label=_("Tensorboard"), required=False)
+    tensorboard = forms.BooleanField(label=_("TensorBoard"), required=False)
     tensorboard_path = forms.CharField(
-        label=_("Tensorboard log path"),
+        label=_("TensorBoard log path"),
         required=False,
         max_length=1024,
         help_text=_(
-            "Must match the log path in your code, or Tensorboard finds no data; injected as "
-            "AIHC_TENSORBOARD_LOG_PATH. The local pool starts no Tensorboard: when the path "
+            "Must match the log path in your code, or TensorBoard finds no data; injected as "
+            "AIHC_TENSORBOARD_LOG_PATH. The local pool starts no TensorBoard: when the path "
             "lies on a read-write volume the job mounts (step Data sources), the job page draws "
             "the scalars (loss, lr, …) of the event files written there. Elsewhere it draws "
             "none: in the job's own /tmp the files are lost when it ends, and the rest of its "
@@ -969,9 +970,9 @@ class AdvancedForm(StepForm):
         label=_("CPU exclusive (Beta)"),
         required=False,
         help_text=_(
-            "Pins each instance to CPU cores of its own, which other jobs do not use: as "
+            "Pins each replica to CPU cores of its own, which other jobs do not use: as "
             "many cores as the role's CPU cores; when those are unlimited, one per card "
-            "(1 for an instance without cards)."
+            "(1 for a replica without cards)."
         ),
     )
 

@@ -2529,7 +2529,7 @@ def _tensorflow_done(
         message = recorded(
             gettext_noop(
                 "%(replica)s exited with 0, which ends a TensorFlow job as Kubeflow's TFJob "
-                "does; the instances still running were stopped: %(others)s."
+                "does; the replicas still running were stopped: %(others)s."
             ),
             replica=label,
             others=others,
@@ -2564,7 +2564,7 @@ def _tensorflow_done(
             message=recorded(
                 gettext_noop(
                     "%(replica)s exited with 0, which ends a TensorFlow job: stopping the "
-                    "instances still running (%(others)s) with SIGTERM, SIGKILL after "
+                    "replicas still running (%(others)s) with SIGTERM, SIGKILL after "
                     "%(seconds)s s."
                 ),
                 replica=label,
@@ -2935,7 +2935,7 @@ def _read_only_failure(job: Job, spec: JobSpec, label: str, code: int) -> str | 
 # make it smaller as though it were the cause.
 SHM_OOM_REASON = gettext_noop(
     "OOMKilled: memory limit %(limit)s exceeded; what the job writes to /dev/shm (shared "
-    "memory, up to %(shm)d Gi) counts against it too: if the job writes there, give the role "
+    "memory, up to %(shm)d GiB) counts against it too: if the job writes there, give the role "
     "more memory or make the shared memory smaller"
 )
 

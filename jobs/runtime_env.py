@@ -4,7 +4,7 @@ One implementation for the review step's preview, the local runner and the admin
 AIHC's 通用环境变量列表 (see ../shared/reference/runtime-env.md):
 
 - every replica: AIHC_JOB_NAME, AIHC_JOB_ID, AIHC_ROLE, AIHC_ROLE_INDEX (the generic
-  information custom frameworks get), AIHC_TENSORBOARD_LOG_PATH when Tensorboard is on,
+  information custom frameworks get), AIHC_TENSORBOARD_LOG_PATH when TensorBoard is on,
   and in a custom job's, each role's instance count as AIHC_<ROLE>_NUM (role_counts),
   NCCL_DEBUG=INFO and NCCL_IB_DISABLE=0 with RDMA (user envs may override these two),
   PYTHONUNBUFFERED=1 so logs stream;

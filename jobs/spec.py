@@ -255,7 +255,7 @@ class SpecError(Exception):
 # typed, so the bare count left a user whose job ran before (qa60 made it a core per card,
 # not 1) with no idea what asked for them or what to change (review 41).
 CORES_PER_CARD = gettext_noop(
-    "An instance of a role without CPU cores set is pinned to a core per card: set that "
+    "A replica of a role without CPU cores set is pinned to a core per card: set that "
     "role's CPU cores (step Resources) to pin fewer, or turn CPU exclusive off (step Advanced)."
 )
 
@@ -702,7 +702,7 @@ def _read_resources(
             continue  # expressed by sharedMemoryGi / enableRDMA
         elif name:
             if role.accelerator_type and role.accelerator_type != name:
-                reader.error(item_path, _("Only one accelerator type per role."))
+                reader.error(item_path, _("Only one card type per role."))
             role.accelerator_type = name
             role.accelerators = reader.int(res.get("quantity"), f"{item_path}.quantity", 0) or 0
         else:
@@ -865,7 +865,7 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
             # did not ask for, run without a word (qa79).
             r.error(
                 "jobSpec.replicas",
-                _("Instances must be between %(min)d and %(max)d.")
+                _("Replicas must be between %(min)d and %(max)d.")
                 % {"min": 1, "max": MAX_REPLICAS + 1},
             )
         template = _read_resources(
@@ -1606,13 +1606,13 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
             counts_in_range = False
             err(
                 f"{path}.replicas",
-                _("Instances must be between %(min)d and %(max)d.")
+                _("Replicas must be between %(min)d and %(max)d.")
                 % {"min": min_replicas, "max": MAX_REPLICAS},
             )
         if role.accelerator_type and not 1 <= role.accelerators <= MAX_ACCELERATORS_PER_REPLICA:
             err(
                 f"{path}.accelerators",
-                _("Cards per instance must be between 1 and %(max)d.")
+                _("Cards per replica must be between 1 and %(max)d.")
                 % {"max": MAX_ACCELERATORS_PER_REPLICA},
             )
         if role.accelerators and not role.accelerator_type:
@@ -1622,7 +1622,7 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
         if role.memory_gb is not None and not 1 <= role.memory_gb <= MAX_MEMORY_GB:
             err(
                 f"{path}.memory",
-                _("Memory must be between 1 and %(max)d GB.") % {"max": MAX_MEMORY_GB},
+                _("Memory must be between 1 and %(max)d GiB.") % {"max": MAX_MEMORY_GB},
             )
 
     def index(name: str) -> int:
@@ -1682,7 +1682,7 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
                 attr = "acceleratorType" if not same_type else "accelerators"
                 err(
                     f"roles[{index('worker')}].{attr}",
-                    _("Master and worker must use the same card type and cards per instance."),
+                    _("Master and worker must use the same card type and cards per replica."),
                 )
     elif spec.framework == TENSORFLOW and counts_in_range:
         chief = by_name.get("chief")
@@ -1693,11 +1693,11 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
         elif not any(
             by_name.get(n) and by_name[n].replicas > 0 for n in ("worker", "chief", "evaluator")
         ):
-            err("roles", _("TensorFlow needs at least one worker, chief or evaluator instance."))
+            err("roles", _("TensorFlow needs at least one worker, chief or evaluator replica."))
     # A negative count already has its own message; adding it into a total of 0 would
     # only add a second, misleading one.
     if spec.total_replicas < 1 and all(role.replicas >= 0 for role in spec.roles):
-        err("roles", _("The job needs at least one instance."))
+        err("roles", _("The job needs at least one replica."))
 
 
 def _cards_in_range(role: Role) -> bool:
@@ -1742,7 +1742,7 @@ def reserved_env_message(name: str) -> str:
         message = _("%(name)s is reserved: the platform sets it in MPI jobs. Choose another name.")
     elif name == "CUDA_VISIBLE_DEVICES":
         message = _(
-            "%(name)s is reserved: the platform sets it to the cards each instance gets. "
+            "%(name)s is reserved: the platform sets it to the cards each replica gets. "
             "Choose another name."
         )
     elif name == "AIHC_TENSORBOARD_LOG_PATH":
@@ -1813,7 +1813,7 @@ def normalised_mount_path(path: str) -> str | None:
 
 
 def log_path_problem_said(log_path: str) -> bool:
-    """Whether the spec's own rule on a Tensorboard log path refuses this one (a full-width
+    """Whether the spec's own rule on a TensorBoard log path refuses this one (a full-width
     slash, a control character, not normalised): the wizard's rules about where it lies
     then say nothing of it, so one message tells what to fix."""
     return (
@@ -1981,7 +1981,7 @@ def _validate_bccl(spec: JobSpec, err: Any) -> None:
         err(
             "enableBccl",
             _(
-                "BCCL needs at least 2 instances, 8 cards per instance, RDMA on and A800 or HPAS cards."
+                "BCCL needs at least 2 replicas, 8 cards per replica, RDMA on and A800 or HPAS cards."
             ),
         )
 
@@ -2040,7 +2040,7 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
     elif not log_path.startswith("/"):
         err(
             "tensorboardConfig.logPath",
-            _("Enter the absolute Tensorboard log path your code writes to."),
+            _("Enter the absolute TensorBoard log path your code writes to."),
         )
     # Said as a mount path's are (QA 37): "/workspace/tb/" read "enter the absolute path",
     # which it is, and a full-width slash made a path on no mount, its curves never read.
@@ -2057,7 +2057,7 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
         err(
             "tensorboardConfig.logPath",
             _(
-                "The Tensorboard log path must be absolute and normalised: no '..', no "
+                "The TensorBoard log path must be absolute and normalised: no '..', no "
                 "doubled or trailing '/'."
             ),
         )
@@ -2199,7 +2199,7 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
     if not 1 <= spec.shared_memory_gi <= MAX_SHARED_MEMORY_GI:
         err(
             "sharedMemoryGi",
-            _("Shared memory must be between 1 and %(max)d Gi.") % {"max": MAX_SHARED_MEMORY_GI},
+            _("Shared memory must be between 1 and %(max)d GiB.") % {"max": MAX_SHARED_MEMORY_GI},
         )
     if len(spec.labels) > MAX_LABELS:
         err(

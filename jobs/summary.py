@@ -90,7 +90,7 @@ def role_words(role: S.Role) -> str:
         f"{role.name} × {role.replicas}",
         f"{role.accelerators} × {role.accelerator_type}" if role.accelerator_type else "",
         f"{role.cpu} CPU" if role.cpu else "",
-        f"{role.memory_gb} GB" if role.memory_gb else "",
+        f"{role.memory_gb} GiB" if role.memory_gb else "",
     ]
     return list_words(parts)
 
@@ -203,7 +203,7 @@ def spec_sections(
             _("Image and command"),
             [
                 (_("Image address"), spec.image),
-                (_("Registry user"), spec.image_config.username if spec.image_config else ""),
+                (_("Registry username"), spec.image_config.username if spec.image_config else ""),
                 (
                     _("Registry password"),
                     (S.mask(spec.image_config.password) if spec.image_config else "")
@@ -218,8 +218,8 @@ def spec_sections(
             _("Resources"),
             [
                 (_("Roles"), roles),
-                (_("Total cards"), str(spec.total_accelerators)),
-                (_("Shared memory"), f"{spec.shared_memory_gi} Gi"),
+                (_("Cards in total"), str(spec.total_accelerators)),
+                (_("Shared memory"), f"{spec.shared_memory_gi} GiB"),
                 ("RDMA", flag(spec.enable_rdma)),
                 (_("Host network"), host_network_words(spec, on_host=host_network)),
             ],
@@ -242,15 +242,15 @@ def spec_sections(
                     _("Log keywords that trigger fault tolerance"),
                     "\n".join(ftc.custom_fault_tolerance_pattern),
                 ),
-                ("BCCL", flag(spec.enable_bccl)),
+                (_("BCCL auto-injection"), flag(spec.enable_bccl)),
             ],
         ),
         (
             _("Advanced"),
             [
-                ("Tensorboard", spec.tensorboard.log_path if spec.tensorboard.enable else no),
+                (_("TensorBoard"), spec.tensorboard.log_path if spec.tensorboard.enable else no),
                 (
-                    _("Delete after exit"),
+                    _("Delete automatically after the job ends"),
                     retention_words(spec.retention_period) if spec.retention_period else no,
                 ),
                 (
@@ -269,7 +269,7 @@ def spec_sections(
                     ),
                 ),
                 (_("Job timeout"), _duration(spec.timeout_minutes)),
-                (_("Exclusive CPU"), flag(spec.cpu_exclusive)),
+                (_("CPU exclusive (Beta)"), flag(spec.cpu_exclusive)),
                 (_("Privileged mode"), flag(spec.privileged)),
             ],
         ),

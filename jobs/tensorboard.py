@@ -1,5 +1,5 @@
 """A local job's training curves (训练指标), read from the TensorBoard event files its code
-writes under the Tensorboard log path (spec `tensorboardConfig.logPath`), for its job page.
+writes under the TensorBoard log path (spec `tensorboardConfig.logPath`), for its job page.
 
 Decisions:
 - Where the files are. logPath is a path inside the replica's sandbox. The console reads it
@@ -598,13 +598,13 @@ class LogFolder:
 def log_folder(
     spec: JobSpec, *, owner: Any = None, owner_groups: set[str] | None = None
 ) -> LogFolder | str:
-    """The host folder of a local job's Tensorboard log path, or why there is none to read.
+    """The host folder of a local job's TensorBoard log path, or why there is none to read.
     With an `owner`, none in a volume they may no longer mount (jobs.volume_access): the job
     page would otherwise keep reading a team's volume after its owner left the team
     (`owner_groups`: their group names, when the caller has read them)."""
     log_path = normalised_mount_path(spec.tensorboard.log_path)
     if log_path is None:
-        return _("The Tensorboard log path is not an absolute path.")
+        return _("The TensorBoard log path is not an absolute path.")
     mounts = [
         ds
         for ds in spec.datasources
@@ -614,7 +614,7 @@ def log_folder(
     ]
     if not mounts:
         return _(
-            "The Tensorboard log path %(path)s is not on a volume this job mounts, so its event "
+            "The TensorBoard log path %(path)s is not on a volume this job mounts, so its event "
             "files stay inside the job's own file system (its /tmp is removed when it ends), "
             "where the console does not read. Mount a volume at or above %(path)s (step "
             "Data sources) to see the curves here."
@@ -633,7 +633,7 @@ def log_folder(
             "are not read."
         ) % {"volume": mount.name}
     outside = _(
-        "The Tensorboard log path %(path)s leads outside the folder the job mounts there (a "
+        "The TensorBoard log path %(path)s leads outside the folder the job mounts there (a "
         "symbolic link): the console reads only inside it."
     ) % {"path": log_path}
     try:
@@ -663,7 +663,7 @@ def _out_of_owners_reach(target: str, *, root: Path, as_user: tuple[int, int]) -
     `as_user` (LOCAL_JOB_UID_BASE): as the runner mounts a folder (sandbox.
     check_within_reach), only one that user could read itself. The console reads as the
     worker's user, so until review 48 Bob's job page drew the curves of Alice's event files in
-    her 0700 folder, his job's Tensorboard log path under a mount of it. None: read it (none
+    her 0700 folder, his job's TensorBoard log path under a mount of it. None: read it (none
     there yet included: looked at again at each read). What is inside it is read as that
     user could too (_Reading.walk)."""
     try:
@@ -1001,7 +1001,7 @@ def training_metrics(
     owner_groups: set[str] | None = None,
     log: bool = False,
 ) -> TrainingMetrics | None:
-    """The training curves of a job with Tensorboard on (None: it is off, or its spec cannot
+    """The training curves of a job with TensorBoard on (None: it is off, or its spec cannot
     be read), or the reason the console has none to show; reading for at most `seconds`
     (READ_SECONDS by default). `owner_groups`: its owner's group names, when read already.
     `log`: the charts on a log Y axis."""
@@ -1065,7 +1065,7 @@ def _read_job(
     *, job: Job, seconds: float | None, owner_groups: set[str] | None
 ) -> tuple[TrainingMetrics, dict | None, str] | None:
     """A job's metrics without their charts, the state read (None when nothing can be read:
-    the metrics' note says why) and its log folder; None with Tensorboard off or an unreadable
+    the metrics' note says why) and its log folder; None with TensorBoard off or an unreadable
     spec. The one way a page reads a job's event files: bounded by `seconds`, and through the
     state file in the job's run folder (read_state)."""
     try:
@@ -1079,7 +1079,7 @@ def _read_job(
         metrics.note = _(
             # AIHC's console is in Chinese: its page's name as it shows it, then what it means.
             "The console reads event files on this machine only; this job's are on the storage "
-            "of %(backend)s. Open its Tensorboard there (on AIHC: the job's 训练效果监控, "
+            "of %(backend)s. Open its TensorBoard there (on AIHC: the job's 训练效果监控, "
             "training monitoring, page)."
         ) % {"backend": REMOTE_NAMES.get(job.backend, job.backend)}
         return metrics, None, ""
@@ -1187,7 +1187,7 @@ class ComparedChart:
 
 @dataclass
 class MetricsComparison:
-    metrics: list[TrainingMetrics | None]  # each job's, in column order (None: Tensorboard off)
+    metrics: list[TrainingMetrics | None]  # each job's, in column order (None: TensorBoard off)
     charts: list[ComparedChart] = field(default_factory=list)
     # Each job's latest value of each chart's tag (None: it has no such tag), in column order.
     latest: list[list[ComparedLine | None]] = field(default_factory=list)

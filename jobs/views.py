@@ -900,7 +900,7 @@ def _live_context(job: Job, *, log: bool = False, every_usage: bool = False) -> 
         "usage_hidden": usage_hidden,
         # Why an AIHC job's usage is missing or not up to date (None: nothing to say).
         "usage_unavailable": usage_unavailable(job),
-        # Its training curves (Tensorboard on; None: no section), refreshed with the rest.
+        # Its training curves (TensorBoard on; None: no section), refreshed with the rest.
         "metrics": training_metrics(job=job, log=log),
         # The newest events (services.EVENTS_SHOWN), and how many earlier ones are not shown.
         "events": events,
@@ -1551,11 +1551,11 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
     return redirect(f"{reverse('job-list')}?{back}" if back else reverse("job-list"))
 
 
-STOP_QUESTION = gettext_lazy("Stop this job? Its instances are ended and it cannot be resumed.")
+STOP_QUESTION = gettext_lazy("Stop this job? Its replicas are ended and it cannot be resumed.")
 # A job still waiting for review has never started and has no instances: stopping it takes it
 # off the reviewers' list, and it is never sent to its platform nor started (jobs.actions.
 # job_stop). Decided: only Pending review is asked so; a queued job may start any moment, so
-# "its instances are ended" stays true of it.
+# "its replicas are ended" stays true of it.
 STOP_UNSTARTED_QUESTION = gettext_lazy(
     "Stop this job? It is still waiting for review and has not started: it is withdrawn from "
     "review and will not be sent or started. It cannot be resumed."
@@ -1862,7 +1862,7 @@ def _back_given(query: QueryDict) -> str:
 
 
 BULK_STOP_QUESTION = gettext_lazy(
-    "Stopped jobs cannot be resumed: their instances are ended. Jobs that have already "
+    "Stopped jobs cannot be resumed: their replicas are ended. Jobs that have already "
     "finished are left as they are."
 )
 # When some or all of the jobs to stop are still waiting for review (STOP_UNSTARTED_QUESTION).
@@ -1872,7 +1872,7 @@ BULK_STOP_UNSTARTED_QUESTION = gettext_lazy(
     "are left as they are."
 )
 BULK_STOP_MIXED_QUESTION = gettext_lazy(
-    "Stopped jobs cannot be resumed: the instances of those that started are ended, and those "
+    "Stopped jobs cannot be resumed: the replicas of those that started are ended, and those "
     "still waiting for review are withdrawn from it and will not be sent or started. Jobs "
     "that have already finished are left as they are."
 )

@@ -534,9 +534,9 @@ INJECTED_VARIABLES: dict[str, list[tuple[str, Any]]] = {
     "": [
         ("AIHC_JOB_NAME", gettext_lazy("the job's name")),
         ("AIHC_JOB_ID", gettext_lazy("the job's ID")),
-        ("AIHC_ROLE", gettext_lazy("this instance's role")),
-        ("AIHC_ROLE_INDEX", gettext_lazy("this instance's index within its role")),
-        ("AIHC_TENSORBOARD_LOG_PATH", gettext_lazy("when Tensorboard is on")),
+        ("AIHC_ROLE", gettext_lazy("this replica's role")),
+        ("AIHC_ROLE_INDEX", gettext_lazy("this replica's index within its role")),
+        ("AIHC_TENSORBOARD_LOG_PATH", gettext_lazy("when TensorBoard is on")),
         ("NCCL_DEBUG", "INFO"),
         ("NCCL_IB_DISABLE", gettext_lazy("0 when RDMA is on")),
         ("PYTHONUNBUFFERED", "1"),
@@ -548,13 +548,13 @@ INJECTED_VARIABLES: dict[str, list[tuple[str, Any]]] = {
         (
             "WORLD_SIZE",
             gettext_lazy(
-                "number of instances (nodes), not of processes: "
+                "number of replicas (nodes), not of processes: "
                 'init_process_group(init_method="env://") reads it and RANK, which is right '
-                "with one process per instance; with several, start them with torchrun (as "
+                "with one process per replica; with several, start them with torchrun (as "
                 "the example does), which sets each process's own"
             ),
         ),
-        ("NPROC_PER_NODE", gettext_lazy("cards per instance (1 without cards)")),
+        ("NPROC_PER_NODE", gettext_lazy("cards per replica (1 without cards)")),
     ],
     S.MPI: [
         ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
@@ -565,8 +565,8 @@ INJECTED_VARIABLES: dict[str, list[tuple[str, Any]]] = {
         (
             "AIHC_<ROLE>_NUM",
             gettext_lazy(
-                "each role's number of instances, the role's name in capitals with '-' as '_': "
-                "AIHC_HEAD_NUM, AIHC_WORKER_NUM (every instance gets every role's)"
+                "each role's number of replicas, the role's name in capitals with '-' as '_': "
+                "AIHC_HEAD_NUM, AIHC_WORKER_NUM (every replica gets every role's)"
             ),
         ),
     ],
@@ -585,7 +585,7 @@ LOCAL_INJECTED_VALUES: dict[str, Any] = {
 LOCAL_INJECTED_EXTRA: list[tuple[str, Any]] = [
     (
         "CUDA_VISIBLE_DEVICES",
-        gettext_lazy("the instance's own cards, numbered from 0 (empty: CPU only)"),
+        gettext_lazy("the replica's own cards, numbered from 0 (empty: CPU only)"),
     ),
 ]
 # A queue task's, on every pool: the local runner sets them, AIHC and Kubernetes tasks are
@@ -605,7 +605,7 @@ LOCAL_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
         (
             "127.0.0.1",
             gettext_lazy(
-                "every instance's address: each runs on this machine, so the others reach a "
+                "every replica's address: each runs on this machine, so the others reach a "
                 "head or server there, on a port your command chooses (on the host network, "
                 "one no other job uses; an env such as HEAD_PORT makes it easy to change)"
             ),
@@ -629,14 +629,14 @@ LOCAL_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
             "HYDRA_LAUNCHER_EXEC",
             gettext_lazy(
                 "/etc/mpi/rsh, the launcher's, with HYDRA_LAUNCHER=rsh and HYDRA_ENV=none "
-                "(each rank keeps its own instance's variables)"
+                "(each rank keeps its own replica's variables)"
             ),
         ),
         (
             "OMPI_MCA_btl_tcp_if_include",
             gettext_lazy(
                 "lo, with OMPI_MCA_oob_tcp_if_include=lo, on the isolated networks: the "
-                "instances reach each other over loopback there, which Open MPI leaves out by "
+                "replicas reach each other over loopback there, which Open MPI leaves out by "
                 "default (an --mca on mpirun's command line wins)"
             ),
         ),
@@ -644,7 +644,7 @@ LOCAL_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
 }
 
 
-# Where a Kubernetes custom job's instances meet (left31), as the local pool's list says it
+# Where a Kubernetes custom job's replicas meet (left31), as the local pool's list says it
 # for its own: a JobSet pod's hostname, which Kubernetes sets, names the JobSet.
 KUBERNETES_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
     S.CUSTOM: [
@@ -652,7 +652,7 @@ KUBERNETES_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
             "HOSTNAME",
             gettext_lazy(
                 "the pod's, <jobset>-<role>-0-<index> (Kubernetes sets it); the others reach "
-                "an instance at <jobset>-<role>-0-<index>.<jobset>, on a port your command "
+                "a replica at <jobset>-<role>-0-<index>.<jobset>, on a port your command "
                 "chooses. On the host network it is the node's name, and no such address is "
                 "made"
             ),
@@ -660,7 +660,7 @@ KUBERNETES_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
         (
             "JOB_COMPLETION_INDEX",
             gettext_lazy(
-                "this instance's index within its role, as AIHC_ROLE_INDEX (the Job "
+                "this replica's index within its role, as AIHC_ROLE_INDEX (the Job "
                 "controller sets it)"
             ),
         ),
@@ -683,8 +683,8 @@ KUBERNETES_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
 # Kubeflow Trainer's torch runtime sets the PET_* ones, the Job controller the completion
 # index, and the console's role line (manifests.trainer_command) the AIHC names from PET_*.
 TRAINER_INJECTED: list[tuple[str, Any]] = [
-    ("PET_NNODES", gettext_lazy("number of instances (nodes); torchrun reads the PET_* ones")),
-    ("PET_NPROC_PER_NODE", gettext_lazy("cards per instance")),
+    ("PET_NNODES", gettext_lazy("number of replicas (nodes); torchrun reads the PET_* ones")),
+    ("PET_NPROC_PER_NODE", gettext_lazy("cards per replica")),
     ("PET_NODE_RANK", gettext_lazy("master 0, workers 1, 2, …")),
     ("PET_MASTER_ADDR", "<job>-node-0-0.<job>"),
     ("PET_MASTER_PORT", "29500"),  # Trainer's ContainerTrainerPort (manifests.TRAINER_MASTER_PORT)
@@ -692,7 +692,7 @@ TRAINER_INJECTED: list[tuple[str, Any]] = [
     ("MASTER_PORT", gettext_lazy("as PET_MASTER_PORT")),
     ("RANK", gettext_lazy("as PET_NODE_RANK, the node's rank (torchrun sets each process's own)")),
     ("WORLD_SIZE", gettext_lazy("as PET_NNODES, the number of nodes")),
-    ("NPROC_PER_NODE", gettext_lazy("cards per instance")),
+    ("NPROC_PER_NODE", gettext_lazy("cards per replica")),
     (
         "JOB_COMPLETION_INDEX",
         gettext_lazy("as PET_NODE_RANK (the Job controller sets it)"),
@@ -701,7 +701,7 @@ TRAINER_INJECTED: list[tuple[str, Any]] = [
 
 
 def injected_variables(framework: str, pool: Pool | None) -> list[tuple[str, Any]]:
-    """What the pool's platform sets in every instance, as the image step lists it."""
+    """What the pool's platform sets in every replica, as the image step lists it."""
     variables = INJECTED_VARIABLES[""] + INJECTED_VARIABLES.get(framework, [])
     if pool is not None and pool.training_api == "trainer" and framework == S.PYTORCH:
         variables = INJECTED_VARIABLES[""] + TRAINER_INJECTED
@@ -1677,7 +1677,7 @@ def wizard_rules(
 
 
 def tensorboard_path_read_only(spec: S.JobSpec) -> str:
-    """Why the job's code could not write its event files to its Tensorboard log path: it
+    """Why the job's code could not write its event files to its TensorBoard log path: it
     lies in a read-only mount (the deepest mount at or above it, as in the container), or "".
 
     The wizard's rule (QA 37): a researcher mounting a dataset read-only at /data and setting
@@ -1691,7 +1691,7 @@ def tensorboard_path_read_only(spec: S.JobSpec) -> str:
         return ""
     deepest = found[1]
     return _(
-        "The Tensorboard log path %(path)s lies in %(mount)s, which this job mounts read-only "
+        "The TensorBoard log path %(path)s lies in %(mount)s, which this job mounts read-only "
         "(step Data sources): its code could not write its event files there. Choose a path "
         "on a read-write mount, or mount %(mount)s read-write."
     ) % {"path": log_path, "mount": deepest.mount_path}
@@ -1709,9 +1709,9 @@ def command_path(command: str, key: str) -> str | None:
 
 
 def tensorboard_path_not_the_commands(spec: S.JobSpec) -> str:
-    """Why Tensorboard would find nothing at the log path of an AIAK job: the template's code
+    """Why TensorBoard would find nothing at the log path of an AIAK job: the template's code
     writes its event files to the command's TENSORBOARD_PATH, and the log path is neither that
-    folder nor one above it (seed 000: the path must be the code's, or Tensorboard gets no
+    folder nor one above it (seed 000: the path must be the code's, or TensorBoard gets no
     data; QA 39). "" when it is, or when the command's path is not a plain one."""
     log_path = S.normalised_mount_path(spec.tensorboard.log_path)
     code_path = command_path(spec.command, "TENSORBOARD_PATH")
@@ -1720,8 +1720,8 @@ def tensorboard_path_not_the_commands(spec: S.JobSpec) -> str:
     if code_path == log_path or code_path.startswith(log_path.rstrip("/") + "/"):
         return ""
     return _(
-        "The AIAK template's code writes its Tensorboard files to TENSORBOARD_PATH=%(code)s "
-        "(the command, step Image and command), so Tensorboard would find nothing in "
+        "The AIAK template's code writes its TensorBoard files to TENSORBOARD_PATH=%(code)s "
+        "(the command, step Image and command), so TensorBoard would find nothing in "
         "%(path)s. Enter %(code)s (or a folder above it), or change that line of the command."
     ) % {"code": code_path, "path": log_path}
 
@@ -1800,9 +1800,9 @@ def aiak_parallelism_misfit(spec: S.JobSpec) -> tuple[str, str] | None:
     message = _(
         "TENSOR_MODEL_PARALLEL_SIZE × PIPELINE_MODEL_PARALLEL_SIZE = %(tensor)d × %(pipeline)d "
         "= %(model)d cards hold one copy of the model, and this job's %(cards)d cards "
-        "(instances × cards per instance) are not a multiple of %(model)d: Megatron stops the "
-        "training as it starts. With %(per)d cards per instance, use a multiple of %(step)d "
-        "instances in all (master and workers), for example %(fit)d, or change the parallel "
+        "(replicas × cards per replica) are not a multiple of %(model)d: Megatron stops the "
+        "training as it starts. With %(per)d cards per replica, use a multiple of %(step)d "
+        "replicas in all (master and workers), for example %(fit)d, or change the parallel "
         "sizes (step Image and command)."
     ) % {
         "tensor": tensor,
@@ -1929,7 +1929,7 @@ LOCAL_PRIVATE_WRITABLE = ("/tmp", "/dev/shm")
 
 
 def _unmounted_log_path(spec: S.JobSpec) -> str | None:
-    """A local job's Tensorboard log path when it lies on none of its mounts (the job page
+    """A local job's TensorBoard log path when it lies on none of its mounts (the job page
     then reads no event files: jobs.tensorboard.log_folder); None otherwise."""
     if not spec.tensorboard.enable or S.log_path_problem_said(spec.tensorboard.log_path):
         return None
@@ -1982,9 +1982,9 @@ def shared_memory_over_memory(spec: S.JobSpec) -> str:
     if not small:
         return ""
     return _(
-        "/dev/shm (%(shm)d GB) is not smaller than the memory of %(roles)s. "
-        "What a process writes to /dev/shm counts against its instance's memory, together "
-        "with what its processes use themselves, so the instance is killed for lack of memory "
+        "/dev/shm (%(shm)d GiB) is not smaller than the memory of %(roles)s. "
+        "What a process writes to /dev/shm counts against its replica's memory, together "
+        "with what its processes use themselves, so the replica is killed for lack of memory "
         "(OOMKilled) before /dev/shm is full. Give those roles more memory than the shared "
         "memory, or make the shared memory smaller (step Resources)."
     ) % {
@@ -1992,7 +1992,7 @@ def shared_memory_over_memory(spec: S.JobSpec) -> str:
         # Each role and its memory as the language writes them (中文: full-width brackets,
         # 、 between them), as the sentence around them is (qa79).
         "roles": pgettext("between list items", ", ").join(
-            _("%(role)s (%(memory)d GB)") % {"role": r.name, "memory": r.memory_gb} for r in small
+            _("%(role)s (%(memory)d GiB)") % {"role": r.name, "memory": r.memory_gb} for r in small
         ),
     }
 
@@ -2008,8 +2008,8 @@ def tensorboard_path_private(spec: S.JobSpec, pool: Pool | None) -> str:
     if log_path is None or folder is None:
         return ""
     return _(
-        "The Tensorboard log path %(path)s is in each instance's own %(folder)s, which the "
-        "console does not read and which is removed when the instance ends: the job page will "
+        "The TensorBoard log path %(path)s is in each replica's own %(folder)s, which the "
+        "console does not read and which is removed when the replica ends: the job page will "
         "draw no curves and the event files are lost. To keep them and see the curves, mount "
         "a read-write volume at or above the path (step Data sources)."
     ) % {"path": log_path, "folder": folder}
@@ -3638,7 +3638,7 @@ def roles_request_note(spec: S.JobSpec, backend: str) -> str:
     if read_back is None:
         return ""
     return _(
-        "AIHC's v1 body has no roles, only an instance count and one set of resources: sent "
+        "AIHC's v1 body has no roles, only a replica count and one set of resources: sent "
         "as shown (to this console's API, or “Import from a request”), it makes %(roles)s, not "
         "this job's "
         "roles. The console's API takes them in console.roles, as the job's page shows under "

@@ -451,7 +451,7 @@ def import_notices(draft: Draft) -> list[str]:
                 "This request has no console part (what only this console keeps; AIHC's "
                 "request body has no place for it), so the job timeout, alert emails and "
                 "webhooks, shared memory and exclusive CPU are the defaults in this draft; its "
-                "roles were read from jobSpec.replicas as %(roles)s, every instance with the "
+                "roles were read from jobSpec.replicas as %(roles)s, every replica with the "
                 "same resources; and it is one job, not a queue group. A job's page shows its "
                 "own under “Console settings beyond the API”: check them before you submit: "
                 "roles and shared memory on step Resources, a queue group on step Submission, "

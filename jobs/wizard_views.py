@@ -905,8 +905,8 @@ def _fault_extras(
     spec = W.assemble(state, steps=[W.RESOURCES]).spec
     conditions = S.bccl_conditions(spec)
     labels = {
-        "instances": _("At least 2 instances"),
-        "whole_node": _("8 cards per instance"),
+        "instances": _("At least 2 replicas"),
+        "whole_node": _("8 cards per replica"),
         "rdma": _("RDMA on"),
         "card_type": _("A800 or HPAS cards"),
     }

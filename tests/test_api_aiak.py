@@ -27,9 +27,9 @@ runner_settings = runner_helpers.runner_settings
 A800 = "baidu.com/a800_80g_cgpu"
 MISFIT = (
     "jobSpec.replicas: TENSOR_MODEL_PARALLEL_SIZE × PIPELINE_MODEL_PARALLEL_SIZE = 4 × 4 = 16 "
-    "cards hold one copy of the model, and this job's 24 cards (instances × cards per "
-    "instance) are not a multiple of 16: Megatron stops the training as it starts. With 8 "
-    "cards per instance, use a multiple of 2 instances in all (master and workers), for "
+    "cards hold one copy of the model, and this job's 24 cards (replicas × cards per "
+    "replica) are not a multiple of 16: Megatron stops the training as it starts. With 8 "
+    "cards per replica, use a multiple of 2 replicas in all (master and workers), for "
     "example 4, or change the parallel sizes (step Image and command)."
 )
 

@@ -179,8 +179,8 @@ def test_the_local_pool_refuses_more_replicas_than_local_max_replicas_on_the_ins
         "上资源池。"
     ]
     assert field_errors(english, "id_roles-1-replicas") == [
-        "The local pool runs at most 64 instances of one job, all roles together, and this job "
-        "has 65: lower the instance counts, or choose a cloud resource pool."
+        "The local pool runs at most 64 replicas of one job, all roles together, and this job "
+        "has 65: lower the replica counts, or choose a cloud resource pool."
     ]
     assert 'name="roles-1-replicas" value="64"' in english.content.decode()  # kept as typed
     assert not Job.objects.exists()
@@ -204,8 +204,8 @@ def test_an_instance_count_out_of_range_gets_its_own_message_alone_never_the_loc
 
     page = post_step(alice_client, draft, W.RESOURCES, out_of_range)
 
-    assert field_errors(page, "id_roles-1-replicas") == ["Instances must be between 0 and 1000."]
-    assert "runs at most 128 instances" not in page.content.decode()
+    assert field_errors(page, "id_roles-1-replicas") == ["Replicas must be between 0 and 1000."]
+    assert "runs at most 128 replicas" not in page.content.decode()
 
 
 def test_a_negative_instance_count_is_never_counted_into_the_local_total(settings):
@@ -221,7 +221,7 @@ def test_a_negative_instance_count_is_never_counted_into_the_local_total(setting
         spec_errors = S.validate(spec)
 
     assert not any("runs at most" in m for messages in pool_errors.values() for m in messages)
-    assert spec_errors["roles[0].replicas"] == ["Instances must be between 0 and 1000."]
+    assert spec_errors["roles[0].replicas"] == ["Replicas must be between 0 and 1000."]
 
 
 @pytest.mark.parametrize(
@@ -245,7 +245,7 @@ def test_an_instance_count_out_of_range_gets_its_range_message_alone_never_a_fra
     with translation.override("en"):
         errors = S.validate(spec)
 
-    assert errors == {field: ["Instances must be between 0 and 1000."]}
+    assert errors == {field: ["Replicas must be between 0 and 1000."]}
 
 
 def test_in_the_wizard_an_mpi_worker_count_out_of_range_gets_its_range_message_alone(
@@ -284,7 +284,7 @@ def test_a_v1_bodys_instances_out_of_range_are_refused_saying_the_fields_own_ran
     error = refused(lambda: api.create_job(pool="local", body=sent))
 
     assert (error.status, error.code) == (400, "InvalidParameter")
-    assert error.message == "jobSpec.replicas: Instances must be between 1 and 1001."
+    assert error.message == "jobSpec.replicas: Replicas must be between 1 and 1001."
     assert not Job.objects.exists()
 
 
@@ -333,7 +333,7 @@ def test_the_api_refuses_a_local_job_over_the_replica_limit_and_creates_nothing(
     error = refused(lambda: api.create_job(pool="local", body=too_big))
 
     assert (error.status, error.code) == (400, "InvalidParameter")
-    assert "The local pool runs at most 64 instances of one job" in error.message
+    assert "The local pool runs at most 64 replicas of one job" in error.message
     assert "this job has 65" in error.message
     assert not Job.objects.exists()
 
@@ -508,7 +508,7 @@ def test_more_instances_than_a_role_may_have_are_refused_on_the_field_saying_the
     assert f"实例数须在 0 到 {S.MAX_REPLICAS} 之间。" in field_errors(
         chinese, "id_roles-1-replicas"
     )
-    assert f"Instances must be between 0 and {S.MAX_REPLICAS}." in field_errors(
+    assert f"Replicas must be between 0 and {S.MAX_REPLICAS}." in field_errors(
         english, "id_roles-1-replicas"
     )
     assert f'name="roles-1-replicas" value="{S.MAX_REPLICAS + 1}"' in english.content.decode()

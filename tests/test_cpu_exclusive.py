@@ -150,7 +150,7 @@ def test_a_refusal_for_cores_set_by_cards_says_in_english_what_asked_for_them(se
         [said] = get_backend("local").check_spec(more_cards_than_cores(settings))["cpuExclusive"]
 
     assert said.endswith(
-        "An instance of a role without CPU cores set is pinned to a core per card: set that "
+        "A replica of a role without CPU cores set is pinned to a core per card: set that "
         "role's CPU cores (step Resources) to pin fewer, or turn CPU exclusive off (step "
         "Advanced)."
     )
@@ -192,7 +192,7 @@ def test_a_job_queued_before_cores_went_by_cards_fails_saying_what_asked_for_the
     assert "请为该角色设置 CPU 核数（资源配置步骤）" in queued.status_reason
     with translation.override("en"):  # said again in the reader's language
         assert queued.status_reason_shown.endswith(
-            f"this machine has {len(os.sched_getaffinity(0))}. An instance of a role without "
+            f"this machine has {len(os.sched_getaffinity(0))}. A replica of a role without "
             "CPU cores set is pinned to a core per card: set that role's CPU cores (step "
             "Resources) to pin fewer, or turn CPU exclusive off (step Advanced)."
         )

@@ -154,7 +154,7 @@ def test_stop_selected_says_a_job_awaiting_review_will_not_be_sent_or_started(al
     # With a queued one: both said.
     said_of_both, rows = question([waiting, queued])
     assert said_of_both == (
-        "Stopped jobs cannot be resumed: the instances of those that started are ended, and "
+        "Stopped jobs cannot be resumed: the replicas of those that started are ended, and "
         "those still waiting for review are withdrawn from it and will not be sent or started. "
         "Jobs that have already finished are left as they are."
     )
@@ -188,7 +188,7 @@ def test_stop_selected_says_a_job_held_for_review_after_its_looks_were_given_up_
         waiting.public_id: "Waiting for review: will be withdrawn, and not sent or started.",
     }
     question = re.search(r'<p id="bulk-question">([^<]*)</p>', html).group(1)
-    assert question.startswith("Stopped jobs cannot be resumed: the instances of those that")
+    assert question.startswith("Stopped jobs cannot be resumed: the replicas of those that")
 
     alice_en.post(BULK, {**form, "confirmed": "1"})
 

@@ -83,7 +83,7 @@ def test_a_cpu_only_job_says_it_uses_no_cards_and_gives_its_cpu_only_hours(alice
         "None: it uses no cards (5.00 CPU-only job-hours)"
     )
     assert on_admin_page(client_for(reviewer, "zh-hans"), job) == (
-        "无：该任务不使用加速卡（纯 CPU 任务时 5.00）"
+        "无：该任务不使用加速芯片（纯 CPU 任务时 5.00）"
     )
 
 

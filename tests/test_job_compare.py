@@ -264,7 +264,7 @@ def test_the_comparison_has_a_row_for_each_field_that_differs_and_none_for_the_o
             f"master × 1, 1 × {CARD}",
             f"master × 1, 2 × {CARD}",
         ],
-        "Resources · Total cards": ["1", "2"],
+        "Resources · Cards in total": ["1", "2"],
     }
     html = r.content.decode()
     # Each job's column: its name linked to its page, status, created and duration.
@@ -826,7 +826,7 @@ def test_one_chart_per_tag_with_a_line_per_job_its_legend_and_text_and_the_lates
     small_row = re.search(rf'<tr data-job="{small.public_id}">(.*?)</tr>', latest, re.S).group(1)
     assert "no values" in small_row and '0.75 <span class="text-muted">(step 3)</span>' in small_row
     # A job without metrics says why, as its page would.
-    assert "no-tensorboard: no training metrics (Tensorboard is off for this job)." in html
+    assert "no-tensorboard: no training metrics (TensorBoard is off for this job)." in html
 
 
 def test_the_latest_values_mark_each_tags_lowest_and_highest_among_the_jobs_in_words(
@@ -989,7 +989,7 @@ def test_a_job_whose_metrics_cannot_be_read_here_says_why_beside_the_others(alic
 
     html = alice_en.get(compare_url(charted, outside)).content.decode()
 
-    assert "outside: The Tensorboard log path /tmp/tb is not on a volume this job mounts" in html
+    assert "outside: The TensorBoard log path /tmp/tb is not on a volume this job mounts" in html
     assert "charted: no scalars yet" in html
 
 
@@ -1082,8 +1082,8 @@ def test_a_group_tasks_notes_and_way_back_name_each_task_by_its_place_in_the_gro
 
     notes = re.search(r'id="compare-metrics-notes">(.*?)</ul>', html, re.S).group(1)
     assert re.findall(r"<li[^>]*>([^<]+)</li>", notes) == [
-        "lr-sweep 1/3: no training metrics (Tensorboard is off for this job).",
-        "lr-sweep 2/3: no training metrics (Tensorboard is off for this job).",
+        "lr-sweep 1/3: no training metrics (TensorBoard is off for this job).",
+        "lr-sweep 2/3: no training metrics (TensorBoard is off for this job).",
     ]
     assert re.search(r'id="compare-back">([^<]+)<', html).group(1) == "Back to job lr-sweep 2/3"
 
@@ -1099,7 +1099,7 @@ def test_a_job_and_its_run_again_sharing_a_name_are_told_apart_by_their_column(
     html = alice_en.get(compare_url(job, again, off)).content.decode()
 
     notes = re.search(r'id="compare-metrics-notes">(.*?)</ul>', html, re.S).group(1)
-    assert "qa82-en (column 3): no training metrics (Tensorboard is off for this job)." in notes
+    assert "qa82-en (column 3): no training metrics (TensorBoard is off for this job)." in notes
     # The chart's legend and the latest values (Run again writes where the job wrote).
     legend = re.search(r'class="list-unstyled small mb-1 compare-legend">(.*?)</ul>', html, re.S)
     assert re.findall(r"</svg> ([^<]+)</li>", legend.group(1)) == [

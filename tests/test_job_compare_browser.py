@@ -63,11 +63,11 @@ def test_two_jobs_ticked_on_the_list_and_compared_show_their_differing_rows_and_
             "基础信息 · 任务名称",
             "镜像与命令 · 环境变量",
             "资源配置 · 角色",
-            "资源配置 · 总卡数",
+            "资源配置 · 加速芯片总数",
             "高级配置 · Tensorboard",  # each its own log path
         ],
     )
-    expect(table.locator("tr.compare-field", has_text="总卡数").locator("td")).to_have_text(
+    expect(table.locator("tr.compare-field", has_text="加速芯片总数").locator("td")).to_have_text(
         ["1", "2"]
     )
     chart = page.locator("#compare-charts figure")

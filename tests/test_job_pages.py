@@ -726,7 +726,7 @@ def test_the_job_page_lists_the_environment_each_replica_receives_with_secrets_m
     html = response.content.decode()
     section = html[html.index('<details class="mb-3" id="replica-envs">') :]
     section = section[: section.index("</details>")]
-    assert "Environment injected into each instance" in section
+    assert "Environment injected into each replica" in section
 
     def env(label: str) -> dict[str, str]:
         table = section[section.index(f'id="replica-env-{label}"') :]
@@ -903,7 +903,7 @@ def test_the_stop_question_of_a_job_awaiting_review_says_it_will_not_be_sent_or_
     ReviewPolicy.objects.update_or_create(pk=1, defaults={"mode": ReviewMode.NONE})
     queued = submit(alice, name="queued")
     asked = alice_client.post(reverse("job-stop", args=[queued.public_id])).content.decode()
-    assert "Stop this job? Its instances are ended and it cannot be resumed." in asked
+    assert "Stop this job? Its replicas are ended and it cannot be resumed." in asked
 
     alice_client.post(stop, {"confirmed": "1"})
 

@@ -874,7 +874,7 @@ def in_language(page, language: str) -> None:
 
 @pytest.mark.parametrize(
     ("language", "instances", "cards"),
-    [("zh-hans", "实例数", "每实例卡数"), ("en", "Instances", "Cards per instance")],
+    [("zh-hans", "实例数", "每实例加速芯片数"), ("en", "Replicas", "Cards per replica")],
 )
 def test_each_role_rows_fields_are_named_by_their_role_in_either_language(
     logged_in_page, language, instances, cards

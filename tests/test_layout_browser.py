@@ -193,7 +193,7 @@ def test_on_a_phone_my_usages_jobs_table_reads_each_header_whole_scrolling_as_fa
     short = table.locator("thead abbr")
     expect(short).to_have_count(2)
     if phone.evaluate("document.documentElement.lang").startswith("zh"):
-        expect(short.nth(0)).to_have_attribute("title", "加速卡数")
+        expect(short.nth(0)).to_have_attribute("title", "加速芯片数")
         expect(short.nth(1)).to_have_attribute("title", "期间内运行小时数")
         expect(short).to_have_text(["卡", "小时"])
     else:

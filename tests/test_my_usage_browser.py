@@ -57,7 +57,7 @@ def test_a_cpu_only_job_reads_as_using_no_cards_on_my_usage_and_on_its_page(logg
     expect(row.locator(".usage-cpu-only")).to_have_text("无（仅 CPU）")
     row.get_by_role("link").click()
     expect(page.locator("#job-card-hours")).to_have_text(
-        "无：该任务不使用加速卡（纯 CPU 任务时 5.00）"
+        "无：该任务不使用加速芯片（纯 CPU 任务时 5.00）"
     )
 
 

@@ -176,7 +176,7 @@ def test_a_token_typed_in_the_command_is_warned_of_on_its_field_and_the_step_sti
 
     assert r.status_code == 302 and r["Location"] == step_url(draft, W.RESOURCES)
     warning = command_warning(alice_client.get(step_url(draft, W.IMAGE)))
-    assert "执行命令中有疑似 Hugging Face 令牌（hf_…）" in warning
+    assert "运行参数中有疑似 Hugging Face 令牌（hf_…）" in warning
     assert "勾选“保密”" in warning
     assert HF not in warning
 
@@ -308,7 +308,7 @@ def test_an_imported_body_with_a_token_in_its_command_says_so_in_the_imports_not
 
     page = r.content.decode()
     notices = re.search(r'id="import-notices"[^>]*>(.*?)</div>', page, re.S).group(1)
-    assert "执行命令中有疑似 Hugging Face 令牌（hf_…）" in notices
+    assert "运行参数中有疑似 Hugging Face 令牌（hf_…）" in notices
     assert HF not in notices
 
 

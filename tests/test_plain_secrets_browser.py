@@ -37,7 +37,7 @@ def test_a_token_typed_into_the_command_is_warned_of_and_got_it_hides_the_warnin
         next_step(page, slug)
 
     notice = page.locator("#plain-secrets-notice")
-    expect(notice).to_contain_text("执行命令中有疑似 Hugging Face 令牌（hf_…）")
+    expect(notice).to_contain_text("运行参数中有疑似 Hugging Face 令牌（hf_…）")
     notice.get_by_role("link", name="镜像与命令").click()
     page.wait_for_url(re.compile(r"/image/$"))
 

@@ -112,8 +112,8 @@ def test_the_note_is_said_in_chinese_to_a_chinese_reader(waiting, bob, client):
 
     note = re.search(r'<p class="small text-muted pool-note">(.*?)</p>', html, re.S)
     assert note, html
-    assert "没有可供新任务使用的空闲加速卡" in note.group(1)
-    assert "等待加速卡" in note.group(1)  # the waiting job's own reason, in Chinese too
+    assert "没有可供新任务使用的空闲加速芯片" in note.group(1)
+    assert "等待加速芯片" in note.group(1)  # the waiting job's own reason, in Chinese too
 
 
 def test_the_wizards_live_idle_count_and_stock_line_agree_with_the_pools_page(waiting, bob, client):

@@ -353,9 +353,9 @@ def numbers_said() -> list[str]:
         f"and at most {S.MAX_LABELS} labels",
         f"at most {S.MAX_ROLES} roles (a custom job's",
         f"per running replica (the first {monitoring.USAGE_SHOWN}; with more",
-        f"for the first {summary.SHOWN_REPLICAS} instances, as the job's page lists them",
+        f"for the first {summary.SHOWN_REPLICAS} replicas, as the job's page lists them",
         f"the first {summary.SHOWN_REPLICAS} replicas (the rest counted)",
-        f"up to {S.MAX_REPLICAS} instances each",
+        f"up to {S.MAX_REPLICAS} replicas each",
         f"at most {S.MAX_ALERT_EMAILS} email addresses and {S.MAX_ALERT_WEBHOOKS} webhooks",
         # The wizard: mount paths refused (the system directories, whose programs they hide).
         "the system directories themselves ("

@@ -223,7 +223,7 @@ def test_a_user_id_past_the_highest_uid_fails_the_job_with_the_reason(job_users_
     with translation.override("zh-hans"):
         zh = run_job(far, "echo ran as $(id -u)")
     assert (
-        f"其所有者的 uid 将为 {job_users.HIGHEST_UID + 1}（LOCAL_JOB_UID_BASE=" in zh.status_reason
+        f"其创建人的 uid 将为 {job_users.HIGHEST_UID + 1}（LOCAL_JOB_UID_BASE=" in zh.status_reason
     )
 
 
@@ -740,7 +740,7 @@ def test_without_the_jobs_group_a_uid_whose_gid_a_group_of_this_machine_has_fail
         )
     with translation.override("zh-hans"):
         zh = run_job(alice, "echo ran as $(id -u) $(id -g)")
-    assert f"其所有者的 gid {group.gr_gid}（即其 uid：未设置 LOCAL_JOB_GID）已属于本机组" in (
+    assert f"其创建人的 gid {group.gr_gid}（即其 uid：未设置 LOCAL_JOB_GID）已属于本机组" in (
         zh.status_reason
     )
 

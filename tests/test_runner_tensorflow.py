@@ -199,7 +199,7 @@ def test_a_worker_that_fails_after_the_chief_exited_0_leaves_the_tensorflow_job_
     assert job.status == JobStatus.SUCCEEDED, job.status_reason
     with translation.override("en"):
         reason = job.status_reason_shown
-    assert "the instances still running were stopped: evaluator-0, ps-0, worker-0." in reason
+    assert "the replicas still running were stopped: evaluator-0, ps-0, worker-0." in reason
     assert reason.endswith(
         "worker-1 exited other than with 0 after it, which does not change the job's result."
     ), reason

@@ -44,8 +44,8 @@ def test_the_review_warns_when_shared_memory_is_larger_than_a_roles_memory(alice
 
     shown = review_of(alice_client, alice, spec)
 
-    assert "/dev/shm（12 GB）不小于 worker（4 GB）的内存" in shown
-    assert "master" not in shown.split("/dev/shm（12 GB）", 1)[1].split("。", 1)[0]
+    assert "/dev/shm（12 GiB）不小于 worker（4 GiB）的内存" in shown
+    assert "master" not in shown.split("/dev/shm（12 GiB）", 1)[1].split("。", 1)[0]
     assert "OOMKilled" in shown
 
 
@@ -58,11 +58,13 @@ def test_the_shared_memory_warning_names_shared_memory_once_in_one_unit_in_engli
 
     shown = review_of(alice_client, alice, spec)
 
-    assert "Shared memory: /dev/shm (8 GB) is not smaller than the memory of master (4 GB)." in (
+    assert "Shared memory: /dev/shm (8 GiB) is not smaller than the memory of master (4 GiB)." in (
         shown
     )
     assert "Shared memory: Shared memory" not in shown
-    assert " Gi" not in shown.split("Shared memory: /dev/shm", 1)[1].split("OOMKilled", 1)[0]
+    warning = shown.split("Shared memory: /dev/shm", 1)[1].split("OOMKilled", 1)[0]
+    # Both are 1024³-byte units, as the runner applies them: GiB, not "GB" beside "Gi" (fix88a).
+    assert set(re.findall(r"\d+ (GiB|GB|Gi)\b", warning)) == {"GiB"}, warning
 
 
 def test_the_review_warns_of_the_default_shared_memory_beside_a_small_memory(alice, alice_client):
@@ -74,7 +76,7 @@ def test_the_review_warns_of_the_default_shared_memory_beside_a_small_memory(ali
     shown = review_of(alice_client, alice, spec)
 
     assert spec.shared_memory_gi == S.DEFAULT_SHARED_MEMORY_GI
-    assert "/dev/shm (10 GB) is not smaller than the memory of master (4 GB)." in shown
+    assert "/dev/shm (10 GiB) is not smaller than the memory of master (4 GiB)." in shown
 
 
 @pytest.mark.parametrize(
@@ -106,7 +108,7 @@ def test_the_review_warns_when_shared_memory_is_as_large_as_a_roles_memory(alice
 
     shown = review_of(alice_client, alice, spec)
 
-    assert "/dev/shm（16 GB）不小于 master（16 GB）的内存" in shown
+    assert "/dev/shm（16 GiB）不小于 master（16 GiB）的内存" in shown
     assert "与其进程自身占用的内存一起计入实例的内存" in shown
 
 
@@ -124,7 +126,7 @@ def test_the_chinese_shared_memory_warning_lists_its_roles_in_full_width_punctua
     shown = notice_of(alice_client, alice, spec)
 
     assert shown.startswith(
-        "共享内存：/dev/shm（10 GB）不小于 master（4 GB）、worker（4 GB）的内存。"
+        "共享内存：/dev/shm（10 GiB）不小于 master（4 GiB）、worker（4 GiB）的内存。"
         "进程写入 /dev/shm 的数据与其进程自身占用的内存一起计入实例的内存，"
     )
     assert "除" not in shown
@@ -140,8 +142,8 @@ def test_the_english_shared_memory_warning_lists_its_roles_as_english_does(alice
 
     shown = review_of(alice_client, alice, spec)
 
-    assert "memory of master (4 GB), worker (4 GB). " in shown
-    assert "counts against its instance's memory, together with what its processes use" in shown
+    assert "memory of master (4 GiB), worker (4 GiB). " in shown
+    assert "counts against its replica's memory, together with what its processes use" in shown
 
 
 def notice_of(client, owner, spec: S.JobSpec) -> str:

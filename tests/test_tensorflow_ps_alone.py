@@ -39,7 +39,7 @@ from .test_wizard import (
 
 REFUSED = (
     "A TensorFlow job of ps and evaluator alone never succeeds here: without a chief or a "
-    "worker the job ends when all its instances have exited, and a parameter server serves "
+    "worker the job ends when all its replicas have exited, and a parameter server serves "
     "until it is stopped, so it would run until its time limit. Add a chief or a worker, or "
     "leave out the ps."
 )
@@ -128,7 +128,7 @@ def test_a_job_of_ps_alone_gets_one_message_saying_to_add_a_chief_or_a_worker(al
     )
 
     assert english.count(PS_ALONE) == 1
-    assert "evaluator instance" not in english
+    assert "evaluator replica" not in english
     assert "ps and evaluator" not in english
     assert chinese.count(PS_ALONE_ZH) == 1
     assert "请添加一个 chief 或 worker。" in chinese  # qa79: 一台 is said of machines

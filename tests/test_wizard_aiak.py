@@ -521,9 +521,9 @@ def test_fewer_instances_than_a_templates_parallel_sizes_fit_are_refused_on_the_
     assert r.status_code == 200
     assert field_errors(r, "id_roles-1-replicas") == [
         "TENSOR_MODEL_PARALLEL_SIZE × PIPELINE_MODEL_PARALLEL_SIZE = 4 × 4 = 16 cards hold one "
-        "copy of the model, and this job's 24 cards (instances × cards per instance) are not a "
-        "multiple of 16: Megatron stops the training as it starts. With 8 cards per instance, "
-        "use a multiple of 2 instances in all (master and workers), for example 4, or change "
+        "copy of the model, and this job's 24 cards (replicas × cards per replica) are not a "
+        "multiple of 16: Megatron stops the training as it starts. With 8 cards per replica, "
+        "use a multiple of 2 replicas in all (master and workers), for example 4, or change "
         "the parallel sizes (step Image and command)."
     ]
     draft.refresh_from_db()
@@ -545,7 +545,7 @@ def test_cards_per_instance_changed_from_the_templates_are_refused_naming_instan
 
     (message,) = field_errors(r, "id_roles-1-replicas")
     assert "this job's 24 cards" in message, message
-    assert "With 6 cards per instance, use a multiple of 8 instances" in message, message
+    assert "With 6 cards per replica, use a multiple of 8 replicas" in message, message
     assert "for example 8," in message, message
 
 
@@ -586,7 +586,7 @@ def test_a_master_of_no_cards_beside_workers_is_told_only_to_use_the_workers_car
 
     assert r.status_code == 200
     said = html.unescape(r.content.decode())
-    assert "Master and worker must use the same card type and cards per instance." in said
+    assert "Master and worker must use the same card type and cards per replica." in said
     assert "cards hold one copy of the model" not in said
 
 

@@ -375,7 +375,7 @@ def test_an_mpi_job_with_a_master_without_cards_and_no_worker_is_refused_on_the_
     r = post_step(alice_client, draft, W.RESOURCES, resources_data(rows))
 
     assert r.status_code == 200
-    assert "MPI 任务至少需要 1 个 worker，或为 master 分配加速卡" in r.content.decode()
+    assert "MPI 任务至少需要 1 个 worker，或为 master 分配加速芯片" in r.content.decode()
 
 
 def test_mount_rows_are_added_with_the_pools_first_volume(alice_client):
@@ -851,7 +851,7 @@ def test_the_review_summary_reads_every_section_in_console_words_with_edit_links
     summary = page[page.index('id="review-summary"') : page.index('id="request-line"')]
     for step in W.FORM_STEPS:
         assert f'href="{step_url(draft, step)}"' in summary
-    assert "执行命令" in summary and "torchrun train.py" in summary  # not only in the JSON
+    assert "运行参数" in summary and "torchrun train.py" in summary  # not only in the JSON
     assert "本机 Local (local)" in summary
     assert "本地盘（hostpath） scratch → /workspace" in summary
 
@@ -981,7 +981,7 @@ def test_the_copy_diff_marks_the_words_that_changed_in_an_edited_command_line(al
 
     diff = _copy_diff(alice_client, copy)
 
-    row = re.search(r'<td class="diff-field">镜像与命令 · 执行命令</td>(.*?)</tr>', diff, re.S)
+    row = re.search(r'<td class="diff-field">镜像与命令 · 运行参数</td>(.*?)</tr>', diff, re.S)
     before, after = re.findall(r"<pre[^>]*>(.*?)</pre>", row.group(1), re.S)
     assert before == "torchrun train.py"  # the source's command whole, nothing marked
     # The copy's line against it: the added word marked, the "-" and "+" lines as they were.
@@ -1216,7 +1216,7 @@ def test_the_injected_variables_list_says_a_cpu_instance_gets_one_and_when_env_i
 
     start = page.index('id="injected-vars"')
     table = html.unescape(page[start : page.index("</table>", start)])
-    assert "每实例卡数（无卡时为 1）" in table
+    assert "每实例加速芯片数（无卡时为 1）" in table
     assert (
         '实例（节点）数，不是进程数：init_process_group(init_method="env://") 读取它和 RANK，'
         "每个实例一个进程时正是所需；每个实例多个进程时，请用 torchrun 启动"
@@ -1487,11 +1487,11 @@ def test_the_review_lists_roles_labels_alerts_and_emails_with_the_languages_sepa
     alice_client.cookies["django_language"] = "en"
     english = review_values(_review_of_a_copy(alice_client, alice, spec))
 
-    assert chinese["角色"] == f"master × 1、1 × {card}、4 CPU、16 GB"
+    assert chinese["角色"] == f"master × 1、1 × {card}、4 CPU、16 GiB"
     assert chinese["标签"] == "team=nlp、exp=a1"
     assert chinese["告警"] == "任务失败退出、任务成功结束"
     assert chinese["告警邮箱"] == "ops@example.com、dev@example.com"
-    assert english["Roles"] == f"master × 1, 1 × {card}, 4 CPU, 16 GB"
+    assert english["Roles"] == f"master × 1, 1 × {card}, 4 CPU, 16 GiB"
     assert english["Alert emails"] == "ops@example.com, dev@example.com"
 
 

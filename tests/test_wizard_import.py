@@ -1502,7 +1502,7 @@ def test_a_mount_the_pool_cannot_make_says_why_on_its_row_not_add_a_mount(alice_
     add_a_mount = "请添加挂载，或关闭存储。"
 
     page = alice_client.get(step_url(draft, W.DATA)).content.decode()
-    assert "本地资源池未向您提供卷“pfs-7xWeAt”" in page
+    assert "本机资源池未向您提供卷“pfs-7xWeAt”" in page
     assert add_a_mount not in page
 
     # With no mount typed at all, it is what to do.

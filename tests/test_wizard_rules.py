@@ -248,7 +248,7 @@ RULES = [
     ),
     (W.FAULT, {"fault_tolerance": "on", "retry_limit": "5"}, "id_retry_limit", "between 0 and 3"),
     (W.FAULT, {"enable_bccl": "on"}, "id_enable_bccl", "BCCL needs"),
-    (W.ADVANCED, advanced_data(tensorboard="on"), "id_tensorboard_path", "Tensorboard log path"),
+    (W.ADVANCED, advanced_data(tensorboard="on"), "id_tensorboard_path", "TensorBoard log path"),
     (
         W.ADVANCED,
         advanced_data(tensorboard="on", tensorboard_path="logs/tb"),
@@ -492,7 +492,7 @@ def test_an_aiak_command_says_under_it_which_paths_to_replace_and_that_it_may_be
 
     help_text = re.search(r'id="id_command_helptext" class="form-text">([^<]+)<', page)
     assert help_text, "the command has no help text"
-    assert "replace the PATHs of the data set, CHECKPOINT, TOKENIZER and Tensorboard" in (
+    assert "replace the PATHs of the data set, CHECKPOINT, TOKENIZER and TensorBoard" in (
         help_text.group(1)
     )
     assert "TENSORBOARD_PATH" in help_text.group(1) and "edit them here" in help_text.group(1)
@@ -529,7 +529,7 @@ def test_a_negative_instance_count_gets_one_message_on_its_cell_and_no_misleadin
     page = r.content.decode()
     assert r.status_code == 200
     assert any("between 0 and 1000" in m for m in field_errors(r, "id_roles-1-replicas"))
-    assert "at least one instance" not in page
+    assert "at least one replica" not in page
 
 
 def test_a_step_level_message_shows_once_above_the_step(en_client):
@@ -540,7 +540,7 @@ def test_a_step_level_message_shows_once_above_the_step(en_client):
 
     page = r.content.decode()
     assert r.status_code == 200
-    assert page.count("The job needs at least one instance.") == 1
+    assert page.count("The job needs at least one replica.") == 1
     assert page.index('id="step-errors"') < page.index('id="role-table"')
 
 
@@ -795,7 +795,7 @@ def test_a_masters_refused_card_count_gets_no_second_message_on_the_worker(en_cl
     r = post_step(en_client, draft, W.RESOURCES, resources_data(roles))
 
     assert field_errors(r, "id_roles-0-accelerators") == [
-        "Cards per instance must be between 1 and 64."
+        "Cards per replica must be between 1 and 64."
     ]
     assert field_errors(r, "id_roles-1-accelerators") == []
     assert "This step has 1 problem" in r.content.decode()
@@ -808,7 +808,7 @@ def test_pytorchs_one_master_is_said_beside_another_rows_count_out_of_range(en_c
     r = post_step(en_client, draft, W.RESOURCES, resources_data(roles))
 
     assert field_errors(r, "id_roles-0-replicas") == ["PyTorch needs exactly 1 master."]
-    assert field_errors(r, "id_roles-1-replicas") == ["Instances must be between 0 and 1000."]
+    assert field_errors(r, "id_roles-1-replicas") == ["Replicas must be between 0 and 1000."]
 
 
 def test_pytorchs_one_master_is_said_in_the_same_round_as_a_refused_cell(en_client):
@@ -821,7 +821,7 @@ def test_pytorchs_one_master_is_said_in_the_same_round_as_a_refused_cell(en_clie
 
     assert field_errors(r, "id_roles-0-replicas") == ["PyTorch needs exactly 1 master."]
     assert field_errors(r, "id_roles-0-cpu") == ["Enter a whole number."]
-    assert field_errors(r, "id_roles-1-replicas") == ["Instances must be between 0 and 1000."]
+    assert field_errors(r, "id_roles-1-replicas") == ["Replicas must be between 0 and 1000."]
     assert field_errors(r, "id_roles-1-memory_gb") == ["Enter a whole number."]
     # Still nothing judged across the rows (the worker's 2 cards against the master's 1).
     assert field_errors(r, "id_roles-1-accelerators") == []

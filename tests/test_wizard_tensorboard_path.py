@@ -87,8 +87,8 @@ def test_a_log_path_in_the_jobs_own_tmp_passes_and_the_review_step_warns_until_i
 
     assert NOTICE in review
     assert (
-        "The Tensorboard log path /tmp/tb is in each instance&#x27;s own /tmp, which the console "
-        "does not read and which is removed when the instance ends: the job page will draw no "
+        "The TensorBoard log path /tmp/tb is in each replica&#x27;s own /tmp, which the console "
+        "does not read and which is removed when the replica ends: the job page will draw no "
         "curves and the event files are lost."
     ) in review
 

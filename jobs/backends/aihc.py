@@ -750,7 +750,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
 
     @staticmethod
     def _check_uniform_roles(spec: spec_module.JobSpec, err: Any) -> None:
-        """AIHC v1/v2 PyTorch and MPI jobs give every instance the same resources."""
+        """AIHC v1/v2 PyTorch and MPI jobs give every replica the same resources."""
         roles = [(i, r) for i, r in enumerate(spec.roles) if r.replicas]
         if not roles:
             return
@@ -764,18 +764,18 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                     first.accelerator_type and role.accelerator_type
                 ):
                     message = _(
-                        "AIHC gives every MPI instance the same resources, so a CPU-only master "
+                        "AIHC gives every MPI replica the same resources, so a CPU-only master "
                         "cannot be combined with GPU workers."
                     )
                 else:
                     message = _(
-                        "AIHC gives every instance the same cards; use one card setting for all roles."
+                        "AIHC gives every replica the same cards; use one card setting for all roles."
                     )
                 err(f"roles[{i}].acceleratorType", message)
             if role.cpu != first.cpu:
-                err(f"roles[{i}].cpu", _("AIHC gives every instance the same CPU cores."))
+                err(f"roles[{i}].cpu", _("AIHC gives every replica the same CPU cores."))
             if role.memory_gb != first.memory_gb:
-                err(f"roles[{i}].memory", _("AIHC gives every instance the same memory."))
+                err(f"roles[{i}].memory", _("AIHC gives every replica the same memory."))
 
     # -- bodies --------------------------------------------------------------------
 

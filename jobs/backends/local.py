@@ -296,8 +296,8 @@ def too_many_replicas(spec: JobSpec) -> str:
     if count <= settings.LOCAL_MAX_REPLICAS:
         return ""
     return _(
-        "The local pool runs at most %(max)d instances of one job, all roles together, and "
-        "this job has %(count)d: lower the instance counts, or choose a cloud resource pool."
+        "The local pool runs at most %(max)d replicas of one job, all roles together, and "
+        "this job has %(count)d: lower the replica counts, or choose a cloud resource pool."
     ) % {"max": settings.LOCAL_MAX_REPLICAS, "count": count}
 
 
@@ -320,7 +320,7 @@ def tensorflow_without_end(spec: JobSpec) -> str:
         return tensorflow_only_ps_message()
     return _(
         "A TensorFlow job of ps and evaluator alone never succeeds here: without a chief or "
-        "a worker the job ends when all its instances have exited, and a parameter server "
+        "a worker the job ends when all its replicas have exited, and a parameter server "
         "serves until it is stopped, so it would run until its time limit. Add a chief or a "
         "worker, or leave out the ps."
     )
@@ -339,7 +339,7 @@ def runner_path_problem(mount_path: str, *, framework: str) -> str:
         return ""  # the spec's own rules say what is wrong with it
     if path == REPLICA_TMP:
         return _(
-            "On the local pool /tmp is each instance's own folder (its home and working "
+            "On the local pool /tmp is each replica's own folder (its home and working "
             "folder): mount the volume elsewhere, e.g. /workspace, or below it, e.g. /tmp/data."
         )
     if framework == MPI:
@@ -427,7 +427,7 @@ class LocalBackend(Backend):
             err(
                 "jobSpec.privileged",
                 _(
-                    "The local runner cannot run privileged containers: each instance runs "
+                    "The local runner cannot run privileged containers: each replica runs "
                     "sandboxed, without the host's devices. Turn privileged mode off, or choose "
                     "a pool that allows it."
                 ),
