@@ -6,6 +6,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 
 
@@ -480,9 +482,12 @@ def test_the_downgrade_paragraph_says_what_reversing_each_migration_drops():
     assert [n for n in migrations if n not in drops_nothing and n not in named] == []
 
 
-def test_the_readmes_backup_commands_run_as_written_on_a_fresh_install(tmp_path):
+@pytest.mark.parametrize("var_dir", [None, "data/console"])
+def test_the_readmes_backup_commands_run_as_written_on_a_fresh_install(tmp_path, var_dir):
     # A fresh install has no var/volumes until a job mounts one: the block, pasted as a
     # script that stops at the first failure, must still reach its end (it stopped at tar).
+    # With CONSOLE_VAR_DIR set the commands back up that folder (qa89: they named var/).
+    import os
     import sqlite3
     import subprocess
     import sys
@@ -494,11 +499,17 @@ def test_the_readmes_backup_commands_run_as_written_on_a_fresh_install(tmp_path)
     )
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / "bin" / "python").symlink_to(sys.executable)
-    (tmp_path / "var" / "runs").mkdir(parents=True)
-    sqlite3.connect(tmp_path / "var" / "console.sqlite3").execute("CREATE TABLE t (x)")
-    (tmp_path / "var" / "secret_key").write_text("k")
+    var = tmp_path / (var_dir or "var")
+    (var / "runs").mkdir(parents=True)
+    sqlite3.connect(var / "console.sqlite3").execute("CREATE TABLE t (x)")
+    (var / "secret_key").write_text("k")
+    env = {name: value for name, value in os.environ.items() if name != "CONSOLE_VAR_DIR"}
+    if var_dir:
+        env["CONSOLE_VAR_DIR"] = str(var)
 
-    done = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True)
+    done = subprocess.run(
+        ["sh", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
 
     assert (done.returncode, done.stderr) == (0, "")
     copy = sqlite3.connect(tmp_path / "backup" / "console.sqlite3")

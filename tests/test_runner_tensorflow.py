@@ -356,7 +356,7 @@ def test_a_worker_still_running_past_the_wait_after_the_chief_is_stopped_then(al
     assert job.status == JobStatus.SUCCEEDED, job.status_reason
     with translation.override("en"):
         reason = job.status_reason_shown
-    assert reason.endswith("the instances still running were stopped: worker-1."), reason
+    assert reason.endswith("the replicas still running were stopped: worker-1."), reason
     replicas = {f"{r.role}-{r.index}": r for r in job.replicas.all()}
     assert replicas["worker-0"].status == "succeeded"
     assert replicas["worker-1"].status == "stopped"
