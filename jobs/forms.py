@@ -806,9 +806,9 @@ class FaultForm(StepForm):
         # Left empty, the local runner (jobs.runner.DEFAULT_RESTART_LIMIT) and the Kubernetes
         # manifest (jobs.kubernetes.manifests.retries) take 3; AIHC is sent no value (QA 44).
         help_text=_(
-            "Retries when the job fails without a detected node fault; at most 3. Left empty: "
-            "3 on the local and Kubernetes pools; an AIHC pool is sent no value and uses its "
-            "own default."
+            "Restarts after a failure of any cause (unconditional: no node fault need be "
+            "detected); at most 3. Left empty: 3 on the local and Kubernetes pools; an AIHC "
+            "pool is sent no value and uses its own default."
         ),
     )
     custom_patterns = forms.CharField(
@@ -1082,7 +1082,7 @@ class SubmissionForm(StepForm):
         help_text=_("How many training jobs this group creates (not nodes, not cards)."),
     )
     concurrency = forms.IntegerField(
-        label=_("Concurrent tasks at most"),
+        label=_("Max concurrent tasks"),
         required=False,
         help_text=_(
             "Fewer run at once while the pool lacks idle cards, or your card quota (on the local "

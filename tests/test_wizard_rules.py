@@ -848,8 +848,9 @@ def retry_help(client) -> str:
 def test_the_unconditional_retries_help_says_what_an_empty_value_means(en_client):
     # Found (QA 44): it said "at most 3", not that empty is 3 where the console decides.
     assert retry_help(en_client) == (
-        "Retries when the job fails without a detected node fault; at most 3. Left empty: 3 on "
-        "the local and Kubernetes pools; an AIHC pool is sent no value and uses its own default."
+        "Restarts after a failure of any cause (unconditional: no node fault need be detected); "
+        "at most 3. Left empty: 3 on the local and Kubernetes pools; an AIHC pool is sent no "
+        "value and uses its own default."
     )
 
 
