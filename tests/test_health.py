@@ -540,7 +540,8 @@ def test_pages_and_the_api_answer_503_saying_the_database_cannot_be_reached(tmp_
 
     status, body, retry_after = answers["page"]
     assert status == 503
-    assert "<h1>数据库暂时无法访问</h1>" in body  # LANGUAGE_CODE's; lang24: each language's own
+    # LANGUAGE_CODE's; lang24: each language's own
+    assert "<h1 data-request-error>数据库暂时无法访问</h1>" in body
     assert retry_after == "30"
     assert answers["api"][0] == 503
     assert answers["api"][1]["code"] == "ServiceUnavailable"
