@@ -951,6 +951,10 @@ except ValueError:
         f"LOCAL_PORTS is a range of ports like 20000-29999 (1024 to 65535), not {_ports!r}"
     ) from None
 LOCAL_PORTS = (_low, _high)
+# Below this much free space (MB, for an unprivileged user) on the file system of
+# CONSOLE_VAR_DIR or of a SQLite database, /healthz answers "disk": "full" and 503
+# (jobs.health.disk_full): writes are about to fail, or already do.
+HEALTH_DISK_FREE_MB = envint("HEALTH_DISK_FREE_MB", 64)
 # How often the worker dispatches, supervises and syncs (seconds).
 WORKER_POLL_SECONDS = envfloat("WORKER_POLL_SECONDS", 1, positive=True)
 # How often the worker renews its lease and beats its own row (jobs.health), and how often a

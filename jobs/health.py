@@ -796,20 +796,42 @@ def worker_stopped(*, worker: WorkerIdentity) -> None:
         )
 
 
+def disk_full() -> bool:
+    """Whether the file system of CONSOLE_VAR_DIR (job logs, run folders) or of a SQLite
+    database has less than HEALTH_DISK_FREE_MB free. Found in QA (qa89): with the database's
+    disk full, /healthz answered 200 "database": "ok" (it reads) while every log-in and wizard
+    step answered 503. Free space is asked of the kernel (statvfs), so a probe writes nothing;
+    a PostgreSQL server's own disk is not seen from here."""
+    folders = [Path(settings.VAR_DIR)]
+    database = connections[DEFAULT_DB_ALIAS].settings_dict
+    if database["ENGINE"] == "django.db.backends.sqlite3" and database["NAME"] != ":memory:":
+        folders.append(Path(database["NAME"]).parent)
+    least = settings.HEALTH_DISK_FREE_MB * 1024 * 1024
+    for folder in folders:
+        try:
+            found = os.statvfs(folder)
+        except OSError:  # a folder gone: the database's own check says so
+            continue
+        if found.f_bavail * found.f_frsize < least:
+            return True
+    return False
+
+
 def health(*, check_worker: bool) -> tuple[bool, dict[str, object]]:
     """Whether the console is healthy, and the small document the health endpoint answers:
     nothing secret and nothing of the machines (it is answered to anyone), no write."""
+    disk = "full" if disk_full() else "ok"
     try:
         state = worker_state()
     except DatabaseError:
-        body: dict[str, object] = {"status": "error", "database": "error"}
+        body: dict[str, object] = {"status": "error", "database": "error", "disk": disk}
         if check_worker:
             body["worker"] = {"status": "unknown", "last_seen_seconds": None, "standby": None}
         return False, body
     # A worker that runs but cannot start local jobs (its start-up check failed) is a fault
     # for monitoring too: every local job waits Queued until someone fixes the machine.
-    healthy = (state.running and not state.problem) or not check_worker
-    body = {"status": "ok" if healthy else "error", "database": "ok"}
+    healthy = ((state.running and not state.problem) or not check_worker) and disk == "ok"
+    body = {"status": "ok" if healthy else "error", "database": "ok", "disk": disk}
     if check_worker:
         body["worker"] = {
             "status": state.status,

@@ -66,6 +66,7 @@ from .health import (
     HEARTBEAT_PK,
     RemoteProgress,
     WorkerIdentity,
+    database_disk_full,
     database_unreachable_reason,
     database_write_refused_reason,
     forget_old_workers,
@@ -511,13 +512,20 @@ class Worker:
             return
         try:
             held = worker_beat(worker=self.identity, remote=remote_progress())
-        except Exception:
+        except Exception as exc:
             if not database_outage.failed():
                 logger.exception("renewing the worker's lease failed")
             if self.last_beat is None or now - self.last_beat > settings.WORKER_STALE_SECONDS / 2:
+                # qa89: a full disk was said as "could not be reached" while the database
+                # answered every read; the operator looked for a database that was down.
+                what = (
+                    "the database's disk is full and it took no writes"
+                    if database_disk_full(exc)
+                    else "the database could not be reached"
+                )
                 raise LeaseLost(
-                    "stopped dispatching: the database could not be reached for "
-                    "half of WORKER_STALE_SECONDS, so another worker may take the lease over"
+                    f"stopped dispatching: {what} for half of WORKER_STALE_SECONDS, so another "
+                    "worker may take the lease over"
                 ) from None
             return
         database_outage.reached()
@@ -1583,9 +1591,13 @@ def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
     except Exception:
         logger.exception("ending replicas of jobs that ended elsewhere failed")
     try:
+        resumed = False
         while (lease := wait_for_lease(stop, identity)) is not None:
             taken, unfollowed = lease
-            run_while_holding(stop, identity, taken=taken, unfollowed=unfollowed, tasks=tasks)
+            run_while_holding(
+                stop, identity, taken=taken, unfollowed=unfollowed, tasks=tasks, resumed=resumed
+            )
+            resumed = True
     finally:
         if stop.is_set():  # asked to stop (SIGTERM, Ctrl-C), not fallen over
             try:
@@ -1610,9 +1622,12 @@ def run_while_holding(
     taken: float,
     tasks: bool,
     unfollowed: int | None = None,
+    resumed: bool = False,
 ) -> None:
     """The worker's loop while it holds the lease (taken at `taken`, monotonic, `unfollowed`
-    seconds after its last holder last renewed it): until asked to stop, or the lease lost."""
+    seconds after its last holder last renewed it): until asked to stop, or the lease lost.
+    `resumed`: this process held it before (it stood by through a database outage or a full
+    disk), which its first line says: "worker started" read as a restart (qa89)."""
     if tasks:
         # Holding the lease, no other console worker runs: a task one of them left Running
         # will never finish.
@@ -1623,8 +1638,9 @@ def run_while_holding(
     worker = Worker(identity)
     worker.last_beat = taken
     logger.info(
-        "worker started (poll %.2fs); CPU and memory of roles: %s; network of local jobs: %s; "
+        "worker %s (poll %.2fs); CPU and memory of roles: %s; network of local jobs: %s; "
         "local jobs run as: %s",
+        "resumed dispatching" if resumed else "started",
         settings.WORKER_POLL_SECONDS,
         worker.limits.describe(),
         network.describe(),

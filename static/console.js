@@ -356,10 +356,10 @@ document.addEventListener("htmx:oobBeforeSwap", (event) => {
 
 // htmx leaves the page as it was when a request fails (an error answer is not swapped in):
 // say so, or 下一步 would seem to do nothing. Any later request that succeeds clears it.
-function showRequestError(kind, status) {
+function showRequestError(kind, status, text) {
   const box = document.getElementById("request-error");
   if (!box) return;
-  box.textContent = box.dataset[kind].replace("%(status)s", String(status));
+  box.textContent = text || box.dataset[kind].replace("%(status)s", String(status));
   box.hidden = false;
 }
 // A page's own refresh (hx-trigger="every 2s": a job's status and log tail; the wizard's idle
@@ -405,9 +405,27 @@ document.addEventListener("htmx:responseError", (event) => {
     showRequestError(status === 404 ? "pollGone" : "pollLoggedOut", status);
     return;
   }
+  const own = status === 503 ? serverMessage(event.detail.xhr) : "";
+  if (own) {
+    showRequestError("failed", status, own);
+    return;
+  }
   const kinds = { 401: "loggedOut", 403: "expired", 404: "gone" };
   showRequestError(kinds[status] || "failed", status);
 });
+// What a 503 page of the console says (its disk full, its database busy or out of reach:
+// templates/503_*.html mark their heading and explanation), as text: the generic "The request
+// failed (HTTP 503)" left someone pressing 下一步 again and again on a full disk (qa89). Read
+// with DOMParser, which runs nothing, and shown as textContent, so no markup gets in.
+function serverMessage(xhr) {
+  if (!(xhr.getResponseHeader("Content-Type") || "").startsWith("text/html")) return "";
+  const answer = new DOMParser().parseFromString(xhr.responseText, "text/html");
+  return Array.from(answer.querySelectorAll("[data-request-error]"), (e) =>
+    e.textContent.replace(/\s+/g, " ").trim(),
+  )
+    .filter(Boolean)
+    .join(" ");
+}
 document.addEventListener("htmx:sendError", () => showRequestError("unreachable", 0));
 // A refresh that gets no answer at all (a phone's connection that died mid-request, a network
 // that swallows it) is given up after POLL_TIMEOUT_MS, and the page says so: htmx sends an

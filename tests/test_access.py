@@ -305,7 +305,7 @@ def test_access_matrix(world, name, method, role):
         return
     if rule.probe:
         assert r.status_code in (200, 503), r.status_code
-        assert set(r.json()) == {"status", "database", "worker"}
+        assert set(r.json()) == {"status", "database", "disk", "worker"}
         assert "Set-Cookie" not in r.headers
         assert world.job.public_id not in r.content.decode()
         return

@@ -168,14 +168,21 @@ def test_the_database_down_page_and_api_answer_speak_the_requests_language(tmp_p
         return content
 
     chinese, english = page("page"), page("page_en_browser")
-    assert '<html lang="zh-hans">' in chinese and "<h1>数据库暂时无法访问</h1>" in chinese
+    assert (
+        '<html lang="zh-hans">' in chinese
+        and "<h1 data-request-error>数据库暂时无法访问</h1>" in chinese
+    )
     assert "管理员可在服务器日志和 /healthz 中看到原因" in chinese
     assert "The database cannot be reached" not in chinese
-    assert '<html lang="en">' in english and "<h1>The database cannot be reached</h1>" in english
+    assert (
+        '<html lang="en">' in english
+        and "<h1 data-request-error>The database cannot be reached</h1>" in english
+    )
     assert "administrators see why in the server's log and at /healthz" in english
     assert "数据库" not in english
-    assert "<h1>数据库暂时无法访问</h1>" in page("page_zh_cookie_en_browser")  # the switch's
-    assert "<h1>The database cannot be reached</h1>" in page("page_en_cookie")
+    unreachable_zh = "<h1 data-request-error>数据库暂时无法访问</h1>"
+    assert unreachable_zh in page("page_zh_cookie_en_browser")  # the switch's
+    assert "<h1 data-request-error>The database cannot be reached</h1>" in page("page_en_cookie")
     for name, message in (
         ("v1", "The console cannot reach its database right now; try again later."),
         ("v1_zh", "控制台现在连不上它的数据库，请稍后重试。"),

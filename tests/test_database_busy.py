@@ -76,7 +76,7 @@ def test_a_log_in_while_another_process_holds_the_database_answers_503_saying_so
     assert held.status_code == 503
     assert held["Retry-After"] == "30"
     page = held.content.decode()
-    assert "<h1>The database is busy</h1>" in page
+    assert "<h1 data-request-error>The database is busy</h1>" in page
     assert "Another process held the console's database for over 1 second" in page
     assert "database is locked, held by another connection for over 1 s" in caplog.text
     assert again.status_code == 302  # the lock gone, the same log-in goes through
@@ -93,7 +93,7 @@ def test_a_log_in_page_while_the_database_is_busy_is_in_chinese_for_a_chinese_br
         )
 
     assert held.status_code == 503
-    assert "<h1>数据库正忙</h1>" in held.content.decode()
+    assert "<h1 data-request-error>数据库正忙</h1>" in held.content.decode()
 
 
 def test_a_wizard_submit_while_the_database_is_busy_makes_its_job_once_when_pressed_again(
@@ -197,7 +197,7 @@ def test_a_session_saved_while_the_database_is_busy_answers_503_and_is_saved_whe
 
     assert held.status_code == 503
     assert held["Retry-After"] == "30"
-    assert "<h1>The database is busy</h1>" in held.content.decode()
+    assert "<h1 data-request-error>The database is busy</h1>" in held.content.decode()
     assert (
         f"the database is busy (POST {step_url(draft, W.IMAGE)}): database is locked" in caplog.text
     )
@@ -218,7 +218,7 @@ def test_a_session_already_saved_and_changed_while_the_database_is_busy_answers_
     again = step_sent_logged_out(visitor, draft, "torchrun second.py")
 
     assert held.status_code == 503  # was Django's "session interrupted", a 400 "Bad request"
-    assert "<h1>数据库正忙</h1>" in held.content.decode()
+    assert "<h1 data-request-error>数据库正忙</h1>" in held.content.decode()
     assert again.status_code == 302
     kept = visitor.session["wizard_step_posted_logged_out"]["post"]
     assert kept["command"] == ["torchrun second.py"]
@@ -246,9 +246,16 @@ def test_a_session_refused_by_the_database_for_any_other_reason_is_still_a_serve
 
 @pytest.fixture
 def database_on_a_full_disk(tmp_path) -> Iterator[Path]:
+    with database_moved_to_a_full_disk(tmp_path) as filler:
+        yield filler
+
+
+@contextmanager
+def database_moved_to_a_full_disk(tmp_path: Path) -> Iterator[Path]:
     """The test database copied (SQLite's backup) onto a small file system of its own (a 16 MB
     tmpfs, as root), opened there, and the disk then filled but for nothing: the next write
-    the console makes meets a real full disk. The filler is returned: unlink it to free it."""
+    the console makes meets a real full disk (a live server's requests too: each opens its
+    connection from the same settings). The filler is returned: unlink it to free it."""
     if os.geteuid() != 0:
         pytest.skip("mounts a tmpfs: as root")
     disk = tmp_path / "disk"
@@ -299,9 +306,9 @@ def test_a_log_in_while_the_databases_disk_is_full_answers_503_saying_so_and_goe
     assert full.status_code == 503
     assert full["Retry-After"] == "30"
     page = full.content.decode()
-    assert "<h1>The console's disk is full</h1>" in page
+    assert "<h1 data-request-error>The console's disk is full</h1>" in page
     assert "An administrator must free space on it" in page
-    assert "<h1>控制台的磁盘已满</h1>" in chinese.content.decode()
+    assert "<h1 data-request-error>控制台的磁盘已满</h1>" in chinese.content.decode()
     assert (
         "the database's disk is full (POST /login/): database or disk is full; free space on it"
         in caplog.text
@@ -351,5 +358,5 @@ def test_a_session_saved_while_the_databases_disk_is_full_answers_503_saying_so(
 
     assert full.status_code == 503
     assert full["Retry-After"] == "30"
-    assert "<h1>The console's disk is full</h1>" in full.content.decode()
+    assert "<h1 data-request-error>The console's disk is full</h1>" in full.content.decode()
     assert freed.status_code == 302 and freed["Location"].startswith("/login/")

@@ -94,6 +94,7 @@ def test_healthz_answers_200_with_a_fresh_heartbeat_reading_one_row_and_writing_
     assert r.json() == {
         "status": "ok",
         "database": "ok",
+        "disk": "ok",
         "worker": {"status": "ok", "last_seen_seconds": 3, "standby": 0},
     }
     assert queries.captured_queries[0]["sql"].startswith("SELECT")
@@ -116,12 +117,13 @@ def test_healthz_answers_503_once_the_worker_has_not_been_seen_for_longer_than_t
     assert r.json() == {
         "status": "error",
         "database": "ok",
+        "disk": "ok",
         "worker": {"status": "stale", "last_seen_seconds": 61, "standby": 0},
     }
     # The web server and its database alone are fine: a load balancer keeps sending to it.
     web = Client().get("/healthz", {"worker": "0"})
     assert web.status_code == 200
-    assert web.json() == {"status": "ok", "database": "ok"}
+    assert web.json() == {"status": "ok", "database": "ok", "disk": "ok"}
 
 
 def test_healthz_answers_503_when_no_worker_ever_reported_or_the_last_one_stopped(db):
@@ -138,6 +140,33 @@ def test_healthz_answers_503_when_no_worker_ever_reported_or_the_last_one_stoppe
         503,
         {"status": "stopped", "last_seen_seconds": 0, "standby": 0},
     )
+
+
+def test_healthz_answers_503_disk_full_when_its_disk_has_less_than_the_threshold_free(db, settings):
+    # qa89: with the database's disk full /healthz answered 200 "database": "ok" (it reads)
+    # while every log-in and wizard step answered 503 "The console's disk is full".
+    beat(seconds_ago=3)
+    found = os.statvfs(settings.VAR_DIR)
+    free_mb = found.f_bavail * found.f_frsize // (1024 * 1024)
+    settings.HEALTH_DISK_FREE_MB = 2 * free_mb + 1
+
+    full = Client().get("/healthz")
+    web = Client().get("/healthz", {"worker": "0"})
+    settings.HEALTH_DISK_FREE_MB = 0
+    freed = Client().get("/healthz")
+
+    assert full.status_code == 503
+    assert full.json() == {
+        "status": "error",
+        "database": "ok",
+        "disk": "full",
+        "worker": {"status": "ok", "last_seen_seconds": 3, "standby": 0},
+    }
+    assert (web.status_code, web.json()) == (
+        503,
+        {"status": "error", "database": "ok", "disk": "full"},
+    )
+    assert (freed.status_code, freed.json()["disk"]) == (200, "ok")
 
 
 @pytest.mark.parametrize(
@@ -205,10 +234,13 @@ def test_healthz_answers_503_when_the_database_cannot_be_opened(tmp_path):
 
     assert answers["/healthz"] == (
         503,
-        b'{"status": "error", "database": "error", '
+        b'{"status": "error", "database": "error", "disk": "ok", '
         b'"worker": {"status": "unknown", "last_seen_seconds": null, "standby": null}}',
     )
-    assert answers["/healthz?worker=0"] == (503, b'{"status": "error", "database": "error"}')
+    assert answers["/healthz?worker=0"] == (
+        503,
+        b'{"status": "error", "database": "error", "disk": "ok"}',
+    )
 
 
 # -- The heartbeat of a real worker -----------------------------------------------------
@@ -508,7 +540,8 @@ def test_pages_and_the_api_answer_503_saying_the_database_cannot_be_reached(tmp_
 
     status, body, retry_after = answers["page"]
     assert status == 503
-    assert "<h1>数据库暂时无法访问</h1>" in body  # LANGUAGE_CODE's; lang24: each language's own
+    # LANGUAGE_CODE's; lang24: each language's own
+    assert "<h1 data-request-error>数据库暂时无法访问</h1>" in body
     assert retry_after == "30"
     assert answers["api"][0] == 503
     assert answers["api"][1]["code"] == "ServiceUnavailable"
@@ -517,6 +550,7 @@ def test_pages_and_the_api_answer_503_saying_the_database_cannot_be_reached(tmp_
         {
             "status": "error",
             "database": "error",
+            "disk": "ok",
             "worker": {"status": "unknown", "last_seen_seconds": None, "standby": None},
         },
     ]

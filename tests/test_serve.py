@@ -792,3 +792,53 @@ def test_the_endpoint_and_links_follow_serves_port_option_unless_site_url_is_set
         check=True,
     )
     assert said.stdout.strip() == "https://console.example.com"
+
+
+def test_a_head_answers_as_a_get_without_a_body_and_gunicorn_logs_no_warning_of_one(tmp_path):
+    """qa89: gunicorn 27 logs "WSGI app sent body bytes on a no-body response" as a WARNING
+    for each HEAD Django answered with its GET's body; every monitor's probe wrote a line."""
+    import httpx
+
+    port = free_port()
+    env = {**os.environ, "HOME": str(tmp_path), "CONSOLE_VAR_DIR": str(tmp_path / "var")}
+    env.update(DJANGO_SUPERUSER_USERNAME="admin", DJANGO_SUPERUSER_PASSWORD="head-pass-1")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    subprocess.run([sys.executable, "manage.py", "ensure_superuser"], cwd=ROOT, env=env, check=True)
+    log = tmp_path / "gunicorn.log"
+    command = gunicorn_command(python=sys.executable, host="127.0.0.1", port=str(port))
+    with log.open("wb") as out:
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+    answers = {}
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                client.get("/login/")
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, "gunicorn exited"
+                assert time.monotonic() < deadline, "gunicorn never answered"
+                time.sleep(0.2)
+        anonymous = ["/healthz", "/healthz?worker=0", "/login/", "/no-such-page/"]
+        for path in anonymous:
+            answers[path] = (client.get(path), client.head(path))
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', client.get("/login/").text)
+        data = {"csrfmiddlewaretoken": token[1], "username": "admin", "password": "head-pass-1"}  # type: ignore[index]
+        assert client.post("/login/", data=data).status_code == 302
+        for path in ["/", "/account/usage/"]:
+            answers[path] = (client.get(path), client.head(path))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    # Headers that differ between any two answers (the date, the CSRF cookie, the nonce) aside.
+    varying = {"date", "set-cookie", "content-security-policy", "expires"}
+    for path, (get, head) in answers.items():
+        assert head.status_code == get.status_code, path
+        assert head.content == b"" and get.content, path
+        assert {k: v for k, v in head.headers.items() if k not in varying} == {
+            k: v for k, v in get.headers.items() if k not in varying
+        }, path
+    assert [answers[p][1].status_code for p in anonymous] == [503, 200, 200, 404]
+    assert "body bytes" not in log.read_text()

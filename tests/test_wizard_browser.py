@@ -392,6 +392,42 @@ def test_a_step_sent_with_an_expired_token_says_so_instead_of_doing_nothing(logg
     expect(page.locator("#request-error")).to_be_hidden()
 
 
+@pytest.fixture
+def database_connections_closed_after_each_request(monkeypatch):
+    """The live server's request threads close their database connection after each request,
+    so a database moved meanwhile is opened where it now is: a browser's keep-alive connection
+    keeps one thread, which kept its connection (CONN_MAX_AGE) to the file left behind."""
+    from django.db import connection
+
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+
+
+def test_a_step_sent_while_the_disk_is_full_says_so_keeps_what_was_typed_and_goes_on_after(
+    database_connections_closed_after_each_request, logged_in_page, tmp_path
+):
+    # qa89: the page said only "The request failed (HTTP 503)", README promising 控制台的磁盘已满.
+    from tests.test_database_busy import database_moved_to_a_full_disk
+
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    with database_moved_to_a_full_disk(tmp_path) as filler:
+        page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+        page.fill("#id_command", "torchrun train.py")
+        page.click("#wizard-next")
+
+        error = page.locator("#request-error")
+        expect(error).to_be_visible()
+        expect(error).to_contain_text("控制台的磁盘已满")
+        expect(error).to_contain_text("需要管理员在该磁盘上腾出空间")
+        expect(error).not_to_contain_text("HTTP 503")
+        assert page.url.endswith("/image/")
+        expect(page.locator("#id_command")).to_have_value("torchrun train.py")
+        filler.unlink()
+        next_step(page, "resources")  # the same press, once space is freed
+        expect(error).to_be_hidden()
+
+
 def test_a_step_of_a_draft_deleted_in_another_tab_says_it_is_gone_and_keeps_what_was_typed(
     logged_in_page,
 ):

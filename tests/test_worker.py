@@ -439,6 +439,10 @@ def test_a_worker_that_loses_its_database_says_so_in_a_line_not_a_traceback_each
     assert "another worker took the lease over" not in output
     assert "stopped dispatching: the database could not be reached for" in output
     assert "the database can be reached again after " in output
+    # qa89: taking its lease again, it said "worker started" as if it had been restarted.
+    assert output.count("worker started (poll") == 1
+    assert output.count("worker resumed dispatching (poll") == 1
+    assert output.index("worker resumed dispatching") > output.index("stopped dispatching")
     assert output.rindex("the database can be reached again") > output.rindex("cannot be reached")
     assert query(world, "SELECT pid, stopped_at IS NOT NULL FROM jobs_workerheartbeat") == [
         (worker.pid, 1)
@@ -551,3 +555,10 @@ def test_a_worker_whose_databases_disk_fills_says_so_in_a_line_not_tracebacks_an
         == 1
     )
     assert "the database takes writes again after " in output
+    # qa89: it said "the database could not be reached", which answered every read.
+    assert (
+        "stopped dispatching: the database's disk is full and it took no writes for half of "
+        "WORKER_STALE_SECONDS" in output
+    )
+    assert "could not be reached" not in output
+    assert "worker resumed dispatching (poll" in output
