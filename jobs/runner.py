@@ -62,7 +62,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from . import cgroups, job_users, network
 from . import logs as job_logs
-from .alerts import job_alert
+from .alerts import job_alert, named_for_alert
 from .backends.local import (
     accelerator_devices,
     detected_accelerators,
@@ -2389,7 +2389,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                 job=job,
                 to=S.SUCCEEDED,
                 reason="Succeeded",
-                message=recorded(gettext_noop("Every replica exited with 0.")),
+                message=recorded(gettext_noop("All replicas exited with code 0.")),
                 ended_at=work_ended,
             )
             if succeeded:
@@ -2653,7 +2653,7 @@ def _timed_out_unwatched(
             ended_at=deadline,
         )
         if ended:
-            job_alert(job=job, item="jobFailed", message=joined(f"{job.task_name}:", message))
+            job_alert(job=job, item="jobFailed", message=named_for_alert(job=job, message=message))
     if not ended:
         return
     _timed_out_late(job, now, TIMED_OUT_EXITED_LATE_MESSAGE)
@@ -3184,7 +3184,7 @@ def _finish_tear_down(
             ended_at=last_exit,
         )
         if ended and final in (S.FAILED, S.TIMED_OUT):
-            job_alert(job=job, item="jobFailed", message=joined(f"{job.task_name}:", text))
+            job_alert(job=job, item="jobFailed", message=named_for_alert(job=job, message=text))
         elif ended and final == S.SUCCEEDED:
             job_alert(
                 job=job,
@@ -3258,7 +3258,9 @@ def _finished_before_stop(
             replica=f"{deciding[0].role}-{deciding[0].index}",
         )
     else:
-        text = recorded(gettext_noop("Every replica exited with 0 before the stop reached it."))
+        text = recorded(
+            gettext_noop("All replicas exited with code 0 before the stop reached them.")
+        )
     return ended, text
 
 

@@ -803,7 +803,7 @@ def test_a_job_whose_restarts_are_used_up_fails_saying_so_in_its_reason_and_aler
         )
     [alert] = mail.outbox
     assert alert.body.startswith(
-        "local-test: master-0 退出，退出码 3。（容错重启次数已用完：共 2 次）"
+        "local-test：master-0 退出，退出码 3。（容错重启次数已用完：共 2 次）"
     )
 
 
@@ -1306,7 +1306,7 @@ def test_a_stop_that_finds_every_replica_exited_0_on_its_own_ends_the_job_succee
     assert job.status == JobStatus.SUCCEEDED
     with translation.override("en"):
         assert job.events.order_by("-created_at", "-id")[0].message_shown == (
-            "Every replica exited with 0 before the stop reached it."
+            "All replicas exited with code 0 before the stop reached them."
         )
     [replica] = job.replicas.all()
     assert replica.status == "succeeded"
