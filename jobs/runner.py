@@ -1462,7 +1462,7 @@ def _start_replicas(
                 if mpi_worker(spec, ref.role)
                 else recorded(job_logs.CONSOLE_BANNER, **banner),
                 "--exit-line",
-                recorded(job_logs.CONSOLE_EXIT),
+                recorded(job_logs.CONSOLE_EXIT, replica=ref.label),
                 "--start-failed-line",
                 recorded(job_logs.CONSOLE_START_FAILED),
                 # The log's size cap, and the line marking what a cut dropped (the shim

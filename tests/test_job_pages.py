@@ -1235,10 +1235,12 @@ def test_the_runners_own_log_lines_read_in_the_pages_language(alice, alice_clien
     ).decode()
 
     assert "[console] master-0 第 1 次运行开始" in raw  # the file: the console's language
-    assert "[console] master-0 第 1 次运行开始" in chinese and "[console] 退出码 0" in chinese
-    assert "[console] master-0 attempt 1 starting" in english
-    assert "[console] exited with code 0" in english
+    assert "master-0 第 1 次运行开始" in chinese and "master-0 已退出，退出码 0" in chinese
+    assert "master-0 attempt 1 starting" in english
+    assert "master-0 exited with code 0" in english
     assert "第 1 次" not in english and "退出码" not in english
+    # After the page's Console badge, without the file's "[console]" (copy edit: said twice).
+    assert "[console]" not in chinese and "[console]" not in english
 
 
 def job_with_master_log(owner, raw: bytes) -> Job:
@@ -1523,7 +1525,9 @@ def test_each_replica_shows_the_node_it_runs_on_and_its_card_ids(alice, alice_cl
     assert headers == ["实例", "状态", "重启次数", "退出码", "节点", "卡号", "开始时间"]
     row = page.split('id="replicas"')[1].split("</tr>")[1]
     assert ">gpu-node-7<" in row and "<td>2,3</td>" in row
-    assert "<td>11-30 00:05:09</td>" in row  # the console's time zone (Asia/Shanghai), with its day
+    # The console's time zone (Asia/Shanghai), with its day and, as every date on the page,
+    # its year (copy edit: "11-30 00:05:09" beside the events' "2026-11-30 00:05:09").
+    assert "<td>2026-11-30 00:05:09</td>" in row
 
 
 def test_a_fault_tolerance_restart_reads_wholly_in_the_pages_language_cause_included(

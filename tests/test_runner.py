@@ -115,7 +115,10 @@ def test_the_consoles_own_log_lines_are_in_the_consoles_language(alice):
         if "[console]" in line
     ]
     # Marked as the console's (jobs/shim.py, CONSOLE_MARK), which no line of the job's is.
-    assert notes == ["\x1f[console] master-0 第 1 次运行开始", "\x1f[console] 退出码 3"]
+    assert notes == [
+        "\x1f[console] master-0 第 1 次运行开始",
+        "\x1f[console] master-0 已退出，退出码 3",
+    ]
 
 
 def test_secret_env_values_the_job_prints_are_masked_in_its_log_and_keyword_record(alice):

@@ -1426,7 +1426,7 @@ def test_discarding_a_draft_on_page_two_of_my_drafts_stays_on_page_two(logged_in
     expect(rows).to_have_count(5)
 
     page.once("dialog", lambda dialog: dialog.accept())
-    rows.first.get_by_role("button", name="删除").click()
+    rows.first.get_by_role("button", name="丢弃").click()
 
     page.wait_for_url(re.compile(r"/create/\?page=2$"))
     expect(page.get_by_text("草稿已丢弃。")).to_be_visible()
