@@ -242,7 +242,7 @@ def job_delete(*, job: Job, for_retention: bool = False, actor: User | None = No
         request_stop(
             job,
             target=TARGET_STOPPED,
-            message=recorded(gettext_noop("Stopped to be deleted.")),
+            message=recorded(gettext_noop("Stopped before deletion.")),
             delete=True,
         )
         job.refresh_from_db()
@@ -259,7 +259,7 @@ def job_delete(*, job: Job, for_retention: bool = False, actor: User | None = No
                 str(DELETE_ONLY_STOPPED_AT % {"time": at} if at else DELETE_ONLY_STOPPED)
             )
     if job.status not in FINAL_STATUSES and job.status in NOT_STARTED:
-        job_stop(job=job, actor=actor, message=recorded(gettext_noop("Stopped to be deleted.")))
+        job_stop(job=job, actor=actor, message=recorded(gettext_noop("Stopped before deletion.")))
         # The worker may have started sending it since the page loaded: job_stop then found
         # it Submitting and stopped it through the backend, and the create is still on its way.
         _refuse_while_sending(job)

@@ -48,7 +48,13 @@ from django.utils.http import content_disposition_header
 from django.utils.safestring import mark_safe
 from django.utils.text import Truncator, capfirst, smart_split, unescape_string_literal
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, gettext_noop, ngettext, ngettext_lazy
+from django.utils.translation import (
+    gettext_lazy,
+    gettext_noop,
+    ngettext,
+    ngettext_lazy,
+    pgettext_lazy,
+)
 from django_tasks_db.admin import DBTaskResultAdmin  # importing it registers it: replaced below
 from django_tasks_db.models import DBTaskResult
 
@@ -117,7 +123,7 @@ from .usage_admin import usage_view
 
 logger = logging.getLogger(__name__)
 
-admin.site.site_header = gettext_lazy("AI Job Console · review")
+admin.site.site_header = gettext_lazy("AI Job Console · Review")
 admin.site.site_title = gettext_lazy("AI Job Console review")
 admin.site.index_title = gettext_lazy("Review")
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -957,6 +963,29 @@ ACTION_QUESTIONS = {
         "count",
     ),
 }
+# Of one job: Chinese has one plural form, so ngettext's singular never reached it and one
+# job was asked of as "以下 1 个任务" (copy edit). The same English as ngettext's singular.
+ACTION_QUESTIONS_ONE = {
+    "approve": pgettext_lazy(
+        "of one job", "Approve this job? It is queued and runs when cards are free."
+    ),
+    "reject": pgettext_lazy("of one job", "Reject this job? Its owner sees the reason you give."),
+    "stop": pgettext_lazy(
+        "of one job",
+        "Stop this job? Its running replicas are terminated; if it has not started yet "
+        "(awaiting review, queued), it never starts.",
+    ),
+    "resubmit": pgettext_lazy(
+        "of one job", "Resubmit this job? It is queued again (or waits for review)."
+    ),
+    "mark_lost": pgettext_lazy(
+        "of one job",
+        "Mark this job as lost? Only for a job whose worker's machine is gone for good: it ends "
+        "now as Failed (Stopped if it was stopping) and its cards are released. Nothing is "
+        "sent to its processes; if they still run, the worker ends them when it runs there "
+        "again.",
+    ),
+}
 # Said on Stop's confirmation page of each job whose create got no clear answer while its
 # platform may still make it: when the worker looks for it, as the job page's question says
 # it (qa84: only the message after the stop said it).
@@ -1610,7 +1639,9 @@ class JobAdmin(
             "title": ACTION_TITLES[action],
             "action": action,
             "action_name": f"{action}_jobs",
-            "question": ACTION_QUESTIONS[action] % {"count": eligible_count},
+            "question": ACTION_QUESTIONS_ONE[action]
+            if eligible_count == 1
+            else ACTION_QUESTIONS[action] % {"count": eligible_count},
             "jobs": jobs,
             "eligible_count": eligible_count,
             "skipped": self._skipped_shown(request, action, queryset),

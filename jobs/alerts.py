@@ -41,6 +41,7 @@ from .locks import user_row_locked
 from .models import AlertChannel, AlertDelivery, Job
 from .spec import MAX_ALERT_EMAILS, MAX_ALERT_WEBHOOKS, AlertConfig, SpecError, mask
 from .texts import (
+    RecordedText,
     Term,
     Words,
     display_text,
@@ -70,7 +71,7 @@ ITEM_NAMES = {
     "jobFailed": gettext_noop("Job fails"),
     "jobSucceed": gettext_noop("Job succeeds"),
     "jobHang": gettext_noop("Job hangs"),
-    "jobFT": gettext_noop("Fault tolerance happens"),
+    "jobFT": gettext_noop("Job restarted by fault tolerance"),
     "nodeFT": gettext_noop("A node of the job fails"),
 }
 
@@ -328,6 +329,12 @@ def alert_payload(job: Job, item: str, message: str, time: str) -> dict[str, Any
         payload["groupTaskIndex"] = job.group_index
         payload["groupTaskTotal"] = job.group.total
     return payload
+
+
+def named_for_alert(*, job: Job, message: str) -> RecordedText:
+    """`message` after the job's name, as an alert's text opens, with the reader's colon: a
+    full-width one in Chinese ("alert-job3: worker-0 退出" had an English one, copy edit)."""
+    return recorded(gettext_noop("%(name)s: %(message)s"), name=job.task_name, message=message)
 
 
 def job_alert(*, job: Job, item: str, message: str) -> None:
@@ -1051,7 +1058,7 @@ def _deliver_webhooks(
                 job=job,
                 reason="AlertSent",
                 message=recorded(
-                    gettext_noop("%(item)s: webhook to %(host)s"),
+                    gettext_noop("%(item)s: webhook sent to %(host)s"),
                     item=item_name(item),
                     host=host,
                 ),

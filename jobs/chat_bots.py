@@ -276,20 +276,15 @@ def time_shown(time: str) -> str:
 
 
 def moment_with_zone(moment: datetime, written: str) -> str:
-    """`moment` in the console's time zone, as `written` (strftime), then its zone with its
-    UTC offset: "2026-12-01 18:00:00 CST (UTC+08:00)". The abbreviation alone is read where
-    the reader is: Asia/Shanghai's CST is US Central time (UTC-6) to a reader from America,
-    14 hours off (qa70). UTC itself is said as UTC; a zone with no abbreviation (its %Z an
-    offset, "+04") by its offset alone. The console's zone even when sent while a user's page
-    is answered (jobs.time_zones): mails and chat bots go to many people."""
+    """`moment` in the console's time zone, as `written` (strftime), then its zone as its UTC
+    offset: "2026-12-01 18:00:00 UTC+08:00". An abbreviation is read where the reader is:
+    Asia/Shanghai's CST is US Central time (UTC-6) to a reader from America, 14 hours off
+    (qa70), and beside its offset ("CST (UTC+08:00)") it still said two things, one of them
+    wrong to some (copy edit). UTC itself is said as UTC. The console's zone even when sent
+    while a user's page is answered (jobs.time_zones): mails and chat bots go to many people."""
     local = timezone.localtime(moment, timezone.get_default_timezone())
-    name, offset = local.strftime("%Z"), "UTC" + local.strftime("%:z")
-    if name == "UTC":
-        zone = name
-    elif not name or name[0] in "+-":
-        zone = offset
-    else:
-        zone = f"{name} ({offset})"
+    offset = local.strftime("%:z")
+    zone = "UTC" if offset == "+00:00" else "UTC" + offset
     return f"{local.strftime(written)} {zone}"
 
 

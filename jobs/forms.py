@@ -17,7 +17,6 @@ from django import forms
 from django.forms import formset_factory
 from django.utils.functional import cached_property
 from django.utils.html import format_html
-from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop, pgettext_lazy
 
@@ -62,7 +61,7 @@ ALERT_CHOICES = [
     ("jobFailed", _("Job fails")),
     ("jobSucceed", _("Job succeeds")),
     ("jobHang", _("Job hangs")),
-    ("jobFT", _("Fault tolerance happens")),
+    ("jobFT", _("Job restarted by fault tolerance")),
     ("nodeFT", _("A node of the job fails")),
 ]
 # The alert events' help, by the pool's backend: who sends the alerts differs (the console on
@@ -75,15 +74,15 @@ ALERT_HELP = {
         "The console sends them by email and webhook (Feishu/Lark, WeCom, DingTalk or "
         "Slack group bots, or a URL of your own). It sends no SMS itself: use a webhook "
         "of a service that does, or on an AIHC pool a notify policy with SMS. “Job hangs” "
-        "needs hang detection, on step 5 (Fault tolerance & diagnostics). “Fault tolerance "
-        "happens” comes only when fault tolerance (the same step; PyTorch jobs only) "
+        "needs hang detection, on step 5 (Fault tolerance & diagnostics). “Job restarted by "
+        "fault tolerance” comes only when fault tolerance (the same step; PyTorch jobs only) "
         "restarts the job."
     ),
     "aihc": _(
         "AIHC sends them itself, through the notify policy given below (by email, SMS, "
         "phone, DingTalk, WeCom or Feishu, as the policy says); the console sends no email "
         "or webhook for a job on this pool. “Job hangs” needs hang detection, on step 5 "
-        "(Fault tolerance & diagnostics). “Fault tolerance happens” comes only when fault "
+        "(Fault tolerance & diagnostics). “Job restarted by fault tolerance” comes only when fault "
         "tolerance (the same step; PyTorch jobs only) restarts the job."
     ),
     "kubernetes": _(
@@ -1006,8 +1005,8 @@ class AdvancedForm(StepForm):
             field.choices = [c for c in ALERT_CHOICES if c[0] != "nodeFT"]
         if mail_printed_only():  # said where the addresses are typed, not only after a failure
             field = self.fields["alert_emails"]
-            field.help_text = format_lazy(
-                "{} {}",
+            # Joined as the language joins sentences: no space after a Chinese “。”.
+            field.help_text = S.sentences(
                 field.help_text,
                 _(
                     "No mail server is set for this console (EMAIL_HOST): alert emails are "

@@ -88,6 +88,12 @@ class ShownLine(str):
     stamp: str = ""
     text: str = ""
 
+    @property
+    def said(self) -> str:
+        """Its text after the page's Console label: a console line's own "[console]" said it
+        twice ("Console [console] master-0 attempt 1 starting", copy edit)."""
+        return self.text.removeprefix("[console] ") if self.console else self.text
+
     @classmethod
     def of(cls, stamp: str, text: str, *, console: bool) -> ShownLine:
         line = cls(stamp + text)
@@ -105,7 +111,10 @@ CONSOLE_MPI_WORKER_BANNER = gettext_noop(
     "[console] %(replica)s attempt %(attempt)d starting as an MPI worker: it runs what the "
     "launcher's mpirun starts here, whose output is in %(launcher)s's log"
 )
-CONSOLE_EXIT = gettext_noop("[console] exited with code {code}")
+# Names its replica, as the banner does: the page's merged view and a copied line said
+# "exited with code 3" of no replica (copy edit). CONSOLE_EXIT_UNNAMED: logs written before.
+CONSOLE_EXIT = gettext_noop("[console] %(replica)s exited with code {code}")
+CONSOLE_EXIT_UNNAMED = gettext_noop("[console] exited with code {code}")
 CONSOLE_START_FAILED = gettext_noop("[console] could not start: {error}")
 CONSOLE_LOG_CUT = gettext_noop("[console] log over {limit} MB: {dropped} bytes dropped here")
 # Output a full disk kept out of the log (jobs.shim.ReplicaLog); {error} is the system's.
@@ -116,6 +125,7 @@ CONSOLE_LINES = (
     CONSOLE_BANNER,
     CONSOLE_MPI_WORKER_BANNER,
     CONSOLE_EXIT,
+    CONSOLE_EXIT_UNNAMED,
     CONSOLE_START_FAILED,
     CONSOLE_LOG_CUT,
     CONSOLE_LOG_UNWRITTEN,
@@ -151,6 +161,8 @@ def console_line_shown(text: str) -> str:
             wording = gettext(msgid)
             if msgid in (CONSOLE_BANNER, CONSOLE_MPI_WORKER_BANNER):
                 return wording % {**values, "attempt": int(values["attempt"])}
+            if msgid == CONSOLE_EXIT:
+                return (wording % {"replica": values["replica"]}).format(code=values["code"])
             return wording.format(**values)
     return text
 

@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext, pgettext_lazy
+from django.utils.translation import gettext_noop, ngettext, pgettext_lazy
 
 from . import spec as spec_module
 from .texts import display_text
@@ -25,7 +25,7 @@ class JobStatus(models.TextChoices):
     STOPPING = "stopping", _("Stopping")
     STOPPED = "stopped", _("Stopped")
     TIMED_OUT = "timed_out", _("Timed out")
-    SUBMIT_FAILED = "submit_failed", _("Submit failed")
+    SUBMIT_FAILED = "submit_failed", _("Submission failed")
     REJECTED = "rejected", _("Rejected")
 
 
@@ -104,6 +104,10 @@ class ReplicaStatus(models.TextChoices):
     STOPPED = "stopped", pgettext_lazy("replica status", "Stopped")
     LOST = "lost", pgettext_lazy("replica status", "Lost")
     UNKNOWN = "unknown", pgettext_lazy("replica status", "Unknown")
+
+
+# Recorded status reasons that only say the status again (Job.status_reason_says_more).
+STATUS_ONLY_REASONS = frozenset({gettext_noop("Stopped.")})
 
 
 class Job(models.Model):
@@ -289,6 +293,15 @@ class Job(models.Model):
     @property
     def status_reason_shown(self) -> str:
         return display_text(self.status_reason, self.status_reason_source)
+
+    @property
+    def status_reason_says_more(self) -> bool:
+        """Whether the reason says more than the status: a bare "Stopped." under the badge
+        已停止, after "状态已变为：已停止", said it a third time (copy edit), so the job page
+        leaves it out. A reason that says more (who stopped it, a stop before a delete) stays."""
+        if not self.status_reason:
+            return False
+        return (self.status_reason_source or {}).get("key") not in STATUS_ONLY_REASONS
 
     @property
     def task_name(self) -> str:

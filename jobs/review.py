@@ -28,7 +28,7 @@ from django.utils.translation import gettext_noop
 
 from . import spec as spec_module
 from .actions import ActionError
-from .alerts import job_alert, job_link
+from .alerts import job_alert, job_link, named_for_alert
 from .health import active_runner
 from .languages import reader_language
 from .models import Job, JobStatus, LocalRun, ReviewMode, ReviewPolicy, ReviewState
@@ -424,7 +424,7 @@ def job_mark_lost(*, job: Job, reviewer: Any) -> bool:
             actor=reviewer,
         )
         if done and not stopping:
-            job_alert(job=job, item="jobFailed", message=joined(f"{job.task_name}:", message))
+            job_alert(job=job, item="jobFailed", message=named_for_alert(job=job, message=message))
     if done:
         logger.warning("%s marked as lost by %s", job.public_id, reviewer.get_username())
     return done

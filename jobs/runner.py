@@ -62,7 +62,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from . import cgroups, job_users, network
 from . import logs as job_logs
-from .alerts import job_alert
+from .alerts import job_alert, named_for_alert
 from .backends.local import (
     accelerator_devices,
     detected_accelerators,
@@ -1462,7 +1462,7 @@ def _start_replicas(
                 if mpi_worker(spec, ref.role)
                 else recorded(job_logs.CONSOLE_BANNER, **banner),
                 "--exit-line",
-                recorded(job_logs.CONSOLE_EXIT),
+                recorded(job_logs.CONSOLE_EXIT, replica=ref.label),
                 "--start-failed-line",
                 recorded(job_logs.CONSOLE_START_FAILED),
                 # The log's size cap, and the line marking what a cut dropped (the shim
@@ -2403,7 +2403,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                 job=job,
                 to=S.SUCCEEDED,
                 reason="Succeeded",
-                message=recorded(gettext_noop("Every replica exited with 0.")),
+                message=recorded(gettext_noop("All replicas exited with code 0.")),
                 ended_at=work_ended,
             )
             if succeeded:
@@ -2692,7 +2692,7 @@ def _timed_out_unwatched(
             ended_at=deadline,
         )
         if ended:
-            job_alert(job=job, item="jobFailed", message=joined(f"{job.task_name}:", message))
+            job_alert(job=job, item="jobFailed", message=named_for_alert(job=job, message=message))
     if not ended:
         return
     _timed_out_late(job, now, TIMED_OUT_EXITED_LATE_MESSAGE)
@@ -3223,7 +3223,7 @@ def _finish_tear_down(
             ended_at=last_exit,
         )
         if ended and final in (S.FAILED, S.TIMED_OUT):
-            job_alert(job=job, item="jobFailed", message=joined(f"{job.task_name}:", text))
+            job_alert(job=job, item="jobFailed", message=named_for_alert(job=job, message=text))
         elif ended and final == S.SUCCEEDED:
             job_alert(
                 job=job,
@@ -3298,7 +3298,9 @@ def _finished_before_stop(
         )
         ended = _work_ended(job, run, replicas, states)  # a worker may have ended after it
     else:
-        text = recorded(gettext_noop("Every replica exited with 0 before the stop reached it."))
+        text = recorded(
+            gettext_noop("All replicas exited with code 0 before the stop reached them.")
+        )
     return ended, text
 
 

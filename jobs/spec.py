@@ -1378,8 +1378,8 @@ def name_problem(name: str, limit: int) -> str:
     upper = list(dict.fromkeys(c for c in name if "A" <= c <= "Z"))
     # An upper-case letter is said to be one, with the letter to type instead: "Not
     # allowed: “C”" read as if the letter c were not allowed (qa78).
-    lower = _("Upper-case letters are not allowed: use %(chars)s.") % {
-        "chars": " ".join(f"“{c.lower()}”" for c in upper[:5])
+    lower = _("Use lowercase instead: %(chars)s.") % {
+        "chars": list_words(f"“{c.lower()}”" for c in upper[:5])
     }
     # A first or last character already named as not allowed is not named again.
     first, last = name[:1], name[-1:]
@@ -1454,8 +1454,9 @@ def platform_label_domain(key: str) -> str:
     return ""
 
 
-def validate(spec: JobSpec) -> dict[str, list[str]]:
-    """Every rule of a job spec; returns field path -> messages (empty when valid)."""
+def validate(spec: JobSpec, *, in_wizard: bool = False) -> dict[str, list[str]]:
+    """Every rule of a job spec; returns field path -> messages (empty when valid).
+    `in_wizard`: messages that name a request's field name the wizard's instead."""
     errors: dict[str, list[str]] = {}
 
     def err(path: str, message: str) -> None:
@@ -1487,7 +1488,7 @@ def validate(spec: JobSpec) -> dict[str, list[str]]:
     _validate_datasources(spec, err)
     _validate_fault_tolerance(spec, err)
     _validate_bccl(spec, err)
-    _validate_advanced(spec, err)
+    _validate_advanced(spec, err, in_wizard=in_wizard)
     return errors
 
 
@@ -1519,21 +1520,25 @@ def _image_upper_case(image: str) -> str:
     ) % {"chars": " ".join(f"“{c.lower()}”" for c in upper[:5])}
 
 
+def image_rule() -> str:
+    """The one message for an image address the rule refuses, a tag left out among them:
+    two wordings of one rule read as two rules (copy edit)."""
+    return _("Image must look like registry/repository:tag or registry/repository@sha256:<digest>.")
+
+
 def _validate_image(spec: JobSpec, err: Any) -> None:
     if not spec.image:
         err("jobSpec.image", _("Enter an image address."))
         return
     match = IMAGE_RE.match(spec.image)
     if not match or len(spec.image) > 512:
-        rule = _(
-            "Image must look like registry/repository:tag or registry/repository@sha256:<digest>."
-        )
+        rule = image_rule()
         err(
             "jobSpec.image",
             sentences(with_non_ascii_named(rule, spec.image), _image_upper_case(spec.image)),
         )
     elif not match.group("tag") and not match.group("digest"):
-        err("jobSpec.image", _("Image must include a tag (e.g. :v1) or a digest (@sha256:...)."))
+        err("jobSpec.image", image_rule())
     if spec.image_config is not None and (
         not spec.image_config.username or not spec.image_config.password
     ):
@@ -1604,9 +1609,14 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
         min_replicas = 0 if allowed else 1
         if role.replicas < min_replicas or role.replicas > MAX_REPLICAS:
             counts_in_range = False
+            # PyTorch's and MPI's master row is told its one count: "between 0 and 1000"
+            # beside a help that says exactly 1 sent the user to a range that is refused too.
+            one_master = spec.framework in (PYTORCH, MPI) and role.name == "master"
             err(
                 f"{path}.replicas",
-                _("Replicas must be between %(min)d and %(max)d.")
+                _("The master has exactly 1 replica.")
+                if one_master
+                else _("Replicas must be between %(min)d and %(max)d.")
                 % {"min": min_replicas, "max": MAX_REPLICAS},
             )
         if role.accelerator_type and not 1 <= role.accelerators <= MAX_ACCELERATORS_PER_REPLICA:
@@ -2033,7 +2043,7 @@ def _url_readable(url: str) -> bool:
     return True
 
 
-def _validate_advanced(spec: JobSpec, err: Any) -> None:
+def _validate_advanced(spec: JobSpec, err: Any, *, in_wizard: bool) -> None:
     log_path = spec.tensorboard.log_path
     if not spec.tensorboard.enable:
         pass
@@ -2073,9 +2083,16 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
         # message is said on step 6 (the alert) and names both ways out, as the switch is on
         # step 5 (a copy of a job stored before this rule opens on step 6), and its field for
         # a request (the API and 从请求导入 show it too).
+        # The wizard's user sees the switch, not the request's field path (copy edit).
         err(
             "alertConfig.alertItems",
             _(
+                "Alerting on “Job hangs” needs hang detection: turn on Hang detection in "
+                "step 5 (Fault tolerance & diagnostics), or leave this event out. Without it "
+                "no hang is ever detected."
+            )
+            if in_wizard
+            else _(
                 "Alerting on “Job hangs” needs hang detection: turn it on in step 5 (Fault "
                 "tolerance & diagnostics; faultToleranceConfig.enabledHangDetection in a "
                 "request), or leave this event out. Without it no hang is ever detected."

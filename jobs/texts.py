@@ -128,6 +128,11 @@ REWORDED = (
         "“Network is unreachable”. Its replicas keep running; the next attempt of "
         "a fault-tolerance restart gets outbound network again."
     ),
+    # Reworded by a copy edit (jobs.runner's job ends, jobs.actions' stop before a delete).
+    gettext_noop("Every replica exited with 0."),
+    gettext_noop("Every replica exited with 0 before the stop reached it."),
+    gettext_noop("Stopped to be deleted."),
+    gettext_noop("%(item)s: webhook to %(host)s"),
 )
 
 

@@ -526,18 +526,18 @@ def job_usage(*, job: Job, now: datetime | None = None) -> Figures | None:
 def job_usage_text(*, job: Job, now: datetime | None = None) -> str:
     """A job's card-hours on its page and its admin page (job_usage), to two decimals as the
     usage pages round them (floatformat: the same figure to the digit), "so far" while it
-    has not finished; a CPU-only job's says it has no cards and gives its CPU-only hours."""
+    has not finished; a CPU-only job's is 0, said to be CPU only, with its hours run."""
     figures = job_usage(job=job, now=now)
     if figures is None:
         return "–"  # as its duration says it
     so_far = job.finished_at is None
     if job.total_cards == 0:
         hours = floatformat(figures.cpu_job_hours, 2)
+        # Its card-hours first, as a figure like any job's: "None: it uses no cards" read
+        # as a sentence in a figure's place (copy edit).
         if so_far:
-            return _("None: it uses no cards (%(hours)s CPU-only job-hours so far)") % {
-                "hours": hours
-            }
-        return _("None: it uses no cards (%(hours)s CPU-only job-hours)") % {"hours": hours}
+            return _("0 (CPU only; %(hours)s job-hours so far)") % {"hours": hours}
+        return _("0 (CPU only; %(hours)s job-hours)") % {"hours": hours}
     hours = floatformat(figures.card_hours, 2)
     return _("%(hours)s so far") % {"hours": hours} if so_far else hours
 

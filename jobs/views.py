@@ -1567,8 +1567,11 @@ STOP_LOOKED_FOR_REVIEW_QUESTION = gettext_lazy(
     "submission: it is withdrawn from review, and the worker looks for it there and stops it. "
     "It cannot be resumed."
 )
+# What a job wrote to its mounts (checkpoints) is kept, and said: "its files are deleted
+# too" made people fear for their checkpoints (copy edit).
 DELETE_QUESTION = gettext_lazy(
-    "Delete this job? Its logs and files are deleted too; a running job is stopped first."
+    "Delete this job? Its logs are deleted; what it wrote to its mounts is kept. A running "
+    "job is stopped first."
 )
 # A job Delete stops and keeps (job_delete_only_stops). Until left45 it was asked as any
 # other, "Delete this job?", and the job was not deleted.
@@ -1877,7 +1880,8 @@ BULK_STOP_MIXED_QUESTION = gettext_lazy(
     "that have already finished are left as they are."
 )
 BULK_DELETE_QUESTION = gettext_lazy(
-    "Deleted jobs are gone with their logs and files; a running job is stopped first."
+    "Deleted jobs are gone with their logs; what they wrote to their mounts is kept. A "
+    "running job is stopped first."
 )
 
 

@@ -593,7 +593,7 @@ LOCAL_INJECTED_EXTRA: list[tuple[str, Any]] = [
 GROUP_INJECTED: list[tuple[str, Any]] = [
     (
         "AIHC_GROUP_TASK_INDEX",
-        gettext_lazy("a queue task's place in its group, from 0 (the list's 3/6 is 2)"),
+        gettext_lazy("a queue task's place in its group, from 0 (task 3 of 6 has 2)"),
     ),
     ("AIHC_GROUP_TASK_TOTAL", gettext_lazy("the number of tasks in a queue task's group")),
 ]
@@ -2056,7 +2056,7 @@ def group_env_pinned(spec: S.JobSpec) -> str:
 def fault_tolerance_alert_unsent(
     spec: S.JobSpec, *, backend: str, fault_step: str | None = None
 ) -> str:
-    """A warning, not a refusal: on an AIHC pool, “Fault tolerance happens” (jobFT) chosen
+    """A warning, not a refusal: on an AIHC pool, “Job restarted by fault tolerance” (jobFT) chosen
     for a job with fault tolerance off. AIHC sends it when its fault tolerance restarts the
     job (训练容错), which without fault tolerance never happens.
 
@@ -2080,19 +2080,19 @@ def fault_tolerance_alert_unsent(
     if spec.framework != S.PYTORCH:
         # Not sent to step 5: fault tolerance turned on there is refused (console_rules).
         return _(
-            "AIHC sends “Fault tolerance happens” when its fault tolerance restarts the job, "
+            "AIHC sends “Job restarted by fault tolerance” when its fault tolerance restarts the job, "
             "and fault tolerance is for PyTorch jobs only: on this job the alert is taken but "
             "never comes. Leave this event out."
         )
     if fault_step is None:
         return _(
-            "AIHC sends “Fault tolerance happens” when its fault tolerance restarts the job, and "
+            "AIHC sends “Job restarted by fault tolerance” when its fault tolerance restarts the job, and "
             "this job has fault tolerance off: the alert is taken but never comes. Turn fault "
             "tolerance on in step 5 (Fault tolerance & diagnostics; faultTolerance in a request; "
             "PyTorch only), or leave this event out."
         )
     message = _(
-        "AIHC sends “Fault tolerance happens” when its fault tolerance restarts the job, and "
+        "AIHC sends “Job restarted by fault tolerance” when its fault tolerance restarts the job, and "
         "this job has fault tolerance off: the alert is taken but never comes. Turn on the "
         "Fault tolerance switch of step 5 (%(step)s; PyTorch only), or leave this event out."
     )
@@ -2544,7 +2544,7 @@ def all_errors(
     state: WizardState, assembly: Assembly, raws: Mapping[str, Raw] | None = None
 ) -> dict[str, list[str]]:
     spec = assembly.spec
-    errors = S.validate(spec)
+    errors = S.validate(spec, in_wizard=True)
     for path, messages in wizard_rules(state, spec, raws or {}).items():
         errors.setdefault(path, []).extend(messages)
     for path, messages in pool_refusals(

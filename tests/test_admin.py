@@ -797,7 +797,7 @@ def test_action_messages_count_in_the_singular_and_plural(alice, reviewer, revie
         ),
         (
             "zh-hans",
-            "停止以下 1 个任务？运行中的实例将被终止；尚未启动的任务（待审核、排队中）将不会启动。",
+            "停止该任务？运行中的实例将被终止；若任务尚未启动（待审核、排队中），将不会启动。",
             "停止以下 2 个任务？运行中的实例将被终止；尚未启动的任务（待审核、排队中）将不会启动。",
         ),
     ],
@@ -822,7 +822,7 @@ def test_the_confirmation_asks_about_this_job_or_these_jobs(
         assert "Reject this job? Its owner sees the reason you give." in page
         assert "Reason (the owner sees it)" in page and "4 cards</li>" in page
     else:
-        assert "驳回以下 1 个任务？" in page and "4 张卡</li>" in page
+        assert "驳回该任务？任务所有者会看到您填写的原因。" in page and "4 张卡</li>" in page
 
 
 def test_a_confirmation_of_50_jobs_makes_the_queries_of_one(alice, reviewer, review_all):

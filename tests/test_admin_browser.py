@@ -74,7 +74,7 @@ def test_a_reviewer_rejects_a_job_from_its_page_with_a_reason(page, alice, revie
     page.click("a.review-reject")
     # One job: "this job", not "these jobs".
     expect(page.locator("#review-question")).to_have_text(
-        re.compile(r"^(Reject this job\?|驳回以下 1 个任务？)")
+        re.compile(r"^(Reject this job\?|驳回该任务？)")
     )
     page.fill("textarea[name=reason]", "Ask for 8 cards at most.")
     page.click("#confirm-review")

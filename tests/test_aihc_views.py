@@ -482,7 +482,7 @@ def test_a_reviewers_log_download_the_platform_cannot_answer_is_a_503_page_in_th
     assert "The log of master-0 cannot be downloaded" in page
     assert "The logs cannot be read right now: AIHC did not return the logs: " in page
     assert "InternalError" in page and "token ******" in page  # the platform's word, masked
-    assert back in page and "AI Job Console · review" in page  # the admin's header, the way back
+    assert back in page and "AI Job Console · Review" in page  # the admin's header, the way back
     chinese = failing_in_chinese.content.decode()
     assert "无法下载 master-0 的日志" in chinese and "暂时无法读取日志：" in chinese
     assert back in chinese

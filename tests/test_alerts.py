@@ -149,7 +149,7 @@ def test_a_queue_tasks_alert_message_names_which_task_of_its_group_it_is(
     for n in (1, 2):
         assert ("jobRunning", f"grp-ok {n}/2 正在运行。") in said
         assert ("jobSucceed", f"grp-ok {n}/2 运行成功。") in said
-        assert any(e == "jobFailed" and m.startswith(f"grp-bad {n}/2: ") for e, m in said)
+        assert any(e == "jobFailed" and m.startswith(f"grp-bad {n}/2：") for e, m in said)
     assert {r["body"]["name"] for r in hook_server.received} == {"grp-ok", "grp-bad"}
 
 
@@ -180,7 +180,7 @@ def test_a_webhook_alert_is_delivered_to_a_server_on_localhost(alice, settings, 
     with translation.override("en"):
         shown = {e.message_shown for e in sent}
     assert "Job starts running: email sent to ops@example.com" in shown
-    assert "Job succeeds: webhook to 127.0.0.1" in shown
+    assert "Job succeeds: webhook sent to 127.0.0.1" in shown
 
 
 def test_a_jobs_end_alert_is_dated_when_it_ended_though_a_worker_recorded_it_later(

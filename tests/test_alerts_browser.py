@@ -45,7 +45,7 @@ def test_an_on_call_engineer_picks_the_local_pools_alert_events_and_is_told_mail
     expect(page.locator("input[name=alert_items][value=nodeFT]")).to_have_count(0)
     expect(page.get_by_text("任务所在节点出现故障")).to_have_count(0)
     expect(page.locator("#id_alert_emails_helptext")).to_contain_text(
-        "本控制台未设置邮件服务器（EMAIL_HOST）：在管理员设置之前，告警邮件只会写入其日志。"
+        "分隔多个地址。本控制台未设置邮件服务器（EMAIL_HOST）：在管理员设置之前，告警邮件只会写入控制台日志。"
     )
     page.get_by_label("任务发生容错").check()
     page.get_by_label("任务失败退出").check()

@@ -1324,10 +1324,10 @@ def aihc_body(name: str = "on-aihc") -> dict:
     }
 
 
-# left53: AIHC takes “Fault tolerance happens” (jobFT) without fault tolerance, and is the one
+# left53: AIHC takes “Job restarted by fault tolerance” (jobFT) without fault tolerance, and is the one
 # to send it, so the console takes it too and says beside the answer that it never comes.
 FT_ALERT_NEVER_COMES = (
-    "alertConfig.alertItems: AIHC sends “Fault tolerance happens” when its fault tolerance "
+    "alertConfig.alertItems: AIHC sends “Job restarted by fault tolerance” when its fault tolerance "
     "restarts the job, and this job has fault tolerance off: the alert is taken but never "
     "comes. Turn fault tolerance on in step 5 (Fault tolerance & diagnostics; faultTolerance "
     "in a request; PyTorch only), or leave this event out."
@@ -1379,7 +1379,7 @@ def test_an_aihc_mpi_create_alerting_on_fault_tolerance_is_told_to_leave_it_out_
         {
             "code": "AlertNeverSent",
             "message": (
-                "alertConfig.alertItems: AIHC sends “Fault tolerance happens” when its fault "
+                "alertConfig.alertItems: AIHC sends “Job restarted by fault tolerance” when its fault "
                 "tolerance restarts the job, and fault tolerance is for PyTorch jobs only: on "
                 "this job the alert is taken but never comes. Leave this event out."
             ),

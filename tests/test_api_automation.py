@@ -134,7 +134,7 @@ def test_a_script_following_a_log_with_its_marker_gets_every_line_once_however_m
     assert got_v1 == got_v2 == [f"line {n}" for n in range(1, 4001)]
     # Without a marker the answer is the last lines, as before, with the marker after them.
     tail = logs_v1(api, job.public_id, maxLines="2")
-    assert tail["logs"][-1].endswith("[console] exited with code 0")
+    assert tail["logs"][-1].endswith("[console] master-0 exited with code 0")
     assert logs_v1(api, job.public_id, marker=tail["nextMarker"])["logs"] == []
 
 

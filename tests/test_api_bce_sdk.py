@@ -183,7 +183,7 @@ def test_a_pytorch_job_made_with_the_sdks_models_runs_and_every_read_returns_its
     events = plain(sdk.DescribeJobEvents(**where(job.public_id)))
     assert [e["reason"] for e in events["events"]] == ["Created", "Started", "Succeeded"]
     assert events["total"] == 3
-    assert events["events"][-1]["message"] == "Every replica exited with 0."
+    assert events["events"][-1]["message"] == "All replicas exited with code 0."
 
     logs = plain(sdk.DescribeJobLogs(**where(job.public_id), podName="sdk-job-master-0"))
     assert (logs["jobId"], logs["podName"]) == (job.public_id, "sdk-job-master-0")

@@ -106,6 +106,21 @@ def test_the_key_page_says_which_endpoint_to_point_a_client_at(alice_client, set
     assert 'id="nav-api-keys"' in page
 
 
+def test_the_chinese_key_page_has_no_space_after_a_full_stop_and_full_width_colons(
+    alice_client, settings
+):
+    # Copy edit: two sentences translated apart were joined by a space, "…显示一次。 过期…",
+    # and the endpoint's label had a half-width colon.
+    settings.SITE_URL = "https://console.example.com"
+
+    page = alice_client.get("/account/keys/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+
+    assert "Endpoint（接入地址）：<code" in page
+    assert "。 " not in page and "： " not in page
+    english = alice_client.get("/account/keys/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "right after it is created. An expired key" in english
+
+
 def test_the_list_shows_created_last_used_and_only_ones_own_keys(alice_client, alice, bob):
     mine, _ = api_key_create(owner=alice)
     theirs, _ = api_key_create(owner=bob)

@@ -224,18 +224,24 @@ def test_a_negative_instance_count_is_never_counted_into_the_local_total(setting
     assert spec_errors["roles[0].replicas"] == ["Replicas must be between 0 and 1000."]
 
 
+RANGE = "Replicas must be between 0 and 1000."
+ONE_MASTER = "The master has exactly 1 replica."
+
+
 @pytest.mark.parametrize(
-    ("framework", "roles", "field"),
+    ("framework", "roles", "field", "message"),
     [
-        (S.MPI, [S.Role("master", 1), S.Role("worker", -3)], "roles[1].replicas"),
-        (S.PYTORCH, [S.Role("master", -1), S.Role("worker", 1)], "roles[0].replicas"),
-        (S.TENSORFLOW, [S.Role("worker", -2)], "roles[0].replicas"),
-        (S.TENSORFLOW, [S.Role("worker", -2), S.Role("ps", 1)], "roles[0].replicas"),
-        (S.TENSORFLOW, [S.Role("chief", 1001), S.Role("worker", 1)], "roles[0].replicas"),
+        (S.MPI, [S.Role("master", 1), S.Role("worker", -3)], "roles[1].replicas", RANGE),
+        # The master's row is told its one count, not a range its help contradicts.
+        (S.PYTORCH, [S.Role("master", -1), S.Role("worker", 1)], "roles[0].replicas", ONE_MASTER),
+        (S.MPI, [S.Role("master", 1001), S.Role("worker", 1)], "roles[0].replicas", ONE_MASTER),
+        (S.TENSORFLOW, [S.Role("worker", -2)], "roles[0].replicas", RANGE),
+        (S.TENSORFLOW, [S.Role("worker", -2), S.Role("ps", 1)], "roles[0].replicas", RANGE),
+        (S.TENSORFLOW, [S.Role("chief", 1001), S.Role("worker", 1)], "roles[0].replicas", RANGE),
     ],
 )
 def test_an_instance_count_out_of_range_gets_its_range_message_alone_never_a_frameworks_rule(
-    framework, roles, field
+    framework, roles, field, message
 ):
     # qa79: MPI worker -3 also got "MPI 任务至少需要 1 个 worker", PyTorch master -1 "needs
     # exactly 1 master", TensorFlow worker -2 "needs at least one worker" (or, beside a ps,
@@ -245,7 +251,7 @@ def test_an_instance_count_out_of_range_gets_its_range_message_alone_never_a_fra
     with translation.override("en"):
         errors = S.validate(spec)
 
-    assert errors == {field: ["Replicas must be between 0 and 1000."]}
+    assert errors == {field: [message]}
 
 
 def test_in_the_wizard_an_mpi_worker_count_out_of_range_gets_its_range_message_alone(

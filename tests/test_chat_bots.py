@@ -300,7 +300,7 @@ def test_a_jobs_alert_reaches_each_chat_bot_in_its_own_format(alice, bots):
             "[AI 训练任务控制台] demo 运行失败",
             "任务：demo",
             "事件：任务失败退出",
-            "时间：2026-12-01 18:00:00 CST (UTC+08:00)",
+            "时间：2026-12-01 18:00:00 UTC+08:00",
             "详情：demo 运行失败：退出码 1。",
             f"https://console.example.com/jobs/{job.public_id}/",
         ]
@@ -322,7 +322,7 @@ def test_a_bot_writes_in_the_job_owners_language(alice, bots):
         "[AI Job Console] demo failed",
         "Job: demo",
         "Event: Job fails",
-        "Time: 2026-12-01 18:00:00 CST (UTC+08:00)",
+        "Time: 2026-12-01 18:00:00 UTC+08:00",
         "Message: demo 运行失败：退出码 1。",
     ]
 

@@ -400,5 +400,5 @@ def test_a_v2_custom_role_map_key_that_is_no_role_name_is_refused_not_lowercased
 
     assert (error.status, error.code) == (400, "InvalidParameter")
     assert error.message.startswith("jobSpec.Trainer.name: Role names use lowercase letters")
-    assert "Upper-case letters are not allowed: use “t”." in error.message
+    assert "Use lowercase instead: “t”." in error.message
     assert Job.objects.count() == 0

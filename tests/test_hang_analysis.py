@@ -493,6 +493,17 @@ def test_an_aihc_job_says_hang_analysis_is_for_local_jobs_only(alice, alice_clie
     assert not StackCapture.objects.filter(job=job).exists()
 
 
+def test_an_ended_job_without_captures_says_none_were_captured_not_yet(alice, alice_client):
+    job = submit(alice, make_spec("echo hi"))
+    queued = section(alice_client, job)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED)
+
+    ended = section(alice_client, job)
+
+    assert "尚未抓取调用栈。" in queued
+    assert "未抓取过调用栈。" in ended and "尚未抓取调用栈" not in ended
+
+
 def test_identical_stacks_of_one_role_collapse_into_a_range():
     assert compact_labels(["master-0", "worker-0", "worker-1", "worker-2", "worker-3"]) == (
         "master-0, worker-0..3"

@@ -61,6 +61,21 @@ def test_the_list_has_a_box_per_row_and_costs_no_more_queries_for_them(
     assert 'id="bulk-stop"' in html and 'id="bulk-delete"' in html
 
 
+def test_delete_selected_says_their_logs_go_and_what_they_wrote_to_their_mounts_stays(
+    alice, alice_client
+):
+    # Copy edit: "gone with their logs and files" made people fear for their checkpoints.
+    jobs = [submit(alice).public_id, submit(alice).public_id]
+
+    chinese = alice_client.post(BULK, {"action": "delete", "jobs": jobs}).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.post(BULK, {"action": "delete", "jobs": jobs}).content.decode()
+
+    assert "其日志一并删除，它们写入挂载的内容会保留。" in chinese
+    assert "gone with their logs; what they wrote to their mounts is kept." in english
+    assert "files" not in english
+
+
 def test_stop_selected_asks_on_a_page_listing_each_job_then_stops_and_says_what_came_of_it(
     alice, alice_en
 ):

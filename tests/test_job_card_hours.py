@@ -75,15 +75,13 @@ def test_a_running_jobs_card_hours_say_so_far_in_either_language(alice, reviewer
     assert re.fullmatch(r"\d+\.\d\d（截至目前）", chinese)
 
 
-def test_a_cpu_only_job_says_it_uses_no_cards_and_gives_its_cpu_only_hours(alice, reviewer):
+def test_a_cpu_only_job_has_0_card_hours_said_cpu_only_with_its_hours_run(alice, reviewer):
     started = at(12, 0)
     job = run(alice, started, started + timedelta(hours=5), cards=0)
 
-    assert on_job_page(client_for(alice), job) == (
-        "None: it uses no cards (5.00 CPU-only job-hours)"
-    )
+    assert on_job_page(client_for(alice), job) == "0 (CPU only; 5.00 job-hours)"
     assert on_admin_page(client_for(reviewer, "zh-hans"), job) == (
-        "无：该任务不使用加速芯片（纯 CPU 任务时 5.00）"
+        "0（纯 CPU 任务，已运行 5.00 小时）"
     )
 
 

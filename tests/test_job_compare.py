@@ -599,7 +599,8 @@ def test_an_address_with_fewer_than_2_or_more_than_8_jobs_says_so_and_keeps_them
 
     assert r.status_code == 200
     html = r.content.decode()
-    assert f"Compare takes 2 to 8 jobs; this address names {count}." in html
+    named = f"names {count}" if count else "names none"  # not "names 0" (copy edit)
+    assert f"Compare takes 2 to 8 jobs; this link {named}." in html
     assert "compare-table" not in html
     # Too many stay ticked, to untick down to 8; too few are picked on the list.
     assert ('id="compare-choose"' in html) == (count > 8)
@@ -615,7 +616,7 @@ def test_the_same_job_twice_counts_once(alice, alice_en):
     r = alice_en.get(compare_url(a, a))
 
     assert r.status_code == 200
-    assert "this address names 1." in r.content.decode()
+    assert "this link names 1." in r.content.decode()
 
 
 def test_an_address_of_hundreds_of_ids_is_refused_without_looking_them_up(
@@ -627,7 +628,7 @@ def test_an_address_of_hundreds_of_ids_is_refused_without_looking_them_up(
         r = alice_en.get(f"{COMPARE}?{query}")
 
     assert r.status_code == 400
-    assert "this address names 500." in r.content.decode()
+    assert "this link names 500." in r.content.decode()
 
 
 def test_staff_who_may_view_jobs_compare_anyones_and_staff_who_may_not_get_404(

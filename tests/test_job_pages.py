@@ -669,6 +669,53 @@ def test_delete_without_the_browsers_question_asks_on_a_page_first(alice, alice_
     assert confirmed.status_code == 302 and not Job.objects.filter(pk=job.pk).exists()
 
 
+def test_the_delete_question_says_its_logs_go_and_what_it_wrote_to_its_mounts_stays(
+    alice, alice_client
+):
+    # Copy edit: "Its logs and files are deleted too" made people fear for their checkpoints,
+    # which the job wrote to its mounts and a delete keeps.
+    job = submit(alice)
+    delete = reverse("job-delete", args=[job.public_id])
+
+    page = reverse("job-detail", args=[job.public_id])
+    chinese = [alice_client.get(page), alice_client.post(delete)]
+    alice_client.cookies["django_language"] = "en"
+    english = [alice_client.get(page), alice_client.post(delete)]
+
+    for answer in chinese:
+        said = answer.content.decode()
+        assert (
+            "删除此任务？其日志会被删除，它写入挂载的内容会保留。运行中的任务会先被停止。" in said
+        )
+    for answer in english:
+        said = answer.content.decode()
+        assert "Its logs are deleted; what it wrote to its mounts is kept." in said
+        assert "files" not in said.split('id="confirm-delete"')[-1].split("</form>")[0]
+
+
+def test_a_stopped_jobs_page_says_stopped_once_without_a_reason_that_repeats_it(
+    alice, alice_client
+):
+    # Copy edit: a running local job stopped read 已停止 in the badge and "已停止。" under it.
+    from django.utils.translation import gettext_noop
+
+    from jobs.actions import job_stop
+    from jobs.texts import recorded
+
+    bare, by_alice = submit(alice), submit(alice)
+    job_transition(
+        job=bare, to=JobStatus.STOPPED, reason="Stopped", message=recorded(gettext_noop("Stopped."))
+    )
+    job_stop(job=by_alice, actor=alice)
+
+    def reason(job: Job) -> list[str]:
+        page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+        return re.findall(r'id="status-reason">(.*?)</div>', page)
+
+    assert reason(bare) == []
+    assert reason(by_alice) == ["已由 alice 停止。"]  # a reason that says more stays
+
+
 def test_a_group_tasks_questions_and_what_its_delete_says_name_its_place_in_the_group(
     alice, alice_en
 ):
@@ -1188,10 +1235,12 @@ def test_the_runners_own_log_lines_read_in_the_pages_language(alice, alice_clien
     ).decode()
 
     assert "[console] master-0 第 1 次运行开始" in raw  # the file: the console's language
-    assert "[console] master-0 第 1 次运行开始" in chinese and "[console] 退出码 0" in chinese
-    assert "[console] master-0 attempt 1 starting" in english
-    assert "[console] exited with code 0" in english
+    assert "master-0 第 1 次运行开始" in chinese and "master-0 已退出，退出码 0" in chinese
+    assert "master-0 attempt 1 starting" in english
+    assert "master-0 exited with code 0" in english
     assert "第 1 次" not in english and "退出码" not in english
+    # After the page's Console badge, without the file's "[console]" (copy edit: said twice).
+    assert "[console]" not in chinese and "[console]" not in english
 
 
 def job_with_master_log(owner, raw: bytes) -> Job:
@@ -1476,7 +1525,9 @@ def test_each_replica_shows_the_node_it_runs_on_and_its_card_ids(alice, alice_cl
     assert headers == ["实例", "状态", "重启次数", "退出码", "节点", "卡号", "开始时间"]
     row = page.split('id="replicas"')[1].split("</tr>")[1]
     assert ">gpu-node-7<" in row and "<td>2,3</td>" in row
-    assert "<td>11-30 00:05:09</td>" in row  # the console's time zone (Asia/Shanghai), with its day
+    # The console's time zone (Asia/Shanghai), with its day and, as every date on the page,
+    # its year (copy edit: "11-30 00:05:09" beside the events' "2026-11-30 00:05:09").
+    assert "<td>2026-11-30 00:05:09</td>" in row
 
 
 def test_a_fault_tolerance_restart_reads_wholly_in_the_pages_language_cause_included(
@@ -1882,7 +1933,9 @@ def test_a_job_deleted_by_its_owner_says_when_at_its_link_and_its_refresh_stays_
     text = page.content.decode()
     assert "Job scratch was deleted" in text
     [why] = re.findall(r'<p id="job-deleted-why">(.*?)</p>', text)
-    assert why.startswith(f"It was deleted, with its logs, at {when} (by Delete")
+    assert why.startswith(
+        f"It was deleted, with its logs, at {when} (with Delete on its page or on the job list)."
+    )
     assert "usage" not in text.split('id="job-deleted"')[1]  # it never ran: no usage kept
     assert kept.reason == "" and kept.retention == ""
     # A page left open learns it as before (console.js: a 404 to a refresh).

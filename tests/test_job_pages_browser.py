@@ -1295,7 +1295,7 @@ def test_the_runners_own_log_lines_are_badged_and_a_job_printing_one_is_not(
     console = page.locator("#log-lines .log-console")
     expect(console).to_have_count(2)
     expect(console.locator(".log-source")).to_have_text(["控制台", "控制台"])
-    expect(console.nth(1)).to_contain_text("[console] 退出码 0")
+    expect(console.nth(1)).to_contain_text("master-0 已退出，退出码 0")
     # The job's own line reading like the runner's: no badge, in the job output's colour.
     forged = lines.filter(has_text="[console] exited with code 0")
     expect(forged).to_have_count(1)

@@ -379,7 +379,7 @@ def test_a_reviewer_marks_a_lost_job_from_the_admin_list_in_a_browser(page, alic
     page.select_option("select[name=action]", "mark_lost_jobs")
     page.click("button[name=index]")
     expect(page.locator("#review-question")).to_have_text(
-        re.compile(r"^(Mark this job as lost\?|将以下 1 个任务标记为丢失？)")
+        re.compile(r"^(Mark this job as lost\?|将该任务标记为丢失？)")
     )
     page.click("#confirm-review")
     expect(page.locator(".messagelist .success")).to_be_visible()

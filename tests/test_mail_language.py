@@ -147,6 +147,27 @@ def test_alert_mail_goes_to_each_address_in_its_readers_language(
     assert "alice@example.com、Bob@Example.com、ops@example.com" in sent.message  # 、: Chinese
 
 
+def test_a_failed_alerts_text_names_the_job_with_each_readers_colon(
+    alice, alice_client, bob, mailoutbox
+):
+    # Copy edit: "alert-job3: worker-0 退出" had an English colon in a Chinese mail.
+    from jobs.alerts import named_for_alert
+
+    switched(alice_client, "en")
+    UserPreference.objects.create(user=bob, language="zh-hans")
+    job = alerting(alice, ["alice@example.com", "Bob@Example.com"])
+    exited = recorded(
+        gettext_noop("%(replica)s exited with code %(code)s."), replica="worker-0", code=3
+    )
+
+    job_alert(job=job, item="jobRunning", message=named_for_alert(job=job, message=exited))
+    run_queued_tasks()
+
+    mails = {m.to[0]: m for m in mailoutbox}
+    assert mails["alice@example.com"].body.startswith("demo: worker-0 exited with code 3.\n")
+    assert mails["Bob@Example.com"].body.startswith("demo：worker-0 退出，退出码 3。\n")
+
+
 def test_an_alert_mail_names_the_job_the_event_and_when_it_happened_in_each_readers_words(
     alice, alice_client, bob, mailoutbox
 ):
@@ -164,10 +185,10 @@ def test_an_alert_mail_names_the_job_the_event_and_when_it_happened_in_each_read
     link = f"/jobs/{job.public_id}/"
     english, chinese = mails[("alice@example.com",)], mails[("bob@example.com",)]
     assert english.startswith(
-        "exit code 1\n\nJob: demo\nEvent: Job fails\nTime: 2026-12-01 10:03:04 CST (UTC+08:00)\n\nhttp"
+        "exit code 1\n\nJob: demo\nEvent: Job fails\nTime: 2026-12-01 10:03:04 UTC+08:00\n\nhttp"
     )
     assert chinese.startswith(
-        "exit code 1\n\n任务：demo\n事件：任务失败退出\n时间：2026-12-01 10:03:04 CST (UTC+08:00)\n\nhttp"
+        "exit code 1\n\n任务：demo\n事件：任务失败退出\n时间：2026-12-01 10:03:04 UTC+08:00\n\nhttp"
     )
     assert english.rstrip().endswith(link) and chinese.rstrip().endswith(link)
 
@@ -189,7 +210,7 @@ def test_an_alert_mails_time_gives_its_zones_utc_offset_so_cst_is_not_read_as_us
         said[zone] = next(line for line in mail.body.splitlines() if line.startswith("Time: "))
 
     assert said == {
-        "Asia/Shanghai": "Time: 2026-12-01 10:03:04 CST (UTC+08:00)",
+        "Asia/Shanghai": "Time: 2026-12-01 10:03:04 UTC+08:00",
         "UTC": "Time: 2026-12-01 02:03:04 UTC",
         "Asia/Dubai": "Time: 2026-12-01 06:03:04 UTC+04:00",
     }

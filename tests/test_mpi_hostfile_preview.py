@@ -198,12 +198,12 @@ def test_on_kubernetes_the_slots_line_says_every_host_has_the_workers_slots_not_
             )
         )
 
-    assert kubernetes.startswith("24 slots in all (every host has 8 slots, a worker's cards"), (
+    assert kubernetes.startswith("24 slots in all: every host has 8 slots, a worker's cards"), (
         kubernetes
     )
     assert "its cards" not in kubernetes
     assert local.startswith("20 slots in all (each host's slots are its cards"), local
-    assert chinese.startswith("共 24 个 slot（每台主机都是 8 个 slot"), chinese
+    assert chinese.startswith("共 24 个 slot：每台主机都是 8 个 slot"), chinese
 
 
 def test_a_pytorch_review_shows_no_mpi_hostfile(alice_client):

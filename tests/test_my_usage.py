@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import timedelta
 
 import pytest
@@ -148,6 +149,10 @@ def test_it_shows_this_month_by_default_and_links_last_month(alice, alice_client
     assert r.context["report"].total.card_hours == pytest.approx(expected, abs=0.01)
     body = r.content.decode()
     assert "Jobs still running count up to now" in body
+    # Dates as the job page writes them (copy edit: "Dec. 1, 2026" and "4:30 a.m." here).
+    first, last = this_month.first.isoformat(), this_month.last.isoformat()
+    assert f"From {first} to {last}, both days included." in body
+    assert re.search(r"count up to now \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)", body)
     assert (
         f'id="usage-last-month" href="?date_from={last_month.first.isoformat()}'
         f'&amp;date_to={last_month.last.isoformat()}"'
@@ -218,7 +223,7 @@ def test_its_headings_are_capitalised_as_the_consoles_other_tables_are(alice, al
         *["Pool", "Card type", "Card-hours", "Jobs run", "CPU-only job-hours"],
         *["Name", "Job ID", "Pool", "Cards", "Started", "Hours in the period", "Card-hours"],
     ]
-    assert headings(chinese)[:5] == ["卡时", "纯 CPU 任务时", "任务数", "资源池", "卡型"]
+    assert headings(chinese)[:5] == ["卡时", "纯 CPU 任务小时数", "任务数", "资源池", "卡型"]
 
 
 def test_the_csv_has_the_same_figures_with_a_byte_order_mark(alice, alice_client):

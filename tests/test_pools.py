@@ -95,6 +95,26 @@ def test_the_page_shows_the_local_pool_with_its_cards_queues_and_storage(alice_c
     assert 'hx-get="/pools/" hx-trigger="every 5s"' in html
 
 
+def test_a_pool_without_cards_says_nothing_of_the_cards_your_jobs_hold_there(
+    alice_client, settings
+):
+    settings.LOCAL_ACCELERATORS = ""
+
+    local = section(alice_client.get(POOLS, HTTP_ACCEPT_LANGUAGE="en").content.decode(), "local")
+
+    assert "This pool offers no accelerator cards" in local
+    assert "hold 0 cards" not in local  # copy edit: it said so on a pool of no cards
+
+
+def test_the_chinese_page_lists_storage_right_after_its_full_width_colon(alice_client):
+    local = section(
+        alice_client.get(POOLS, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode(), "local"
+    )
+
+    assert "存储：本地盘" in local  # copy edit: "存储： 本地盘"
+    assert "排队中（所有用户）" in local
+
+
 def test_queues_count_every_users_jobs_but_name_only_the_viewers_own(alice, bob, alice_client):
     mine_running = job_in(alice, name="alice-running", status=JobStatus.RUNNING, cards=2)
     mine_waiting = job_in(alice, name="alice-waiting", queue="research")

@@ -115,7 +115,10 @@ def test_the_consoles_own_log_lines_are_in_the_consoles_language(alice):
         if "[console]" in line
     ]
     # Marked as the console's (jobs/shim.py, CONSOLE_MARK), which no line of the job's is.
-    assert notes == ["\x1f[console] master-0 第 1 次运行开始", "\x1f[console] 退出码 3"]
+    assert notes == [
+        "\x1f[console] master-0 第 1 次运行开始",
+        "\x1f[console] master-0 已退出，退出码 3",
+    ]
 
 
 def test_secret_env_values_the_job_prints_are_masked_in_its_log_and_keyword_record(alice):
@@ -803,7 +806,7 @@ def test_a_job_whose_restarts_are_used_up_fails_saying_so_in_its_reason_and_aler
         )
     [alert] = mail.outbox
     assert alert.body.startswith(
-        "local-test: master-0 退出，退出码 3。（容错重启次数已用完：共 2 次）"
+        "local-test：master-0 退出，退出码 3。（容错重启次数已用完：共 2 次）"
     )
 
 
@@ -1306,7 +1309,7 @@ def test_a_stop_that_finds_every_replica_exited_0_on_its_own_ends_the_job_succee
     assert job.status == JobStatus.SUCCEEDED
     with translation.override("en"):
         assert job.events.order_by("-created_at", "-id")[0].message_shown == (
-            "Every replica exited with 0 before the stop reached it."
+            "All replicas exited with code 0 before the stop reached them."
         )
     [replica] = job.replicas.all()
     assert replica.status == "succeeded"

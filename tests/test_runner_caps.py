@@ -126,7 +126,7 @@ def test_a_job_printing_past_its_log_cap_keeps_its_first_and_latest_lines_and_sa
     # The latest: the end of the output and how it ended.
     assert lines[-3][STAMP_LENGTH:] == line(49_999)
     assert lines[-2].endswith(" second-half-done")
-    assert lines[-1].endswith("[console] 退出码 0")
+    assert lines[-1].endswith("[console] master-0 已退出，退出码 0")
     # One marker, counting every byte of output missing between them.
     printed = [line(i) for i in range(25_000)] + ["first-half-done"]
     printed += [line(i) for i in range(25_000, 50_000)] + ["second-half-done"]
@@ -171,8 +171,8 @@ def test_a_restarted_job_cut_again_keeps_one_marker_counting_both_attempts(alice
     lines = path.read_text().splitlines()
     # The runner's own lines as the log keeps them, marked as the console's.
     printed = ["\x1f[console] master-0 第 1 次运行开始", *map(line, range(20_000))]
-    printed += ["\x1f[console] 退出码 3", "\x1f[console] master-0 第 2 次运行开始"]
-    printed += [*map(line, range(20_000, 40_000)), "\x1f[console] 退出码 0"]
+    printed += ["\x1f[console] master-0 已退出，退出码 3", "\x1f[console] master-0 第 2 次运行开始"]
+    printed += [*map(line, range(20_000, 40_000)), "\x1f[console] master-0 已退出，退出码 0"]
     assert job.restarts == 1
     assert path.stat().st_size <= 1024 * 1024
     assert lines[1][STAMP_LENGTH:] == line(0) and lines[-2][STAMP_LENGTH:] == line(39_999)

@@ -68,7 +68,9 @@ def test_a_job_printing_the_runners_exit_line_shows_as_its_own_output_on_the_job
     ]
     # The runner's own lines: its banner and the real exit code, badged as the console's.
     console = re.findall(rf'<span class="log-line log-console">{TIME}{CONSOLE}(.*)', tail)
-    assert console == ["[console] master-0 第 1 次运行开始", "[console] 退出码 3"]
+    # After the badge without "[console]", which said it twice; the exit line names its
+    # replica as the banner does (copy edit).
+    assert console == ["master-0 第 1 次运行开始", "master-0 已退出，退出码 3"]
     assert tail.count("log-console") == 2
 
 
@@ -76,7 +78,10 @@ def test_in_the_log_file_only_the_runners_lines_carry_its_mark(forged):
     lines = log_text(forged, "master-0").splitlines()
 
     marked = [line.split(" ", 1)[1] for line in lines if line[27:29] == " \x1f"]
-    assert marked == ["\x1f[console] master-0 第 1 次运行开始", "\x1f[console] 退出码 3"]
+    assert marked == [
+        "\x1f[console] master-0 第 1 次运行开始",
+        "\x1f[console] master-0 已退出，退出码 3",
+    ]
     jobs = [line for line in lines if line[27:29] != " \x1f"]
     assert len(jobs) == 3
     assert "\x1f" not in "".join(jobs)
@@ -89,7 +94,7 @@ def test_the_admins_log_page_shows_the_runners_lines_apart_from_the_jobs(forged,
     page = client.get(reverse("admin:jobs_job_logs", args=[forged.pk])).content.decode()
 
     console = re.findall(rf'<span class="log-console">{TIME}{CONSOLE}(.*?)</span>', page)
-    assert console == ["[console] master-0 第 1 次运行开始", "[console] 退出码 3"]
+    assert console == ["master-0 第 1 次运行开始", "master-0 已退出，退出码 3"]
     plain = re.findall(rf"^{TIME}\[console\] .*$", page, re.MULTILINE)
     assert len(plain) == 3
 
@@ -108,7 +113,7 @@ def test_a_log_search_shows_the_runners_lines_apart_from_the_jobs(alice_client, 
     badged = re.findall(rf'<span class="log-text">{TIME}{CONSOLE}(.*?)</span>', results)
     assert badged == [
         "[<mark>console</mark>] master-0 第 1 次运行开始",
-        "[<mark>console</mark>] 退出码 3",
+        "[<mark>console</mark>] master-0 已退出，退出码 3",
     ]
     assert results.count("log-source") == 2
 
@@ -144,3 +149,19 @@ def test_the_shim_takes_the_mark_off_every_line_of_the_jobs():
     assert job_line(when, CONSOLE_MARK * 3 + b"[console] exited\n") == when + b"[console] exited\n"
     assert job_line(when, b"a \x1f in the middle") == when + b"a \x1f in the middle\n"
     assert job_line(when, CONSOLE_MARK) == when + b"\n"
+
+
+def test_an_exit_line_written_before_it_named_its_replica_is_still_said_in_the_pages_language(
+    alice, alice_client
+):
+    job = submit(alice, make_spec("true"))
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text("2026-11-30T09:00:02.000000Z \x1f[console] 退出码 0\n")
+    alice_client.cookies["django_language"] = "en"
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert '<span class="log-line log-console">2026-11-30 17:00:02.000 ' in tail_of(page)
+    assert "Console</span> exited with code 0\n" in tail_of(page)

@@ -692,7 +692,7 @@ def test_valid_specs_pass_every_rule(mutate):
         ("a" * 51, "This one has 51 characters."),
         (
             "Bert_Large x",
-            "Upper-case letters are not allowed: use “b” “l”. Not allowed: “_” space.",
+            "Use lowercase instead: “b”, “l”. Not allowed: “_” space.",
         ),
         # Pasted from a chat: invisible characters are named, not shown as an empty “”.
         ("bert\u200b-large\u200e", "Not allowed: U+200B U+200E."),
@@ -715,7 +715,7 @@ def test_a_bad_role_name_is_told_what_in_it_breaks_the_rule():
     with translation.override("zh-hans"):
         messages = S.validate(spec)["roles[0].name"]
 
-    assert messages[0].endswith("。不允许使用大写字母：请改用“t”。")
+    assert messages[0].endswith("。请改用小写字母：“t”。")
 
 
 @pytest.mark.parametrize(
@@ -724,15 +724,15 @@ def test_a_bad_role_name_is_told_what_in_it_breaks_the_rule():
         ("a-", "It ends with “-”.", "当前以“-”结尾。"),
         (
             "Chief",
-            "Upper-case letters are not allowed: use “c”.",
-            "不允许使用大写字母：请改用“c”。",
+            "Use lowercase instead: “c”.",
+            "请改用小写字母：“c”。",
         ),
         ("my_role", "Not allowed: “_”.", "不允许使用：“_”。"),
         # qa79: "Coord-" was told of its upper case only, then of its end once that was fixed.
         (
             "Coord-",
-            "Upper-case letters are not allowed: use “c”. It ends with “-”.",
-            "不允许使用大写字母：请改用“c”。当前以“-”结尾。",
+            "Use lowercase instead: “c”. It ends with “-”.",
+            "请改用小写字母：“c”。当前以“-”结尾。",
         ),
         (
             "9" + "a" * 32 + "-",

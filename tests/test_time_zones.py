@@ -237,4 +237,4 @@ def test_alert_times_stay_in_the_console_time_zone_while_a_users_page_is_answere
     with timezone.override("Europe/Berlin"):
         written = moment_with_zone(MIDNIGHT_IN_SHANGHAI, "%Y-%m-%d %H:%M:%S")
 
-    assert written == "2026-12-01 00:00:00 CST (UTC+08:00)"
+    assert written == "2026-12-01 00:00:00 UTC+08:00"

@@ -1747,7 +1747,7 @@ def test_discard_pressed_again_answers_as_the_first_did_instead_of_not_found(ali
 
     for r in (first, again, unconfirmed):
         assert r.status_code == 200 and r.redirect_chain == [(reverse("wizard-start"), 302)]
-        assert "草稿已删除" in r.content.decode()
+        assert "草稿已丢弃" in r.content.decode()
 
 
 def test_a_discard_of_a_draft_someone_else_discarded_is_still_not_found(alice_client, bob, client):

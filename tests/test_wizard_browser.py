@@ -437,7 +437,7 @@ def test_a_step_of_a_draft_deleted_in_another_tab_says_it_is_gone_and_keeps_what
     other = page.context.new_page()
     other.on("dialog", lambda dialog: dialog.accept())
     other.goto("/create/")
-    other.locator("tr", has_text="deleted-elsewhere").get_by_role("button", name="删除").click()
+    other.locator("tr", has_text="deleted-elsewhere").get_by_role("button", name="丢弃").click()
     expect(other.locator(".alert-success, .alert-info").first).to_be_visible()
     assert not Draft.objects.exists()
 
@@ -621,10 +621,10 @@ def test_discarding_a_draft_asks_first_and_keeps_it_when_cancelled(logged_in_pag
         dialog.dismiss() if len(questions) == 1 else dialog.accept()
 
     page.on("dialog", answer)
-    page.click("#draft-list button:has-text('删除')")  # cancelled
-    expect(page.locator("#draft-list button:has-text('删除')")).to_have_count(1)
-    page.click("#draft-list button:has-text('删除')")  # confirmed
-    expect(page.locator("#draft-list button:has-text('删除')")).to_have_count(0)
+    page.click("#draft-list button:has-text('丢弃')")  # cancelled
+    expect(page.locator("#draft-list button:has-text('丢弃')")).to_have_count(1)
+    page.click("#draft-list button:has-text('丢弃')")  # confirmed
+    expect(page.locator("#draft-list button:has-text('丢弃')")).to_have_count(0)
 
     assert len(questions) == 2 and "草稿" in questions[0]
     assert not Draft.objects.filter(owner=alice).exists()
@@ -651,11 +651,11 @@ def test_a_step_of_a_draft_discarded_in_another_tab_keeps_what_was_typed_and_sav
         other = context.new_page()
         other.goto("/create/")
         if javascript:
-            other.once("dialog", lambda dialog: dialog.accept())  # 删除这个草稿？
-        other.click("#draft-list button:has-text('删除')")
+            other.once("dialog", lambda dialog: dialog.accept())  # 丢弃这个草稿？
+        other.click("#draft-list button:has-text('丢弃')")
         if not javascript:
             other.click("#confirm-discard")  # asked on a page of its own
-        expect(other.get_by_text("草稿已删除。")).to_be_visible()
+        expect(other.get_by_text("草稿已丢弃。")).to_be_visible()
         assert not Draft.objects.filter(owner=alice).exists()
 
         page.click("#wizard-next")
@@ -716,9 +716,9 @@ def test_without_javascript_a_later_step_saved_as_a_new_draft_says_why_it_opens_
         page.fill("#id_mounts-1-mount_path", "/second-mount")
         other = context.new_page()
         other.goto("/create/")
-        other.click("#draft-list button:has-text('删除')")
+        other.click("#draft-list button:has-text('丢弃')")
         other.click("#confirm-discard")
-        expect(other.get_by_text("草稿已删除。")).to_be_visible()
+        expect(other.get_by_text("草稿已丢弃。")).to_be_visible()
         page.click("#wizard-next")
         expect(page.locator("#draft-gone")).to_contain_text("这个草稿已被删除")
 
@@ -792,16 +792,16 @@ def test_without_javascript_discarding_a_draft_asks_on_a_page_and_keeps_it_when_
         page.fill("input[name=password]", "alice-password")
         page.click("#login-submit")
         page.goto("/create/")
-        page.click("#draft-list button:has-text('删除')")
+        page.click("#draft-list button:has-text('丢弃')")
         expect(page.locator("#discard-question")).to_contain_text("无法恢复")
         assert Draft.objects.filter(owner=alice).count() == 1
         page.click("text=取消")
-        expect(page.locator("#draft-list button:has-text('删除')")).to_have_count(1)
+        expect(page.locator("#draft-list button:has-text('丢弃')")).to_have_count(1)
 
-        page.click("#draft-list button:has-text('删除')")
+        page.click("#draft-list button:has-text('丢弃')")
         page.click("#confirm-discard")
         expect(page.locator("#draft-list")).to_contain_text("没有草稿")
-        expect(page.get_by_text("草稿已删除。")).to_be_visible()
+        expect(page.get_by_text("草稿已丢弃。")).to_be_visible()
         assert not Draft.objects.filter(owner=alice).exists()
     finally:
         context.close()
@@ -1462,10 +1462,10 @@ def test_discarding_a_draft_on_page_two_of_my_drafts_stays_on_page_two(logged_in
     expect(rows).to_have_count(5)
 
     page.once("dialog", lambda dialog: dialog.accept())
-    rows.first.get_by_role("button", name="删除").click()
+    rows.first.get_by_role("button", name="丢弃").click()
 
     page.wait_for_url(re.compile(r"/create/\?page=2$"))
-    expect(page.get_by_text("草稿已删除。")).to_be_visible()
+    expect(page.get_by_text("草稿已丢弃。")).to_be_visible()
     expect(rows).to_have_count(4)
     assert Draft.objects.filter(owner=alice).count() == 24
 

@@ -84,7 +84,8 @@ RULES = [
         W.IMAGE,
         image_data(image="registry.example.com/train/pytorch"),
         "id_image",
-        "must include a tag",
+        # The one message of the image rule, a tag left out among what it refuses.
+        "Image must look like registry/repository:tag or registry/repository@sha256:<digest>.",
     ),
     (W.IMAGE, image_data(registry_password="hunter22"), "id_registry_username", "a username"),
     (W.IMAGE, image_data(registry_username="robot"), "id_registry_password", "a username"),

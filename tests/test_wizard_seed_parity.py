@@ -126,8 +126,14 @@ def test_the_job_name_rule_says_in_english_too_that_a_name_ends_with_a_lowercase
     )
     assert refused_in_english == [
         "Job names use lowercase letters, digits and '-', start with a lowercase letter, end "
-        "with a lowercase letter or digit, and are 1-50 characters long. Upper-case letters are "
-        "not allowed: use “a”."
+        "with a lowercase letter or digit, and are 1-50 characters long. Use lowercase "
+        "instead: “a”."
+    ]
+    # Copy edit: no space before a full-width comma ("以及 - ，且"), one between Chinese and
+    # digits ("长度1-50字符").
+    assert refused_in_chinese == [
+        "任务名称支持小写字母、数字以及 -，且开头必须是小写字母，结尾必须是小写字母或数字，"
+        "长度 1-50 个字符。请改用小写字母：“a”。"
     ]
 
 
@@ -169,7 +175,7 @@ def test_alerts_name_their_channels_and_say_the_console_sends_no_sms(alice_clien
 def test_the_alerts_say_before_any_refusal_that_hang_and_fault_tolerance_alerts_need_step_5(
     alice_client, alice_en, draft_at
 ):
-    # qa72: the local pool refuses “Fault tolerance happens” without fault tolerance (only a
+    # qa72: the local pool refuses “Job restarted by fault tolerance” without fault tolerance (only a
     # restart sends it), but the help named only the hang alert's switch.
     draft = draft_at(W.ADVANCED)
     alice_client.cookies["django_language"] = "zh-hans"
@@ -183,7 +189,7 @@ def test_the_alerts_say_before_any_refusal_that_hang_and_fault_tolerance_alerts_
     )
     assert english.endswith(
         "“Job hangs” needs hang detection, on step 5 (Fault tolerance & diagnostics). "
-        "“Fault tolerance happens” comes only when fault tolerance (the same step; PyTorch "
+        "“Job restarted by fault tolerance” comes only when fault tolerance (the same step; PyTorch "
         "jobs only) restarts the job."
     )
 
@@ -266,8 +272,14 @@ def test_in_english_the_timeout_field_and_its_review_row_share_a_name(alice_en, 
 # -- 告警 (AIHC's 配置任务的消息通知): 任务hang needs hang detection ------------------------
 
 
-# Said on step 6, where the alert is; names step 5, where hang detection is turned on.
+# Said on step 6, where the alert is; names step 5's switch, where hang detection is turned on
+# (in the wizard's words: the request's field path is the API's).
 HANG_ALERT_REFUSED = (
+    "“任务hang”告警需要开启任务hang检测：请在第 5 步（容错&诊断）打开“任务hang检测”开关，"
+    "或不选此告警事件。未开启时不会检测到 hang。"
+)
+# A request (the API, 从请求导入) is told the request's field.
+HANG_ALERT_REFUSED_IN_A_REQUEST = (
     "“任务hang”告警需要开启任务hang检测：请在第 5 步（容错&诊断；请求中为 "
     "faultToleranceConfig.enabledHangDetection）开启，或不选此告警事件。未开启时不会检测到 hang。"
 )
@@ -365,8 +377,8 @@ def test_the_api_refuses_a_node_failure_alert_on_the_local_pool_in_the_callers_l
     assert english["alertConfig.alertItems"] == [
         "“A node of the job fails” never comes from the local pool: its jobs run on the "
         "worker's own machine, and a failure of that machine stops the worker too. Once the "
-        "worker is back, a job the failure ended alerts as “Job fails”, or “Fault tolerance "
-        "happens” when it is restarted. Leave this event out."
+        "worker is back, a job the failure ended alerts as “Job fails”, or “Job restarted by "
+        "fault tolerance” when it is restarted. Leave this event out."
     ]
     assert chinese["alertConfig.alertItems"] == [NODE_ALERT_REFUSED]
     spec.alert.items = ["jobFailed", "jobFT"]
@@ -397,7 +409,7 @@ def test_a_fault_tolerance_alert_without_fault_tolerance_is_refused_on_the_alert
 
     assert field_errors(chinese, "id_alert_items") == [FT_ALERT_REFUSED]
     assert field_errors(english, "id_alert_items") == [
-        "The local pool alerts “Fault tolerance happens” when it restarts a job, and only a "
+        "The local pool alerts “Job restarted by fault tolerance” when it restarts a job, and only a "
         "job with fault tolerance on is restarted: without it this alert never comes. Turn "
         "fault tolerance on in step 5 (Fault tolerance & diagnostics; PyTorch only), or leave "
         "this event out."
@@ -451,7 +463,7 @@ FT_ALERT_NEVER_COMES = (
     "请打开第 5 步（容错&诊断）的“容错”开关（仅支持 PyTorch），或不选此告警事件。"
 )
 FT_ALERT_NEVER_COMES_EN = (
-    "AIHC sends “Fault tolerance happens” when its fault tolerance restarts the job, and this "
+    "AIHC sends “Job restarted by fault tolerance” when its fault tolerance restarts the job, and this "
     "job has fault tolerance off: the alert is taken but never comes. Turn on the Fault "
     "tolerance switch of step 5 (Fault tolerance & diagnostics; PyTorch only), or leave this "
     "event out."

@@ -32,7 +32,7 @@ from .test_wizard import (
     submission_data,
 )
 from .test_wizard_import import BODY, CHANNELS, error_texts, import_body
-from .test_wizard_seed_parity import HANG_ALERT_REFUSED
+from .test_wizard_seed_parity import HANG_ALERT_REFUSED, HANG_ALERT_REFUSED_IN_A_REQUEST
 
 
 @pytest.fixture(autouse=True)
@@ -152,9 +152,8 @@ def test_switching_to_english_on_a_step_opened_from_a_review_problem_says_its_me
     assert switched.status_code == 302
     assert switched["Location"] == step_url(draft, W.ADVANCED) + "?check=1"
     assert field_errors(page, "id_alert_items") == [
-        "Alerting on “Job hangs” needs hang detection: turn it on in step 5 (Fault tolerance "
-        "& diagnostics; faultToleranceConfig.enabledHangDetection in a request), or leave this "
-        "event out. Without it no hang is ever detected."
+        "Alerting on “Job hangs” needs hang detection: turn on Hang detection in step 5 (Fault "
+        "tolerance & diagnostics), or leave this event out. Without it no hang is ever detected."
     ]
 
 
@@ -248,7 +247,7 @@ def test_importing_a_body_stored_with_a_hang_alert_and_no_detection_names_the_fi
     r = import_body(alice_client, stored)
 
     assert r.status_code == 200
-    assert f"alertConfig.alertItems: {HANG_ALERT_REFUSED}" in error_texts(r)
+    assert f"alertConfig.alertItems: {HANG_ALERT_REFUSED_IN_A_REQUEST}" in error_texts(r)
     assert not Draft.objects.exists()
 
 

@@ -7,6 +7,8 @@ took 下一步 on every step after the fixed one)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -53,7 +55,9 @@ def test_the_fault_advanced_and_submission_steps_fit_a_phone_with_their_new_text
     page.fill("#id_alert_emails", "ops@example.com")
     page.click("#wizard-next")
     refusal = page.locator("[id^=error_][id$=_id_alert_items]")
-    expect(refusal).to_contain_text("faultToleranceConfig.enabledHangDetection")
+    # In the wizard's words: the switch, not the request's field path (copy edit).
+    expect(refusal).to_contain_text(re.compile("打开“任务hang检测”开关|turn on Hang detection"))
+    expect(refusal).not_to_contain_text("faultToleranceConfig")
     assert refusal.evaluate("e => e.scrollWidth <= e.clientWidth")
     wide, screen = page.evaluate(FITS)
     assert wide <= screen  # 高级配置: the refusal, the alerts' help, the timeout's

@@ -442,7 +442,7 @@ class LocalBackend(Backend):
                     "“A node of the job fails” never comes from the local pool: its jobs run "
                     "on the worker's own machine, and a failure of that machine stops the "
                     "worker too. Once the worker is back, a job the failure ended alerts as "
-                    "“Job fails”, or “Fault tolerance happens” when it is restarted. Leave "
+                    "“Job fails”, or “Job restarted by fault tolerance” when it is restarted. Leave "
                     "this event out."
                 ),
             )
@@ -451,7 +451,7 @@ class LocalBackend(Backend):
             err(
                 "alertConfig.alertItems",
                 _(
-                    "The local pool alerts “Fault tolerance happens” when it restarts a job, "
+                    "The local pool alerts “Job restarted by fault tolerance” when it restarts a job, "
                     "and only a job with fault tolerance on is restarted, which is for PyTorch "
                     "jobs only: on this job this alert never comes. Leave this event out."
                 ),
@@ -462,7 +462,7 @@ class LocalBackend(Backend):
             err(
                 "alertConfig.alertItems",
                 _(
-                    "The local pool alerts “Fault tolerance happens” when it restarts a job, "
+                    "The local pool alerts “Job restarted by fault tolerance” when it restarts a job, "
                     "and only a job with fault tolerance on is restarted: without it this "
                     "alert never comes. Turn fault tolerance on in step 5 (Fault tolerance & "
                     "diagnostics; PyTorch only), or leave this event out."

@@ -8,7 +8,7 @@ from typing import Any
 
 from django import template
 from django.forms import BoundField
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.formats import localize
 from django.utils.functional import Promise
 from django.utils.safestring import SafeData, SafeString, mark_safe
@@ -32,6 +32,14 @@ STATUS_CLASSES = {
     "rejected": "text-bg-danger",
     "stopped": "text-bg-dark",
 }
+
+
+@register.simple_tag
+def sentence_gap() -> str:
+    """What goes between two sentences translated on their own: a space, or none after a
+    Chinese “。” (jobs.spec.sentences). A space or line break between the tags showed as a
+    stray space in Chinese (copy edit)."""
+    return "" if (translation.get_language() or "").startswith("zh") else " "
 
 
 @register.filter
