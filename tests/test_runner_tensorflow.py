@@ -327,7 +327,7 @@ def test_workers_that_end_by_themselves_after_the_chief_read_succeeded_and_date_
 
     assert job.status == JobStatus.SUCCEEDED, job.status_reason
     with translation.override("en"):
-        assert job.status_reason_shown == "Every replica exited with 0."
+        assert job.status_reason_shown == "All replicas exited with code 0."
     replicas = {f"{r.role}-{r.index}": r for r in job.replicas.all()}
     assert {label: (r.status, r.exit_code) for label, r in replicas.items()} == {
         "chief-0": ("succeeded", 0),
