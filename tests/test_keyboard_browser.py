@@ -538,7 +538,7 @@ def test_the_card_totals_change_inside_a_live_region_that_stays_so_it_is_read_ou
 
 
 def test_each_drafts_and_each_keys_buttons_say_whose_they_are_as_tab_reaches_them(logged_in_page):
-    # Several bare 继续编辑 / 删除 / 吊销 in a row told a screen reader nothing of which is which.
+    # Several bare 继续编辑 / 丢弃 / 吊销 in a row told a screen reader nothing of which is which.
     page = logged_in_page
     for name in ("lr-sweep-a", "lr-sweep-b"):
         start(page)
@@ -552,7 +552,7 @@ def test_each_drafts_and_each_keys_buttons_say_whose_they_are_as_tab_reaches_the
         )
         expect(page.get_by_role("link", name=f"继续编辑 {name}", exact=True)).to_be_focused()
         page.keyboard.press("Tab")
-        expect(page.get_by_role("button", name=f"删除 {name}", exact=True)).to_be_focused()
+        expect(page.get_by_role("button", name=f"丢弃 {name}", exact=True)).to_be_focused()
 
     page.goto("/account/keys/")
     for description in ("first", "second"):

@@ -102,7 +102,7 @@ def test_a_pool_without_cards_says_nothing_of_the_cards_your_jobs_hold_there(
 
     local = section(alice_client.get(POOLS, HTTP_ACCEPT_LANGUAGE="en").content.decode(), "local")
 
-    assert "This pool offers no accelerator cards" in local
+    assert "This pool offers no cards" in local
     assert "hold 0 cards" not in local  # copy edit: it said so on a pool of no cards
 
 

@@ -446,7 +446,7 @@ def test_an_mpi_workers_log_says_the_output_of_what_it_runs_is_in_the_launchers_
         reverse("job-logs", args=[job.public_id]) + "?replica=worker-0", HTTP_HX_REQUEST="true"
     )
     assert (
-        "[console] worker-0 attempt 1 starting as an MPI worker: it runs what the launcher's "
+        "worker-0 attempt 1 starting as an MPI worker: it runs what the launcher's "
         "mpirun starts here, whose output is in master-0's log"
     ) in html.unescape(page.content.decode())
 

@@ -194,7 +194,7 @@ def test_the_log_cut_marker_reads_in_the_pages_language(alice, alice_client):
 
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
 
-    assert "[console] log over 1 MB: 4096 bytes dropped here" in page
+    assert "log over 1 MB: 4096 bytes dropped here" in page
 
 
 OVER_THE_CAP = re.compile(
