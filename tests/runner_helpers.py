@@ -27,6 +27,21 @@ PY = "/usr/bin/python3"
 CARD = "baidu.com/a800_80g_cgpu"
 
 
+# LOCAL_JOB_NETWORK's values, for a test parametrized over them: isolated-outbound needs
+# slirp4netns, skipped where it is not installed.
+EVERY_NETWORK = [
+    "host",
+    "isolated",
+    pytest.param(
+        "isolated-outbound",
+        marks=pytest.mark.skipif(
+            not os.access("/usr/bin/slirp4netns", os.X_OK),
+            reason="slirp4netns is not installed (apt-get install slirp4netns)",
+        ),
+    ),
+]
+
+
 def remove_cgroups_of(job_ids: list[str], *, seconds: float = 5) -> None:
     """The cgroups the worker made for these jobs, once their processes are gone (a later
     worker would leave them, as another console's); retried while the last ones end."""

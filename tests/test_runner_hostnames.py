@@ -7,7 +7,6 @@ outbound network (slirp4netns)."""
 
 from __future__ import annotations
 
-import os
 import textwrap
 
 import pytest
@@ -18,6 +17,7 @@ from jobs.models import JobStatus
 from jobs.worker import Worker
 
 from .runner_helpers import (
+    EVERY_NETWORK,
     PY,
     log_text,
     make_spec,
@@ -85,17 +85,7 @@ def names_of(job, label: str) -> list[str]:
 
 @pytest.mark.parametrize(
     "network",
-    [
-        "host",
-        "isolated",
-        pytest.param(
-            "isolated-outbound",
-            marks=pytest.mark.skipif(
-                not os.access("/usr/bin/slirp4netns", os.X_OK),
-                reason="slirp4netns is not installed (apt-get install slirp4netns)",
-            ),
-        ),
-    ],
+    EVERY_NETWORK,
 )
 def test_each_replica_has_its_own_hostname_and_reaches_the_others_by_theirs(
     alice, request, settings, network

@@ -4,7 +4,6 @@ skipped without it, installed by CI), started by the 查看示例 example's plai
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from jobs.wizard import example_commands
 from jobs.worker import Worker
 
 from .runner_helpers import (
+    EVERY_NETWORK,
     log_text,
     make_spec,
     network_holders_killed_after,
@@ -65,17 +65,7 @@ def example_running(program: Path, settings) -> str:
 @pytest.mark.usefixtures("no_network_left")
 @pytest.mark.parametrize(
     "network",
-    [
-        "host",
-        "isolated",
-        pytest.param(
-            "isolated-outbound",
-            marks=pytest.mark.skipif(
-                not os.access("/usr/bin/slirp4netns", os.X_OK),
-                reason="slirp4netns is not installed (apt-get install slirp4netns)",
-            ),
-        ),
-    ],
+    EVERY_NETWORK,
 )
 def test_the_open_mpi_example_ranks_in_two_workers_sum_together_on_every_network(
     alice, settings, program, network
