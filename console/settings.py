@@ -379,6 +379,10 @@ LANGUAGE_CODE = env("LANGUAGE_CODE", "zh-hans").lower()
 LANGUAGES = [("zh-hans", _("Simplified Chinese")), ("en", _("English"))]
 if LANGUAGE_CODE not in dict(LANGUAGES):
     raise ImproperlyConfigured(f"LANGUAGE_CODE is zh-hans or en, not {LANGUAGE_CODE!r}")
+# Django reads LOCALE_PATHS' catalogues before those of the installed apps ("How Django discovers
+# translations"): listed here, the console's own takes precedence over django.contrib.admin's
+# and auth's (which come first in INSTALLED_APPS, so as apps they would win), and a msgid it
+# translates is said its way in the admin too (jobs.django_terms: 按状态, not 以 状态).
 LOCALE_PATHS = [BASE_DIR / "jobs" / "locale"]
 TIME_ZONE = env("TIME_ZONE", "Asia/Shanghai")
 try:

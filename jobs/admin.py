@@ -28,6 +28,7 @@ from django.contrib.admin.views.autocomplete import AutocompleteJsonView
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.admin.widgets import AutocompleteSelect
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.forms import AdminPasswordChangeForm, SetUnusablePasswordMixin
 from django.contrib.auth.models import Group, Permission, User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -46,7 +47,13 @@ from django.utils import formats, timezone, translation
 from django.utils.html import format_html, format_html_join
 from django.utils.http import content_disposition_header
 from django.utils.safestring import mark_safe
-from django.utils.text import Truncator, capfirst, smart_split, unescape_string_literal
+from django.utils.text import (
+    Truncator,
+    capfirst,
+    format_lazy,
+    smart_split,
+    unescape_string_literal,
+)
 from django.utils.translation import gettext as _
 from django.utils.translation import (
     gettext_lazy,
@@ -289,6 +296,18 @@ class PermissionsShownMixin:
         return _permissions_listed(group.permissions.all(), self.get_empty_value_display())  # type: ignore[attr-defined]
 
 
+class ConsolePasswordChangeForm(AdminPasswordChangeForm):
+    """Django's form setting another user's password, its warning in the reader's language:
+    Django 6.1 appends "If disabled, the current password for this user will be lost." to the
+    help text unmarked for translation, so the Chinese page showed it in English (fix90a)."""
+
+    usable_password_help_text = format_lazy(
+        '{}<ul id="id_unusable_warning" class="messagelist"><li class="warning">{}</li></ul>',
+        SetUnusablePasswordMixin.usable_password_help_text,
+        gettext_lazy("If disabled, the current password for this user will be lost."),
+    )
+
+
 @admin.register(User)
 class ConsoleUserAdmin(
     PermissionBeforeLookupMixin,
@@ -304,6 +323,8 @@ class ConsoleUserAdmin(
     not staff: Django's own admin let them tick *Superuser status* on themselves, put
     themselves in any group, or set a superuser's or a reviewer's password (no current one
     asked) and log in as them. Their own password they change as everyone does."""
+
+    change_password_form = ConsolePasswordChangeForm
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = tuple(super().get_readonly_fields(request, obj))
@@ -1055,7 +1076,7 @@ class JobAdmin(
         css = {"all": ["admin_jobs.css"]}
 
     list_display = [
-        "public_id",
+        "public_id_shown",
         "name_shown",
         "owner",
         "status",
@@ -1067,7 +1088,7 @@ class JobAdmin(
         "created",
     ]
     # The name links to the job too (name_shown draws its link: its cell holds the labels' links).
-    list_display_links = ["public_id"]
+    list_display_links = ["public_id_shown"]
     list_filter = [
         "status",
         "review_state",
@@ -1205,6 +1226,11 @@ class JobAdmin(
             },
         ),
     ]
+
+    @admin.display(description=gettext_lazy("job ID"), ordering="public_id")
+    def public_id_shown(self, job: Job) -> str:
+        # Whole in its title: on a phone the list cuts it short to one line (admin_jobs.css).
+        return format_html('<span title="{}">{}</span>', job.public_id, job.public_id)
 
     @admin.display(description=gettext_lazy("name"), ordering="name")
     def name_shown(self, job: Job) -> str:

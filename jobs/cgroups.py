@@ -84,6 +84,7 @@ import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from django.template.defaultfilters import filesizeformat
 from django.utils import translation
 from django.utils.translation import gettext_noop
 
@@ -625,9 +626,13 @@ def shared_memory_oom_reason(enforcement: Enforcement) -> str:
     is, the machine's memory or the limit of the worker's cgroup (or an ancestor's) where that
     is smaller (memory_available), less LOCAL_RESERVED_MEMORY_GB. Until QA 23's follow-up the
     reason named the machine's memory even where a cgroup's limit was the smaller; reasons
-    recorded so stay as they were (their message is kept in jobs.texts.REWORDED)."""
-    limit = gib(enforcement.jobs_memory_bytes or 0)
-    available = enforcement.memory_available_bytes or machine_memory_bytes()
+    recorded so stay as they were (their message is kept in jobs.texts.REWORDED).
+
+    The amounts are measured, so said as the job page says a replica's memory (Django's
+    filesizeformat, "2.5 GB"; README "What a job gets"): until fix90a in Kubernetes' "2.5Gi",
+    which the worker's log keeps (gib)."""
+    limit = filesizeformat(enforcement.jobs_memory_bytes or 0)
+    available = filesizeformat(enforcement.memory_available_bytes or machine_memory_bytes())
     if enforcement.memory_limit_cgroup:
         return recorded(
             gettext_noop(
@@ -637,7 +642,7 @@ def shared_memory_oom_reason(enforcement: Enforcement) -> str:
             ),
             limit=limit,
             cgroup=enforcement.memory_limit_cgroup,
-            available=gib(available),
+            available=available,
         )
     return recorded(
         gettext_noop(
@@ -645,7 +650,7 @@ def shared_memory_oom_reason(enforcement: Enforcement) -> str:
             "%(available)s, less LOCAL_RESERVED_MEMORY_GB), ran out"
         ),
         limit=limit,
-        available=gib(available),
+        available=available,
     )
 
 

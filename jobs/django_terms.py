@@ -16,6 +16,15 @@ refusals), so those pages spoke both ways (QA).
 The admin index's table headers, read by a screen reader alone, are Django's 型号名称 / 增加连接 /
 更改或查看清单连接 ("Model name", "Add link", "Change or view list link"): a 型号 is a product
 model and a 连接 a connection, machine-like Chinese; the console says 名称 / 新增 / 修改或查看列表.
+
+The rest of the admin's own words that read wrong in Chinese (ADMIN_TERMS, fix90a): a list
+filter's title "以 状态" (by, as in "by means of") is 按状态; 动作 (a movement) for an
+action is 操作, as Chinese consoles say, and its Go button 执行; "None available" 无可选的
+is 暂无; a password hash's "parallelism" was 对比 (comparison); the delete and save pages
+said 你 and 帐号 where the console says 您 and 账号, put spaces between Chinese words around
+the model's name and an ASCII colon or quotes in Chinese. What Django says well is left.
+Messages with a model's name in the middle of Chinese words ("Change %s", 修改 %s) keep
+Django's spaces: the API keys' name starts with a Latin word, which a space sets apart.
 """
 
 from __future__ import annotations
@@ -49,4 +58,62 @@ YOU_TERMS = (
     gettext_noop("Your password can’t be too similar to your other personal information."),
     gettext_noop("Your password can’t be a commonly used password."),
     gettext_noop("Your password can’t be entirely numeric."),
+)
+
+# Django's admin (django.contrib.admin and auth), said as a Chinese console says it (above).
+ADMIN_TERMS = (
+    gettext_noop(" By %(filter_title)s "),
+    gettext_noop("Recent actions"),
+    gettext_noop("My actions"),
+    gettext_noop("None available"),
+    gettext_noop("Action:"),
+    gettext_noop("Run"),
+    gettext_noop("action flag"),
+    gettext_noop("Remove from sorting"),
+    gettext_noop("Change history: %s"),
+    gettext_noop("Delete selected %(verbose_name_plural)s"),
+    gettext_noop("Successfully deleted %(count)d %(items)s."),
+    gettext_noop("Add another %(verbose_name)s"),
+    gettext_noop("You may edit it again below."),
+    gettext_noop("The {name} “{obj}” was added successfully."),
+    gettext_noop("The {name} “{obj}” was changed successfully."),
+    gettext_noop("The {name} “{obj}” was added successfully. You may add another {name} below."),
+    gettext_noop("The {name} “{obj}” was changed successfully. You may edit it again below."),
+    gettext_noop("The {name} “{obj}” was changed successfully. You may add another {name} below."),
+    gettext_noop("You don’t have permission to view or edit anything."),
+    gettext_noop("After you’ve created a user, you’ll be able to edit more user options."),
+    gettext_noop(
+        "Are you sure you want to delete the %(object_name)s “%(escaped_object)s”? All of the "
+        "following related items will be deleted:"
+    ),
+    gettext_noop(
+        "Deleting the %(object_name)s “%(escaped_object)s” would result in deleting related "
+        "objects, but your account doesn't have permission to delete the following types of "
+        "objects:"
+    ),
+    gettext_noop(
+        "Deleting the %(object_name)s “%(escaped_object)s” would require deleting the following "
+        "protected related objects:"
+    ),
+    gettext_noop(
+        "Are you sure you want to delete the selected %(objects_name)s? All of the following "
+        "objects and their related items will be deleted:"
+    ),
+    gettext_noop(
+        "Deleting the selected %(objects_name)s would result in deleting related objects, but "
+        "your account doesn't have permission to delete the following types of objects:"
+    ),
+    gettext_noop(
+        "Deleting the selected %(objects_name)s would require deleting the following protected "
+        "related objects:"
+    ),
+    # A user's page: the active box's help, and a password hash's parameters.
+    gettext_noop(
+        "Designates whether this user should be treated as active. Unselect this instead of "
+        "deleting accounts."
+    ),
+    gettext_noop("variety"),
+    gettext_noop("memory cost"),
+    gettext_noop("time cost"),
+    gettext_noop("parallelism"),
 )

@@ -2961,13 +2961,15 @@ def _oom_failure(job: Job, run: LocalRun, spec: JobSpec, replica: JobReplica) ->
     if role.memory_gb and (
         not enforcement.jobs_memory_bytes or cgroups.own_limit_reached(enforcement, **where)
     ):
+        # The role's memory as its field sets it, in GiB, as the shared memory beside it is
+        # (until fix90a Kubernetes' "4Gi", beside "up to 10 GiB" in the same reason).
         reason = recorded(
             gettext_noop("OOMKilled: memory limit %(limit)s exceeded"),
-            limit=f"{role.memory_gb}Gi",
+            limit=f"{role.memory_gb} GiB",
         )
         if shared_memory_may_fill_memory(shm_gi=spec.shared_memory_gi, memory_gb=role.memory_gb):
             reason = recorded(
-                SHM_OOM_REASON, limit=f"{role.memory_gb}Gi", shm=spec.shared_memory_gi
+                SHM_OOM_REASON, limit=f"{role.memory_gb} GiB", shm=spec.shared_memory_gi
             )
     else:
         # The jobs' parent ran out: the memory the worker has (the machine's, or its cgroup's

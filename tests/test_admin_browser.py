@@ -314,12 +314,30 @@ def test_on_a_phone_the_job_list_scrolls_inside_its_box_and_the_page_does_not(
     page.goto("/admin/jobs/job/")
 
     assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
-    expect(page.locator("#result_list th.column-public_id")).to_be_in_viewport()
+    expect(page.locator("#result_list th.column-public_id_shown")).to_be_in_viewport()
     expect(page.locator("#result_list th.column-name_shown")).to_be_in_viewport()
     # The created column, reached by scrolling the table, shows the date and time.
     created = page.locator("#result_list td.field-created time").first
     created.scroll_into_view_if_needed()
     expect(created).to_have_text(re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$"))
+
+
+def test_on_a_phone_a_job_id_takes_one_line_cut_short_whole_on_hover_and_still_a_link(
+    page, alice, reviewer
+):
+    job = submit(alice, "phone-job")
+    log_in(page, "carol", "carol-password")
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.goto("/admin/jobs/job/")
+
+    link = page.locator("#result_list th.field-public_id_shown a").first
+    assert link.evaluate(LINES) == 1
+    line = link.evaluate("e => parseFloat(getComputedStyle(e).lineHeight)")
+    assert link.evaluate("e => e.getBoundingClientRect().height") < 1.5 * line
+    expect(link.locator("span")).to_have_attribute("title", job.public_id)
+    expect(page.locator("#result_list th.column-name_shown")).to_be_in_viewport()
+    link.click()
+    expect(page).to_have_url(re.compile(rf"/admin/jobs/job/{job.pk}/change/$"))
 
 
 def test_a_long_command_and_env_value_wrap_on_the_reviewers_job_page_instead_of_hiding(

@@ -154,7 +154,7 @@ def test_a_replica_past_its_memory_limit_is_oom_killed_and_the_job_fails_naming_
     # Its /dev/shm is the default 10 Gi, larger than its 1 GB: the reason says it counts,
     # as a condition (it wrote nothing there: a plain leak is not told that was the cause).
     said = (
-        "OOMKilled：超出内存上限 1Gi；任务写入 /dev/shm（共享内存，最多 10 GiB）的内容也计入"
+        "OOMKilled：超出内存上限 1 GiB；任务写入 /dev/shm（共享内存，最多 10 GiB）的内容也计入"
         "该上限：若任务向其中写入，请给该角色更多内存，或调小共享内存"
     )
     assert worker.reason == said
@@ -165,12 +165,12 @@ def test_a_replica_past_its_memory_limit_is_oom_killed_and_the_job_fails_naming_
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
     assert f'<div class="small text-danger replica-reason">{said}</div>' in page
     with translation.override("en"):
-        assert worker.reason_shown.startswith("OOMKilled: memory limit 1Gi exceeded; ")
+        assert worker.reason_shown.startswith("OOMKilled: memory limit 1 GiB exceeded; ")
         assert "(shared memory, up to 10 GiB) counts against it too: if the job writes there" in (
             worker.reason_shown
         )
         assert job.status_reason_shown.startswith(
-            "worker-0 ran out of memory and was killed (OOMKilled: memory limit 1Gi exceeded; "
+            "worker-0 ran out of memory and was killed (OOMKilled: memory limit 1 GiB exceeded; "
         )
 
 
@@ -193,12 +193,12 @@ def test_a_replica_killed_with_a_shared_memory_near_its_memory_says_dev_shm_coun
     worker = job.replicas.get(role="worker")
     assert (worker.status, worker.exit_code) == ("failed", 137)
     assert worker.reason == (
-        "OOMKilled：超出内存上限 1Gi；任务写入 /dev/shm（共享内存，最多 2 GiB）的内容也计入"
+        "OOMKilled：超出内存上限 1 GiB；任务写入 /dev/shm（共享内存，最多 2 GiB）的内容也计入"
         "该上限：若任务向其中写入，请给该角色更多内存，或调小共享内存"
     )
     with translation.override("en"):
         assert worker.reason_shown == (
-            "OOMKilled: memory limit 1Gi exceeded; what the job writes to /dev/shm (shared "
+            "OOMKilled: memory limit 1 GiB exceeded; what the job writes to /dev/shm (shared "
             "memory, up to 2 GiB) counts against it too: if the job writes there, give the "
             "role more memory or make the shared memory smaller"
         )
@@ -233,7 +233,7 @@ def test_a_replica_killed_for_its_memory_is_restarted_like_any_failure(alice, se
     restarted = job.events.get(reason="Restarted")
     # (its default 10 Gi /dev/shm, larger than its 1 GB, is named after the limit)
     assert (
-        "master-0 内存不足，被终止（OOMKilled：超出内存上限 1Gi；任务写入 /dev/shm"
+        "master-0 内存不足，被终止（OOMKilled：超出内存上限 1 GiB；任务写入 /dev/shm"
         in restarted.message
     )
     replica = job.replicas.get()
