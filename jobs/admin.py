@@ -227,6 +227,10 @@ PERMISSION_ACTIONS = {
 }
 
 
+# A Chinese character directly followed by a Latin letter or digit.
+CHINESE_BEFORE_LATIN = re.compile(r"([\u4e00-\u9fff])([A-Za-z0-9])")
+
+
 def permission_shown(permission: Permission) -> str:
     """A permission as Django names it (app | model | name), in the page's language: the
     Chinese user and group pages offered "训练任务 | 卡配额 | Can add card quota" (QA 49). A
@@ -240,6 +244,10 @@ def permission_shown(permission: Permission) -> str:
         and permission.codename == f"{action}_{model._meta.model_name}"
     ):
         name = PERMISSION_ACTIONS[action] % {"model": model._meta.verbose_name}
+        # The catalogue writes 可添加%(model)s without a space, right for a Chinese name; a
+        # model named with a Latin word first (API 访问密钥) takes the space the .po puts
+        # between Chinese and Latin words.
+        name = CHINESE_BEFORE_LATIN.sub(r"\1 \2", name)
     else:
         name = _(permission.name)
     return f"{permission.content_type} | {name}"

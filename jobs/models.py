@@ -75,6 +75,10 @@ class JobGroup(models.Model):
     concurrency = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        verbose_name = _("queue group")
+        verbose_name_plural = _("queue groups")
+
     def __str__(self) -> str:
         return ngettext(
             "%(name)s (%(total)s task, at most %(concurrency)s at once)",
@@ -347,6 +351,8 @@ class JobLabel(models.Model):
     value = models.CharField(max_length=63, blank=True)
 
     class Meta:
+        verbose_name = _("job label")
+        verbose_name_plural = _("job labels")
         constraints = [
             models.UniqueConstraint(fields=["job", "key"], name="job_label_unique_key"),
         ]
@@ -494,6 +500,10 @@ class UserPreference(models.Model):
     # The IANA zone the user reads times in (jobs.time_zones); empty: the console's TIME_ZONE.
     time_zone = models.CharField(max_length=64, blank=True, default="")
 
+    class Meta:
+        verbose_name = _("user preference")
+        verbose_name_plural = _("user preferences")
+
     def __str__(self) -> str:
         return f"{self.user_id} {self.language}"
 
@@ -511,6 +521,8 @@ class AlertDelivery(models.Model):
     sent_at = models.DateTimeField(db_index=False)
 
     class Meta:
+        verbose_name = _("alert delivery")
+        verbose_name_plural = _("alert deliveries")
         indexes = [
             models.Index(fields=["owner", "channel", "sent_at"], name="alertdelivery_owner_time")
         ]
@@ -545,6 +557,8 @@ class JobReplica(models.Model):
     reason_source = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
+        verbose_name = _("job replica")
+        verbose_name_plural = _("job replicas")
         ordering = ["job", "id"]
         constraints = [
             models.UniqueConstraint(fields=["job", "role", "index"], name="jobreplica_unique")
@@ -579,6 +593,8 @@ class Draft(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = _("draft")
+        verbose_name_plural = _("drafts")
         ordering = ["-updated_at"]
         indexes = [models.Index(fields=["owner", "-updated_at"], name="draft_owner_updated")]
         constraints = [
@@ -750,6 +766,8 @@ class LoginFailure(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
+        verbose_name = _("failed login")
+        verbose_name_plural = _("failed logins")
         indexes = [
             models.Index(fields=["username", "created_at"], name="loginfailure_user"),
             models.Index(fields=["ip", "created_at"], name="loginfailure_ip"),
@@ -803,6 +821,10 @@ class LocalRun(models.Model):
     # before 0046.
     host_network = models.BooleanField(null=True, blank=True)
 
+    class Meta:
+        verbose_name = _("local run")
+        verbose_name_plural = _("local runs")
+
     def __str__(self) -> str:
         return f"local run of {self.job_id} (attempt {self.attempt})"
 
@@ -833,6 +855,8 @@ class StackCapture(models.Model):
     replicas = models.JSONField(default=list)
 
     class Meta:
+        verbose_name = _("stack capture")
+        verbose_name_plural = _("stack captures")
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["job", "created_at"], name="stackcapture_job_time")]
 

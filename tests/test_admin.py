@@ -1421,6 +1421,9 @@ def test_the_admin_index_names_the_background_tasks_in_chinese(superuser):
                 "训练任务 | 训练任务 | 可查看训练任务",
                 "训练任务 | 训练任务 | 可审核任务：通过、驳回、停止、重新提交",
                 "后台任务 | 后台任务结果 | 可删除后台任务结果",
+                "训练任务 | API 访问密钥 | 可添加 API 访问密钥",
+                "训练任务 | 草稿 | 可删除草稿",
+                "训练任务 | 告警投递记录 | 可查看告警投递记录",
             ],
         ),
         (
@@ -1430,6 +1433,9 @@ def test_the_admin_index_names_the_background_tasks_in_chinese(superuser):
                 "Training jobs | job | Can view job",
                 "Training jobs | job | Can review jobs: approve, reject, stop, resubmit",
                 "Background tasks | Task Result | Can delete Task Result",
+                "Training jobs | API access key | Can add API access key",
+                "Training jobs | draft | Can delete draft",
+                "Training jobs | alert delivery | Can view alert delivery",
             ],
         ),
     ],
@@ -1439,7 +1445,8 @@ def test_the_permissions_a_superuser_gives_are_named_in_the_pages_language(
     superuser, alice, language, expected, page
 ):
     # QA 49: Django stores each permission's name in English when migrate makes it, so the
-    # Chinese user and group pages offered "训练任务 | 卡配额 | Can add card quota".
+    # Chinese user and group pages offered "训练任务 | 卡配额 | Can add card quota"; nine models
+    # had no name of their own ("可添加alert delivery"), and a Latin-first name no space.
     client = client_for(superuser)
     client.cookies["django_language"] = language
 
