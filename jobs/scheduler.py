@@ -50,7 +50,7 @@ Rules (decisions):
   dispatch_local's (LINE_ORDER), next_pass's raw SQL (_queued_local_rows) and the position
   a waiting job's page shows (queue_position): 1 + the Queued jobs ahead of it in that
   order, standalone jobs included, less those the pass goes past (a queue group at its cap,
-  an owner's quota).
+  an owner's quota); none for a job the pass goes past itself.
 """
 
 from __future__ import annotations
@@ -707,13 +707,22 @@ def queue_position(job: Job) -> int | None:
     standalone jobs submitted before it; for a queue task every standalone job (they start
     first) and the queue tasks of every queue ahead of it (a higher priority, or the same
     and submitted before it). Left out: the jobs set aside (_set_aside), which the pass goes
-    past, as it goes past this one while it is set aside.
+    past.
+
+    None while the job is set aside itself (its queue group runs its cap of tasks, or its
+    owner's quota holds it): the pass goes past it, and any place in line would say
+    something false of it. fix91b (qa91): the four waiting tasks of a sweep whose group runs
+    one task at a time all said "Position 1 in the queue", each leaving out its siblings
+    (set aside) and itself; read as "next", it was true of none of them. Its waiting line
+    says what it waits for (why_waiting: its group's cap, its quota).
 
     A job of another queue ahead of it may start after it (its own queue's first job does
     not fit, and holds it): the position is the place in line, not a promise, as the README
     says. Only the local runner's order is ours to tell: a remote platform queues a job by
     its own rules, and a job not sent yet goes out at once."""
     if job.status != JobStatus.QUEUED or job.backend != "local":
+        return None
+    if _set_aside(Job.objects.filter(pk=job.pk)):
         return None
     queued = (
         Job.objects.filter(backend=job.backend, resource_pool=job.resource_pool)
