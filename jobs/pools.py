@@ -55,6 +55,7 @@ from .backends import BackendError, Pool, enabled_backends
 from .forms import STORAGE_LABELS
 from .models import ACTIVE_STATUSES, Job, JobStatus, KnownPool
 from .quotas import QuotaLine, over_quota_note, quota_lines
+from .scheduler import queue_held_notes
 from .wizard import Freshness, available_pools, pool_freshness
 
 logger = logging.getLogger(__name__)
@@ -80,6 +81,9 @@ class QueueLoad:
     own_jobs: list[Job] = field(default_factory=list)
     # False for a queue the pool no longer offers that still has jobs: they are counted too.
     offered: bool = True
+    # Held by a job the scheduler's next pass cannot start (jobs.scheduler.queue_held_notes,
+    # HTML): the idle cards shown are not for the jobs of its priority or lower here.
+    held: str = ""
 
     @property
     def own_more(self) -> int:
@@ -152,6 +156,9 @@ def pools_overview(*, viewer: Any) -> list[PoolOverview]:
     overview = []
     for pool in pools:
         queues = loads[(pool.backend, pool.id)]
+        if pool.next_pass is not None:  # the pass the pool's idle figures are read from
+            for name, note in queue_held_notes(pool.next_pass(), viewer_id=viewer.pk).items():
+                queues.setdefault(name, QueueLoad(name=name, offered=False)).held = note
         offered = [queues[name] for name in dict.fromkeys(pool.queues)]
         others = sorted((q for q in queues.values() if not q.offered), key=lambda q: q.name)
         overview.append(

@@ -50,7 +50,7 @@ Rules (decisions):
   dispatch_local's (LINE_ORDER), next_pass's raw SQL (_queued_local_rows) and the position
   a waiting job's page shows (queue_position): 1 + the Queued jobs ahead of it in that
   order, standalone jobs included, less those the pass goes past (a queue group at its cap,
-  an owner's quota).
+  an owner's quota); none for a job the pass goes past itself.
 """
 
 from __future__ import annotations
@@ -75,11 +75,14 @@ from django.db.models import (
     Value,
     When,
 )
+from django.urls import reverse
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop, ngettext
+from django.utils.translation import gettext_noop, ngettext, pgettext
 
 from .health import WorkerIdentity, WorkerState, holds_lease, problem_recorded, worker_state
-from .models import ACTIVE_STATUSES, CardQuota, Job, JobEvent, JobGroup, JobStatus
+from .models import ACTIVE_STATUSES, CardQuota, Job, JobEvent, JobGroup, JobStatus, Priority
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
 from .services import job_event, job_fail_unreadable, job_transition
 from .spec import SUBMIT_QUEUE, SpecError, parse_document
@@ -357,14 +360,96 @@ def held_for_waiting_note(plan: NextPass) -> str:
     ) % {"why": display_text(why, source_of(why))}
 
 
+# A blocker's rank (RANKS) as its priority is shown (高/中/低).
+RANK_PRIORITIES = (Priority.HIGH, Priority.NORMAL, Priority.LOW)
+
+
+def queue_held_notes(plan: NextPass, *, viewer_id: int | None) -> dict[str, str]:
+    """For each queue a job blocks in `plan` (no back-filling), what a page showing the idle
+    cards read from that plan says beside them, in the reader's language, as HTML: the job
+    that holds the queue, what it waits for, and that the jobs of that queue of its priority
+    or lower wait behind it and a standalone one is refused (jobs.wizard._queue_blocked, from
+    the same plan). qa91: 2 of 4 cards showed idle in the wizard and on the pools page while
+    a 3-card task held the only queue; a 1-card queue task waited, and a standalone job,
+    even a CPU-only one, was refused only once its form was filled.
+
+    The holder is named, and linked to its page, for its owner only (a job's page is its
+    owner's); anyone else reads "a job of another user". No query unless the viewer holds a
+    queue: then one, for the names of their jobs that do."""
+    if not plan.blocked:
+        return {}
+    own = [held.job_id for held in plan.blocked.values() if held.owner_id == viewer_id]
+    names: dict[int, tuple[str, str]] = {}
+    if own:
+        names = {
+            pk: (public_id, name)
+            for pk, public_id, name in Job.objects.filter(pk__in=own).values_list(
+                "pk", "public_id", "name"
+            )
+        }
+    notes: dict[str, str] = {}
+    for queue, held in plan.blocked.items():
+        if held.short_cards:
+            need = pgettext("between list items", "; ").join(
+                ngettext("%(count)d %(card)s card", "%(count)d %(card)s cards", count)
+                % {"count": count, "card": card}
+                for card, count in sorted(held.short_cards.items())
+            )
+        else:
+            need = _("the CPU cores it needs")
+        figures = {
+            "queue": conditional_escape(queue),
+            "need": conditional_escape(need),
+            "priority": conditional_escape(RANK_PRIORITIES[min(held.rank, 2)].label),
+        }
+        found = names.get(held.job_id)
+        if found is None:
+            message = _(
+                "Queue “%(queue)s” is held by a job of another user, which waits for "
+                "%(need)s: until it starts, no job of this queue of priority %(priority)s or "
+                "lower starts, even one asking for no card, and a standalone job of such a "
+                "priority is refused in this queue."
+            )
+        else:
+            public_id, name = found
+            figures["job"] = format_html(
+                '<a href="{}" id="queue-held-by-{}">{}</a>',
+                reverse("job-detail", args=[public_id]),
+                public_id,
+                name,
+            )
+            message = _(
+                "Queue “%(queue)s” is held by your job %(job)s, which waits for %(need)s: "
+                "until it starts, no job of this queue of priority %(priority)s or lower "
+                "starts, even one asking for no card, and a standalone job of such a priority "
+                "is refused in this queue."
+            )
+        notes[queue] = mark_safe(conditional_escape(message) % figures)
+    return notes
+
+
+@dataclass(frozen=True)
+class QueueHolder:
+    """The first job of a queue that the next pass cannot start (next_pass): no job of its
+    queue behind it starts before it (no back-filling), whatever it asks."""
+
+    # Its priority (RANKS): a job of that rank or a lower priority, submitted now, would wait
+    # behind it, and a standalone one is refused (jobs.wizard._queue_blocked).
+    rank: int
+    job_id: int
+    owner_id: int
+    # What it lacks at its turn: the cards of each type of which it asks more than are left
+    # (none: the CPU cores it needs are taken).
+    short_cards: dict[str, int]
+
+
 @dataclass(frozen=True)
 class NextPass:
     """What the next scheduling pass would do, read only (next_pass)."""
 
     free: dict[str, list[int]]  # the cards it leaves idle, per type
-    # Per queue, the priority rank (RANKS) of the job that blocks it: a job of that rank or a
-    # lower priority, submitted now, would wait behind it (no back-filling).
-    blocked: dict[str, int]
+    # Per queue, the job that blocks it (no back-filling).
+    blocked: dict[str, QueueHolder]
     # Per owner, what their jobs hold once it has started its jobs (card quotas count them);
     # None where it read no usage (no quota exists, or nothing is queued): jobs.quotas'
     # local_usage is then what holds.
@@ -407,11 +492,11 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
     quotas: bool | None = None  # whether any card quota exists (most consoles have none)
     usage: dict[int, Usage] | None = None
     limits: dict[int, list[Limit]] = {}
-    blocked: dict[str, int] = {}
+    blocked: dict[str, QueueHolder] = {}
     standalone_waits = False
     waiting: Requirement | None = None
     rows = _queued_local_rows()
-    for line, queue, rank, group_id, concurrency, owner_id, document, _job_id in rows:
+    for line, queue, rank, group_id, concurrency, owner_id, document, job_id in rows:
         # The standalone jobs (few, and first) are each looked at: whether one waits is part
         # of the answer (standalone_waits), which the short cuts below would not find.
         if line == QUEUE_LINE and capacity.running >= settings.LOCAL_MAX_RUNNING_JOBS:
@@ -449,7 +534,12 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
                 standalone_waits = True  # it waits first in line: nothing behind it starts
                 waiting = need
                 break
-            blocked[queue] = rank
+            short = {
+                card: wanted
+                for card, wanted in need.cards.items()
+                if wanted > len(capacity.free_devices.get(card, []))
+            }
+            blocked[queue] = QueueHolder(rank, job_id, owner_id, short)
             continue
         if usage is not None:
             usage.setdefault(owner_id, Usage()).add(need.cards)
@@ -707,13 +797,22 @@ def queue_position(job: Job) -> int | None:
     standalone jobs submitted before it; for a queue task every standalone job (they start
     first) and the queue tasks of every queue ahead of it (a higher priority, or the same
     and submitted before it). Left out: the jobs set aside (_set_aside), which the pass goes
-    past, as it goes past this one while it is set aside.
+    past.
+
+    None while the job is set aside itself (its queue group runs its cap of tasks, or its
+    owner's quota holds it): the pass goes past it, and any place in line would say
+    something false of it. fix91b (qa91): the four waiting tasks of a sweep whose group runs
+    one task at a time all said "Position 1 in the queue", each leaving out its siblings
+    (set aside) and itself; read as "next", it was true of none of them. Its waiting line
+    says what it waits for (why_waiting: its group's cap, its quota).
 
     A job of another queue ahead of it may start after it (its own queue's first job does
     not fit, and holds it): the position is the place in line, not a promise, as the README
     says. Only the local runner's order is ours to tell: a remote platform queues a job by
     its own rules, and a job not sent yet goes out at once."""
     if job.status != JobStatus.QUEUED or job.backend != "local":
+        return None
+    if _set_aside(Job.objects.filter(pk=job.pk)):
         return None
     queued = (
         Job.objects.filter(backend=job.backend, resource_pool=job.resource_pool)

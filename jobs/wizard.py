@@ -73,7 +73,7 @@ from .runtime_env import (
     with_group_envs,
     with_group_task,
 )
-from .scheduler import RANKS, NextPass, line_jumped, next_pass
+from .scheduler import RANKS, NextPass, line_jumped, next_pass, queue_held_notes
 from .services import jobs_submit
 from .summary import SHOWN_REPLICAS, in_role_table_order, role_words, spec_changes
 from .texts import list_words
@@ -2296,7 +2296,7 @@ def _queue_blocked(spec: S.JobSpec, plan: NextPass) -> list[str]:
     admission's, kept so that standalone jobs sent one after another do not starve the big
     job a queue waits for (the queue's no back-filling rule)."""
     blocker = plan.blocked.get(spec.queue)
-    if blocker is None or blocker > RANKS.get(spec.priority, 2):
+    if blocker is None or blocker.rank > RANKS.get(spec.priority, 2):
         return []
     return [
         _(
@@ -2306,6 +2306,31 @@ def _queue_blocked(spec: S.JobSpec, plan: NextPass) -> list[str]:
         )
         % {"queue": spec.queue}
     ]
+
+
+def queues_held(pool: Pool | None, *, viewer: Any) -> list[str]:
+    """The pool's stock line's notes on its queues held by a job the next pass cannot start
+    (jobs.scheduler.queue_held_notes), in the pool's order of queues: read from the pass its
+    idle figures come from (the local pool's only), so they cannot disagree."""
+    if pool is None or pool.next_pass is None:
+        return []
+    notes = queue_held_notes(pool.next_pass(), viewer_id=viewer.pk)
+    order = [*dict.fromkeys(pool.queues), *sorted(set(notes) - set(pool.queues))]
+    return [notes[queue] for queue in order if queue in notes]
+
+
+def queue_held_for(spec: S.JobSpec, pool: Pool | None, *, viewer: Any) -> str:
+    """The Submission step's note when the draft's queue is held by a job the next pass
+    cannot start and the draft's priority does not pass it: the plan and the rule of the
+    admission (_plan_for, _queue_blocked), so the step says before the submit what refuses a
+    standalone job there, and that a queue task waits behind it. "" otherwise."""
+    if pool is None or pool.backend != "local" or not spec.counts_in_range():
+        return ""
+    plan = _plan_for(spec, pool)
+    held = plan.blocked.get(spec.queue)
+    if held is None or held.rank > RANKS.get(spec.priority, 2):
+        return ""
+    return queue_held_notes(plan, viewer_id=viewer.pk).get(spec.queue, "")
 
 
 def standalone_claim_refusals(*, spec: S.JobSpec, owner: Any, submit_key: str) -> list[str]:

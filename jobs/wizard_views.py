@@ -833,6 +833,7 @@ def _resources_extras(
         "roles_restored": S.FRAMEWORK_LABELS.get(W.roles_restored(state), ""),
         "card_types": state.pool.accelerators if state.pool else [],
         "note": state.pool.note if state.pool else "",
+        "queues_held": W.queues_held(state.pool, viewer=request.user),
         # The user's quota beside the idle cards, where the cards are chosen (QA 63: it was
         # first told on Next, as a refusal).
         "quota": quota,
@@ -973,12 +974,15 @@ def _advanced_extras(
 def _submission_extras(
     request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
 ) -> dict[str, Any]:
-    spec = W.assemble(state, steps=[W.RESOURCES, W.SUBMISSION]).spec
+    # The basic step for the queue and priority the note on a held queue reads.
+    spec = W.assemble(state, steps=[W.BASIC, W.RESOURCES, W.SUBMISSION]).spec
     return {
         "shortfall": W.shortfall(spec, state.pool),
         "wanted": sorted(spec.accelerators_by_type().items()),
         "freshness": W.pool_freshness(state.pool),
         "quota_waits": _quota_waits(spec, state),
+        # Its queue held by a job that does not fit: what the idle cards above do not say.
+        "queue_held": W.queue_held_for(spec, state.pool, viewer=request.user),
     }
 
 
@@ -1296,6 +1300,7 @@ def wizard_idle(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
                 "card_types": pool.accelerators if pool else [],
                 "freshness": freshness,
                 "note": pool.note if pool else "",
+                "queues_held": W.queues_held(pool, viewer=request.user),
                 "oob": True,
             },
         )

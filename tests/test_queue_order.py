@@ -19,8 +19,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from django.urls import reverse
 
 from jobs import spec as S
+from jobs.health import WorkerIdentity, worker_beat
 from jobs.models import CardQuota, Job, JobStatus, LocalRun
 from jobs.scheduler import dispatch_local, next_pass, queue_position
 from jobs.services import jobs_submit
@@ -130,7 +132,7 @@ def test_a_queue_whose_first_task_does_not_fit_holds_only_its_own_later_tasks(al
     # the card `big` cannot use, as a job of another queue may (README "Scheduling").
     assert [queue_position(j) for j in (big, behind_big, other)] == [1, 2, 3]
 
-    assert next_pass().blocked == {"research": 0}
+    assert {queue: held.rank for queue, held in next_pass().blocked.items()} == {"research": 0}
     assert dispatch_local() == [other]
     assert _status(behind_big) == JobStatus.QUEUED  # no back-filling in its own queue
 
@@ -157,13 +159,44 @@ def test_the_position_leaves_out_the_jobs_set_aside_for_their_owners_quota_or_gr
 
     assert dispatch_local() == []  # the over-quota task set aside, the others too big
     assert queue_position(mine) == 3  # the group's two tasks
-    assert queue_position(over_quota) == 1  # its place, were its quota to allow it
+    assert queue_position(over_quota) is None  # the pass goes past it: no place in line
 
     Job.objects.filter(pk=first_task.pk).update(status=JobStatus.RUNNING)
     # Its group runs its one task at a time: the second waits beside the line.
     assert queue_position(mine) == 1
-    assert queue_position(second_task) == 1
+    assert queue_position(second_task) is None
 
     quota.max_cards = 2
     quota.save()  # the over-quota task is in line again, as its own page says at once
     assert queue_position(mine) == 2
+    assert queue_position(over_quota) == 1
+
+
+def test_the_waiting_tasks_of_a_sweep_held_by_its_groups_cap_show_no_position_but_why_they_wait(
+    alice, bob, client
+):
+    # qa91: a sweep of 5 tasks, one at a time; its first runs, the pool has room for all.
+    worker_beat(worker=WorkerIdentity.here())  # a worker runs: its pages say why jobs wait
+    sweep = _spec("sweep", 1)
+    sweep.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=5, concurrency=1)
+    running, *waiting = jobs_submit(owner=alice, spec=sweep, submit_key="sweep")
+    Job.objects.filter(pk=running.pk).update(status=JobStatus.RUNNING)
+    later = _submitted(bob, _spec("later", 1))
+    client.force_login(alice)
+
+    # Each said "Position 1 in the queue" (its siblings and itself left out, as set aside),
+    # which none of them is: the next pass goes past all four.
+    assert [queue_position(task) for task in waiting] == [None] * 4
+    for task in waiting:
+        page = client.get(reverse("job-detail", args=[task.public_id])).content.decode()
+        assert 'id="queue-position"' not in page
+        assert (
+            "Waiting for its queue group: at most 1 of its tasks runs at once (1 running now)."
+            in page
+        )
+    # A job not held by a cap keeps its place: the four go unseen, it is next.
+    assert queue_position(later) == 1
+    assert dispatch_local() == [later]
+
+    _ended(running)  # the group's one task ends: the next is in line again, first
+    assert [queue_position(task) for task in waiting] == [1, 2, 3, 4]
