@@ -508,7 +508,7 @@ class RoleForm(forms.Form):
     name = forms.CharField(label=_("Role"), required=False, max_length=64)
     # Context: the job page's "Replicas" heads its list of replicas (实例), this counts them (实例数).
     replicas = forms.IntegerField(label=pgettext_lazy("how many replicas a role runs", "Replicas"))
-    use_accelerator = forms.BooleanField(label=_("Accelerators"), required=False)
+    use_accelerator = forms.BooleanField(label=_("Use cards"), required=False)
     accelerator_type = forms.ChoiceField(label=_("Card type"), required=False)
     accelerators = forms.IntegerField(label=_("Cards per replica"), required=False)
     cpu = forms.IntegerField(label=_("CPU cores"), required=False)
@@ -1165,6 +1165,16 @@ MountFormSet = formset_factory(
 )
 
 
+def pool_with_id(name: str, pool_id: str) -> str:
+    """A pool's name followed by its id, "name (id)", or the name alone when it says the id
+    already: "本机 Local (local)" named the local pool three times (qa92)."""
+    if not name:
+        return pool_id
+    if pool_id.casefold() in name.casefold().split():
+        return name
+    return f"{name} ({pool_id})"
+
+
 class ImportForm(forms.Form):
     """从请求导入 on the drafts page: a CreateJob body pasted or uploaded, and a pool for a
     body that names none. jobs.wizard_import reads the body; this only gets its text."""
@@ -1178,7 +1188,7 @@ class ImportForm(forms.Form):
     def __init__(self, *args: Any, pools: list[Pool], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["resource_pool"].choices = [("", _("As the request says (resourcePoolId)"))] + [
-            (p.id, f"{p.name} ({p.id})") for p in pools
+            (p.id, pool_with_id(p.name, p.id)) for p in pools
         ]
 
     def clean(self) -> dict[str, Any]:

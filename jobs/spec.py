@@ -2269,7 +2269,8 @@ def _validate_advanced(spec: JobSpec, err: Any, *, in_wizard: bool) -> None:
     if not 1 <= sub.concurrency <= max(sub.total, 1):
         err(
             "submission.concurrency",
-            _("Concurrent tasks must be between 1 and the number of tasks."),
+            _("Concurrent tasks must be between 1 and %(total)d, the tasks in the group.")
+            % {"total": max(sub.total, 1)},
         )
     if spec.creation_mode not in (CREATION_CUSTOM, CREATION_AIAK):
         err("creationMode", _("Creation mode is custom or AIAK template."))

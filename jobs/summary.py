@@ -182,7 +182,7 @@ def spec_sections(
         (_("Job name"), spec.name),
         (
             _("Resource pool"),
-            f"{pool_name} ({spec.resource_pool_id})" if pool_name else spec.resource_pool_id,
+            F.pool_with_id(pool_name, spec.resource_pool_id),
         ),
         (_("Queue"), spec.queue),
         (_("Priority"), _label(F.PRIORITY_CHOICES, spec.priority)),
@@ -467,7 +467,8 @@ def specs_compared(
                     shown[i] = _changed_lines(values[0].splitlines(), value.splitlines()) or value
             compared.append(
                 ComparedField(
-                    label=f"{section} · {label}",
+                    # A field named as its section (投递方式) is named once (qa92).
+                    label=section if label == section else f"{section} · {label}",
                     values=[value or "—" for value in shown],
                     differs=differs,
                     changed=[value != values[0] for value in values],

@@ -536,7 +536,10 @@ INJECTED_VARIABLES: dict[str, list[tuple[str, Any]]] = {
         ("AIHC_JOB_ID", gettext_lazy("the job's ID")),
         ("AIHC_ROLE", gettext_lazy("this replica's role")),
         ("AIHC_ROLE_INDEX", gettext_lazy("this replica's index within its role")),
-        ("AIHC_TENSORBOARD_LOG_PATH", gettext_lazy("when TensorBoard is on")),
+        (
+            "AIHC_TENSORBOARD_LOG_PATH",
+            gettext_lazy("the TensorBoard log path (when TensorBoard is on)"),
+        ),
         ("NCCL_DEBUG", "INFO"),
         ("NCCL_IB_DISABLE", gettext_lazy("0 when RDMA is on")),
         ("PYTHONUNBUFFERED", "1"),
@@ -551,7 +554,7 @@ INJECTED_VARIABLES: dict[str, list[tuple[str, Any]]] = {
                 "number of replicas (nodes), not of processes: "
                 'init_process_group(init_method="env://") reads it and RANK, which is right '
                 "with one process per replica; with several, start them with torchrun (as "
-                "the example does), which sets each process's own"
+                "the example does), which sets each process's own RANK and WORLD_SIZE"
             ),
         ),
         ("NPROC_PER_NODE", gettext_lazy("cards per replica (1 without cards)")),
@@ -1533,11 +1536,44 @@ def template_misfit(template: dict[str, Any], pool: Pool | None) -> dict[str, An
     warning on any pool, and aiak_misfit's refusal on the local one."""
     if pool is None:
         return None
-    resources = template["resources"]
-    card = resources["acceleratorType"]
-    wanted = (resources["workers"] + 1) * resources["acceleratorsPerInstance"]
+    card, wanted = _template_cards(template)
     total = sum(a.total for a in pool.accelerators if a.type == card)
-    return None if wanted <= total else {"card": card, "wanted": wanted, "total": total}
+    if wanted <= total:
+        return None
+    # "Choose a smaller template" sent the user through every template in vain when none is
+    # small enough (qa92: each asks for 8 cards, a local pool may have 4).
+    fits = any(
+        needs <= sum(a.total for a in pool.accelerators if a.type == kind)
+        for kind, needs in map(_template_cards, aiak_templates().values())
+    )
+    return {"card": card, "wanted": wanted, "total": total, "none_fits": not fits}
+
+
+def _template_cards(template: dict[str, Any]) -> tuple[str, int]:
+    """An AIAK template's card type and the cards it asks for in all."""
+    resources = template["resources"]
+    replicas = resources["workers"] + 1
+    return resources["acceleratorType"], replicas * resources["acceleratorsPerInstance"]
+
+
+def misfit_message(misfit: dict[str, Any]) -> str:
+    """What template_misfit found, said with what to do: another template when a smaller one
+    fits the pool, else another pool."""
+    if misfit["none_fits"]:
+        return (
+            _(
+                "This pool has %(total)s %(card)s cards in all; the template asks for "
+                "%(wanted)s, and no AIAK template fits in this pool. Choose another pool."
+            )
+            % misfit
+        )
+    return (
+        _(
+            "This pool has %(total)s %(card)s cards in all; the template asks for "
+            "%(wanted)s. Choose a smaller template or another pool."
+        )
+        % misfit
+    )
 
 
 def wizard_rules(
@@ -1553,14 +1589,7 @@ def wizard_rules(
         spec, next((p for p in state.pools if p.id == spec.resource_pool_id), None)
     )
     if misfit:
-        err(
-            "aiak.template",
-            _(
-                "This pool has %(total)s %(card)s cards in all; the template asks for "
-                "%(wanted)s. Choose a smaller template or another pool."
-            )
-            % misfit,
-        )
+        err("aiak.template", misfit_message(misfit))
     if state.template:
         for key, placeholder in unreplaced_placeholders(spec.command):
             err(

@@ -735,13 +735,13 @@ def _basic_extras(
     )
     raw = state.raw(W.BASIC)
     return {
-        "aiak": _aiak_preview(raw, state.pool),
+        "aiak": _aiak_preview(raw, state.pool, staff=request.user.is_staff),
         "aiak_form": forms.form,
         "max_labels": S.MAX_LABELS,
     }
 
 
-def _aiak_preview(raw: W.Raw | Any, pool: W.Pool | None) -> dict[str, Any]:
+def _aiak_preview(raw: W.Raw | Any, pool: W.Pool | None, *, staff: bool) -> dict[str, Any]:
     def one(key: str) -> str:
         value = raw.get(key)
         if isinstance(value, list):
@@ -749,13 +749,19 @@ def _aiak_preview(raw: W.Raw | Any, pool: W.Pool | None) -> dict[str, Any]:
         return str(value or "")
 
     template = W.aiak_templates().get(one("aiak_template"))
+    misfit = W.template_misfit(template, pool) if template else None
     return {
         "on": one("creation_mode") == S.CREATION_AIAK,
         "template": template,
         "command": W.template_command(template, one("training_mode"), one("training_method"))
         if template
         else "",
-        "misfit": W.template_misfit(template, pool) if template else None,
+        "misfit": misfit,
+        "misfit_message": W.misfit_message(misfit) if misfit else "",
+        # Staff can give the local pool more cards (README, "Running jobs on this machine").
+        "more_local_cards": bool(
+            misfit and misfit["none_fits"] and staff and pool and pool.backend == "local"
+        ),
     }
 
 
@@ -1264,7 +1270,10 @@ def wizard_aiak(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
     # The pool only matters to a chosen template (does it fit?): no lookup without one.
     template_chosen = bool(request.GET.get("aiak_template"))
     pool = W.find_pool(request.GET.get("resource_pool", "")) if template_chosen else None
-    context = {"aiak": _aiak_preview(request.GET, pool), "draft": request_draft}
+    context = {
+        "aiak": _aiak_preview(request.GET, pool, staff=request.user.is_staff),
+        "draft": request_draft,
+    }
     # The preview alone, for the mode switch too: the fields are drawn on the page already,
     # shown by CSS in AIAK mode (fix82b; until then the switch redrew them, taking what was
     # chosen in them while its answer was on its way, and this drew them with a form of

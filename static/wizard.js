@@ -45,14 +45,24 @@ function rowActionFocus(action) {
 }
 
 // On a narrow screen the steps are one row that scrolls sideways (console.css): the current
-// one is brought into view, on load and after htmx swapped a step in.
+// one is brought into view, on load and after htmx swapped a step in. The row starts with a
+// whole step, the one before the current when both fit, else the current: centred, the step
+// before showed as the end of its label (qa92: "and ✓", "ced ✓" at 375 pixels). Near the end
+// of the row (确认) the row could not scroll that far: a space after the last step lets it.
 function showCurrentStep() {
   const current = document.querySelector(".wizard-steps [aria-current='step']");
   const row = current && current.parentElement;
-  if (!row || row.scrollWidth <= row.clientWidth) return;
-  const step = current.getBoundingClientRect();
-  const left = step.left - row.getBoundingClientRect().left;
-  row.scrollLeft += left - (row.clientWidth - step.width) / 2;
+  if (!row) return;
+  row.style.paddingInlineEnd = "";
+  if (row.scrollWidth <= row.clientWidth) return;
+  const origin = row.getBoundingClientRect().left + row.clientLeft - row.scrollLeft;
+  const left = (step) => step.getBoundingClientRect().left - origin;
+  const right = current.getBoundingClientRect().right - origin;
+  const before = current.previousElementSibling;
+  const start = before && right - left(before) <= row.clientWidth ? left(before) : left(current);
+  const spare = start - (row.scrollWidth - row.clientWidth);
+  if (spare > 0) row.style.paddingInlineEnd = `${spare}px`;
+  row.scrollLeft = start;
 }
 document.addEventListener("DOMContentLoaded", showCurrentStep);
 

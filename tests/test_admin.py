@@ -480,7 +480,7 @@ def test_the_job_page_names_the_specs_pool_as_the_wizards_review_step_does(alice
             1
         ]
 
-    assert pool_row(here) == "本机 Local (local)"
+    assert pool_row(here) == "本机 Local"  # its name says its id (local) already
     # No longer offered: by its last known name, marked as the admin's job list marks it, with
     # its id; by its id alone when its name was never seen.
     assert pool_row(named) == "旧训练池（已不再提供） (cce-old)"

@@ -64,7 +64,7 @@ def test_two_jobs_ticked_on_the_list_and_compared_show_their_differing_rows_and_
             "镜像与命令 · 环境变量",
             "资源配置 · 角色",
             "资源配置 · 加速芯片总数",
-            "高级配置 · Tensorboard",  # each its own log path
+            "高级配置 · TensorBoard",  # each its own log path
         ],
     )
     expect(table.locator("tr.compare-field", has_text="加速芯片总数").locator("td")).to_have_text(

@@ -643,7 +643,7 @@ def test_the_resources_step_shows_the_users_quota_and_what_their_running_jobs_ho
     )
     en_client.cookies["django_language"] = "zh-hans"
     page = en_client.get(step_url(draft, W.RESOURCES)).content.decode()
-    assert f"{A800}： 运行中的任务占用 3 / 4 张， 运行中任务 1 / 2 个" in page
+    assert f"{A800}：运行中的任务占用 3 / 4 张，运行中任务 1 / 2 个" in page
 
 
 def test_the_resources_step_of_a_user_without_a_quota_shows_no_quota_line(alice_client):

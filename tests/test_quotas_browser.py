@@ -55,7 +55,7 @@ def test_a_researcher_sees_their_quota_beside_the_idle_cards_when_choosing_cards
     fill_image(page)
 
     expect(page.locator("#quota-line")).to_have_text(
-        "您在此资源池的配额： 任意类型的卡： 运行中的任务占用 1 / 2 张"
+        "您在此资源池的配额：任意类型的卡：运行中的任务占用 1 / 2 张"
     )
     expect(page.locator("#pool-stock")).to_contain_text("空闲 7 / 共 8")
 

@@ -139,3 +139,59 @@ def test_on_a_phone_a_jobs_id_under_its_name_takes_one_line_and_stays_whole_in_i
     expect(phone.locator(f"#job-link-{job.public_id}")).to_have_attribute(
         "href", f"/jobs/{job.public_id}/"
     )
+
+
+SMALL_PHONE = {"width": 375, "height": 667}
+
+
+@pytest.mark.parametrize("step", [W.IMAGE, W.DATA, W.FAULT, W.SUBMISSION, W.REVIEW])
+def test_on_a_375_pixel_phone_the_step_bar_starts_with_a_whole_step_and_shows_the_current_whole(
+    browser, live_server, alice, step
+):
+    # qa92: the current step centred, the one before showed as the end of its label
+    # ("and ✓", "ced ✓").
+    client = Client()
+    client.force_login(alice)
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=step)
+    context = device(browser, live_server, SMALL_PHONE)
+    page = context.new_page()
+    log_in(page, "alice", "alice-password")
+    page.goto(step_url(draft, step))
+
+    bar = page.locator(".wizard-steps").bounding_box()
+    current = page.locator(".wizard-steps [aria-current=step]")
+    expect(current).to_contain_text(str(W.STEP_TITLES[step]))
+    steps = [li.bounding_box() for li in page.locator(".wizard-steps > li").all()]
+    box = current.bounding_box()
+
+    # The current step's label is whole in view, and no step is cut at the bar's left edge.
+    assert bar["x"] - 1 <= box["x"] and box["x"] + box["width"] <= bar["x"] + bar["width"] + 1
+    cut = [s for s in steps if s["x"] < bar["x"] - 1 < s["x"] + s["width"] - 2]
+    assert not cut, (bar, cut)
+    context.close()
+
+
+def test_on_a_375_pixel_phone_the_card_switch_has_its_name_beside_it(browser, live_server, alice):
+    # qa92: the box stood alone on its line, its name (加速芯片) above it as a column's.
+    client = Client()
+    client.force_login(alice)
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=W.RESOURCES)
+    context = device(browser, live_server, SMALL_PHONE)
+    page = context.new_page()
+    log_in(page, "alice", "alice-password")
+    page.goto(step_url(draft, W.RESOURCES))
+
+    switch = page.get_by_role("checkbox", name="加速芯片").first
+    label = page.locator("label[for='id_roles-0-use_accelerator']")
+    expect(switch).to_be_visible()
+    expect(label).to_be_visible()
+    box, name = switch.bounding_box(), label.bounding_box()
+
+    assert name["x"] >= box["x"] + box["width"]  # beside it, to its right
+    assert name["y"] < box["y"] + box["height"] / 2 < name["y"] + name["height"]  # on its line
+    assert name["x"] + name["width"] <= 375
+    label.tap()  # the name is the switch's
+    expect(switch).not_to_be_checked()
+    context.close()

@@ -1955,7 +1955,7 @@ def test_a_tensorboard_log_path_in_a_read_only_mount_is_refused_on_the_path_nami
 
     assert r.status_code == 200
     assert field_errors(r, "id_tensorboard_path") == [
-        "Tensorboard 日志路径 /data/tb 位于本任务以只读方式挂载的 /data 中（数据源步骤）：任务代码无法"
+        "TensorBoard 日志路径 /data/tb 位于本任务以只读方式挂载的 /data 中（数据源步骤）：任务代码无法"
         "在那里写入事件文件。请选择读写挂载上的路径，或以读写方式挂载 /data。"
     ]
     # In the read-write mount inside it, the code can write: the deepest mount decides.
@@ -2014,14 +2014,14 @@ def test_a_second_mount_row_without_an_absolute_path_is_refused_on_its_field_not
 @pytest.mark.parametrize(
     "typed, message",
     [
-        ("workspace/tb", "请填写与代码一致的 Tensorboard 日志绝对路径。"),
+        ("workspace/tb", "请填写与代码一致的 TensorBoard 日志绝对路径。"),
         (
             "/workspace/tb/",
-            "Tensorboard 日志路径须为规范的绝对路径：不能包含 '..'，不能有连续的 '/'，也不能以 '/' 结尾。",
+            "TensorBoard 日志路径须为规范的绝对路径：不能包含 '..'，不能有连续的 '/'，也不能以 '/' 结尾。",
         ),
         (
             "/workspace/../tb",
-            "Tensorboard 日志路径须为规范的绝对路径：不能包含 '..'，不能有连续的 '/'，也不能以 '/' 结尾。",
+            "TensorBoard 日志路径须为规范的绝对路径：不能包含 '..'，不能有连续的 '/'，也不能以 '/' 结尾。",
         ),
         ("/workspace／tb", "路径中有全角斜杠"),
     ],

@@ -1685,7 +1685,8 @@ def test_a_copy_of_a_job_in_a_retired_pool_says_which_pool_to_change_and_the_dif
     # (The local pool's host network row says 本机资源池 too: it differs, and rightly.)
     row = page.locator("#copy-diff tr", has_text="基础信息 · 资源池")
     expect(row).to_contain_text("旧训练池（已不再提供） (cce-old)")
-    expect(row).to_contain_text("本机 Local (local)")
+    expect(row).to_contain_text("本机 Local")
+    expect(row).not_to_contain_text("(local)")  # its name says it (qa92)
 
 
 def test_the_warning_of_keys_an_import_did_not_read_stays_on_the_draft_until_dismissed(
@@ -1789,7 +1790,7 @@ def test_a_mount_over_tmp_and_a_tensorboard_path_in_a_read_only_mount_are_refuse
     page.click("#wizard-next")
 
     expect(page.locator("#error_1_id_tensorboard_path")).to_contain_text(
-        "Tensorboard 日志路径 /data/tb 位于本任务以只读方式挂载的 /data 中"
+        "TensorBoard 日志路径 /data/tb 位于本任务以只读方式挂载的 /data 中"
     )
     page.fill("#id_tensorboard_path", "/output/tb")  # on no mount, in the read-only sandbox
 
@@ -1802,7 +1803,7 @@ def test_a_mount_over_tmp_and_a_tensorboard_path_in_a_read_only_mount_are_refuse
     next_step(page, "submission")
     next_step(page, "review")
     expect(page.locator("#tensorboard-notice")).to_contain_text(
-        "Tensorboard 日志路径 /tmp/tb 位于每个实例自己的 /tmp 中"
+        "TensorBoard 日志路径 /tmp/tb 位于每个实例自己的 /tmp 中"
     )
 
 

@@ -783,7 +783,7 @@ def test_the_bccl_and_tensorboard_switches_say_what_the_local_pool_provides(alic
     advanced = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
 
     assert "本机资源池只记录这一选择，不注入 BCCL" in fault
-    assert "本机资源池不启动 Tensorboard：该路径位于任务以读写方式挂载的存储卷" in advanced
+    assert "本机资源池不启动 TensorBoard：该路径位于任务以读写方式挂载的存储卷" in advanced
 
 
 def test_the_rdma_switch_says_the_local_pool_only_sets_the_nccl_variable(alice, client):
@@ -852,7 +852,7 @@ def test_the_review_summary_reads_every_section_in_console_words_with_edit_links
     for step in W.FORM_STEPS:
         assert f'href="{step_url(draft, step)}"' in summary
     assert "运行参数" in summary and "torchrun train.py" in summary  # not only in the JSON
-    assert "本机 Local (local)" in summary
+    assert "本机 Local" in summary and "本机 Local (local)" not in summary  # named once (qa92)
     assert "本地盘（hostpath） scratch → /workspace" in summary
 
 
@@ -1324,7 +1324,7 @@ def test_the_submission_step_counts_tasks_plainly_and_says_what_else_limits_them
     # "每次创建 1 场", "同时跑 N 场": 场 counts matches and shows, not jobs; and the local pool's
     # queues have no node limit, which the help used to name alone.
     assert "场" not in zh
-    assert "每次创建 1 个任务" in zh and "组内最多同时运行 N 个任务" in zh
+    assert "独立任务：创建 1 个任务" in zh and "组内最多同时运行 N 个任务" in zh
     assert "这一组要创建的训练任务个数（不是节点数，也不是卡数）。" in zh
     assert (
         "资源池空闲卡不足，或您的卡配额（本机资源池）、队列自身的限制未放行时，实际同时运行的任务会更少。"
@@ -1366,7 +1366,7 @@ def test_the_review_of_a_copy_of_a_job_in_a_retired_pool_names_it_as_the_job_lis
     row = re.search(r'<td class="diff-field">基础信息 · 资源池</td>(.*?)</tr>', moved, re.S)
     assert row is not None
     before, after = re.findall(r"<td[^>]*>(?:<pre[^>]*>)?(.*?)(?:</pre>)?</td>", row.group(1))
-    assert (before, after) == ("旧训练池（已不再提供） (cce-old)", "本机 Local (local)")
+    assert (before, after) == ("旧训练池（已不再提供） (cce-old)", "本机 Local")
     # The last known name: one query for the sections and the diff together.
     assert kept_reads == moved_reads == 1
 

@@ -328,7 +328,7 @@ RULES = [
         W.SUBMISSION,
         submission_data(mode="queue", total="2", concurrency="3"),
         "id_concurrency",
-        "number of tasks",
+        "the tasks in the group",
     ),
     (
         W.SUBMISSION,
