@@ -524,6 +524,13 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         )
     )
     page = ListPage.of(jobs, request.GET.get("page"), counted=True)
+    if page.past_end and not poll:
+        # A page after the last (its jobs deleted meanwhile, ?page=99 typed, Delete returning
+        # to the page it came from) opens the last page there is, as Django's get_page does,
+        # at its own address: until qa91 it said "Page 99 of 5" above no jobs. A refresh stays
+        # (it says the page has no jobs, linking the last): what is on screen is not swapped
+        # for another page's jobs under the reader's eyes.
+        return redirect(_list_page_address(request, page.page_count or 1))
     # A job's id alone (the console's or the platform's) that the search finds alone: its page.
     if not poll and page.number == 1 and form.cleaned_data.get("q"):
         found = named_alone(
@@ -707,6 +714,15 @@ def _to_job_page(request: AuthenticatedHttpRequest, job: Job) -> HttpResponse:
     head's link, is told to open it whole rather than swap it into the list)."""
     page_url = reverse("job-detail", args=[job.public_id])
     return HttpResponseClientRedirect(page_url) if request.htmx else redirect(page_url)
+
+
+def _list_page_address(request: HttpRequest, number: int) -> str:
+    """The list's address as asked, filters, order and selection kept, at page `number`."""
+    query = request.GET.copy()
+    query.pop("page", None)
+    if number > 1:
+        query["page"] = str(number)
+    return f"{request.path}?{query.urlencode()}" if query else request.path
 
 
 @dataclass
@@ -1719,12 +1735,16 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.POST.get("confirmed") != "1":
         # Jobs Delete stops and keeps: listed apart from those it deletes.
         only_stopped = set() if stop else {job.pk for job in jobs if job_delete_only_stops(job)}
+        rows = [
+            (job, *(_stop_plan(job) if stop else _delete_plan(job, job.pk in only_stopped)))
+            for job in jobs
+        ]
+        # The heading counts the jobs the action applies to (a finished job is not stopped, a
+        # job Delete only stops is kept): until qa91 it said "Stop 8 jobs?" of 7 to stop.
+        acted = sum(1 for job, _plan, changes in rows if changes and job.pk not in only_stopped)
         context = {
             "action": action,
-            "rows": [
-                (job, *(_stop_plan(job) if stop else _delete_plan(job, job.pk in only_stopped)))
-                for job in jobs
-            ],
+            "rows": rows,
             "only_stopped": len(only_stopped),
             "only_stopped_looked_for": _looked_for_at(
                 [job for job in jobs if job.pk in only_stopped]
@@ -1733,12 +1753,7 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
             "back": back_query,
             # Cancel keeps the jobs ticked, on whichever page of the list they are.
             "back_url": _with_selection(back, [job.public_id for job in jobs]),
-            "heading": (
-                ngettext("Stop %(count)d job?", "Stop %(count)d jobs?", len(jobs))
-                if stop
-                else ngettext("Delete %(count)d job?", "Delete %(count)d jobs?", len(jobs))
-            )
-            % {"count": len(jobs)},
+            "heading": _bulk_heading(stop=stop, acted=acted, selected=len(jobs)),
             "question": _bulk_stop_question(jobs) if stop else BULK_DELETE_QUESTION,
             "verb": _("Stop") if stop else _("Delete"),
         }
@@ -1939,6 +1954,33 @@ def _list_query(query: str) -> str:
             for value in (labels if name == "label" else [given.get(name)])
             if value
         ]
+    )
+
+
+def _bulk_heading(*, stop: bool, acted: int, selected: int) -> str:
+    """Stop/Delete selected's question: "Stop 3 jobs?", or "Stop 2 of the 3 selected jobs?"
+    when some of them are left as they are (each row says why)."""
+    if acted == selected:
+        if stop:
+            return ngettext("Stop %(count)d job?", "Stop %(count)d jobs?", acted) % {"count": acted}
+        return ngettext("Delete %(count)d job?", "Delete %(count)d jobs?", acted) % {"count": acted}
+    counts = {"count": acted, "selected": selected}
+    if stop:
+        return (
+            ngettext(
+                "Stop %(count)d of the %(selected)d selected job?",
+                "Stop %(count)d of the %(selected)d selected jobs?",
+                selected,
+            )
+            % counts
+        )
+    return (
+        ngettext(
+            "Delete %(count)d of the %(selected)d selected job?",
+            "Delete %(count)d of the %(selected)d selected jobs?",
+            selected,
+        )
+        % counts
     )
 
 
