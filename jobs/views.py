@@ -22,7 +22,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import F, Func, Q, QuerySet, Subquery
+from django.db.models import Count, F, Func, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTransform
 from django.http import (
     FileResponse,
@@ -109,6 +109,7 @@ from .models import (
     FINAL_STATUSES,
     DeletedJob,
     Job,
+    JobGroup,
     JobLabel,
     JobStatus,
     LocalRun,
@@ -272,6 +273,12 @@ def _created_between(jobs: Any, *, first: date | None, last: date | None) -> Any
     return jobs
 
 
+GROUP_FILTER_ERROR = gettext_lazy(
+    "A queue group is named by its number, as a task's page links it (?group=12): this "
+    "filter is left out."
+)
+
+
 class JobFilterForm(forms.Form):
     q = forms.CharField(
         required=False, label=gettext_lazy("Name or ID"), max_length=MAX_FILTER_LENGTH
@@ -298,6 +305,15 @@ class JobFilterForm(forms.Form):
     # in the user's time zone (_created_between); either may be empty.
     created_from = forms.CharField(required=False, label=gettext_lazy("Created from"))
     created_to = forms.CharField(required=False, label=gettext_lazy("Created to"))
+    # A queue group's tasks (its number, the API's groupId): a task's page links them
+    # (qa91: only the name search found them, and two groups of one name mixed).
+    group = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**31 - 1,
+        label=gettext_lazy("Queue group"),
+        error_messages=dict.fromkeys(("invalid", "min_value", "max_value"), GROUP_FILTER_ERROR),
+    )
 
     # Pasted from a chat with a non-breaking or zero-width space, or typed with a Chinese
     # input method's full-width letters: read as it shows (a typed address; the page's own
@@ -448,11 +464,80 @@ def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm, *, sort:
         jobs = jobs.filter(resource_pool__iexact=data["pool"].strip())
     if data["queue"].strip():
         jobs = jobs.filter(queue__iexact=data["queue"].strip())
+    if data.get("group"):
+        jobs = jobs.filter(group_id=data["group"])
     jobs = _created_between(jobs, first=data.get("created_from"), last=data.get("created_to"))
     return ordered(jobs, sort=sort)
 
 
-def _filters_said(form: JobFilterForm, *, pool: str, labels: list[str]) -> str:
+def _group_filter(
+    request: AuthenticatedHttpRequest, form: JobFilterForm, kept: list[tuple[str, str]]
+) -> dict[str, str] | None:
+    """The queue group the list is filtered by (`?group=`), shown above the jobs as a filter to
+    clear: its name and size (one query, only then), the list's address without it, and why
+    a value that names no group is left out. None when the list is not filtered by one."""
+    without = urlencode([(name, value) for name, value in kept if name != "group"])
+    if "group" in form.errors:
+        asked = str(form.data.get("group", ""))[:20]
+        return {"text": asked, "without": without, "error": form.errors["group"][0]}
+    number = form.cleaned_data.get("group")
+    if not number:
+        return None
+    group = JobGroup.objects.filter(pk=number, owner=request.user).only("name", "total").first()
+    if group is None:  # another user's or gone: the list shows none of its tasks
+        text = _("No. %(number)d") % {"number": number}
+    else:
+        text = ngettext("%(name)s (%(total)d task)", "%(name)s (%(total)d tasks)", group.total) % {
+            "name": group.name,
+            "total": group.total,
+        }
+    return {"text": text, "without": without, "error": ""}
+
+
+# A queue group's progress, its tasks counted by status: the ended first, as one reads a
+# sweep's ("5 succeeded, 1 failed, 2 running").
+PROGRESS_ORDER = [
+    JobStatus.SUCCEEDED,
+    JobStatus.FAILED,
+    JobStatus.TIMED_OUT,
+    JobStatus.STOPPED,
+    JobStatus.REJECTED,
+    JobStatus.SUBMIT_FAILED,
+    JobStatus.RUNNING,
+    JobStatus.STOPPING,
+    JobStatus.SUBMITTING,
+    JobStatus.QUEUED,
+    JobStatus.PENDING_REVIEW,
+]
+
+
+def group_progress(*, job: Job) -> dict[str, Any] | None:
+    """A queue group's task's page: how many of its group's tasks are in each status (one
+    aggregate query), the tasks deleted since, and the job list filtered to the group. None
+    for a job of no group of 2 or more."""
+    if job.group_id is None or job.group.total < 2:
+        return None
+    counts = dict(
+        Job.objects.filter(group_id=job.group_id)
+        .order_by()
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+    )
+    shown = [
+        _("%(status)s: %(count)d") % {"status": JobStatus(status).label, "count": counts[status]}
+        for status in PROGRESS_ORDER
+        if counts.get(status)
+    ]
+    return {
+        "counts": list_words(shown),
+        "deleted": max(job.group.total - sum(counts.values()), 0),
+        "total": job.group.total,
+        "url": f"{reverse('job-list')}?{urlencode({'group': job.group_id})}",
+    }
+
+
+def _filters_said(form: JobFilterForm, *, pool: str, labels: list[str], group: str = "") -> str:
     """筛选's summary while the filters are folded (a phone): "筛选（状态：排队中；名称或 ID：abc）".
     A filtered list folds them as an unfiltered one does, so that the jobs are on the first
     screen (qa85: after 停止所选 from a filtered list the page opened on a 1,300-pixel box of
@@ -476,6 +561,8 @@ def _filters_said(form: JobFilterForm, *, pool: str, labels: list[str]) -> str:
     for name, label in (("created_from", _("Created from")), ("created_to", _("Created to"))):
         if data.get(name):
             said.append((label, data[name].isoformat()))
+    if group:
+        said.append((_("Queue group"), group))
     said += [(_("Label"), text) for text in labels]
     if not said:
         return _("Filters")
@@ -594,7 +681,8 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
             str(form.cleaned_data.get(name, "")).strip()
             for name in ("q", "status", "framework", "pool", "queue")
         )
-        or any(form.cleaned_data.get(name) for name in ("created_from", "created_to")),
+        or any(form.cleaned_data.get(name) for name in ("created_from", "created_to", "group"))
+        or "group" in form.errors,
         # The labels filtered by, each with the list's address without it.
         "label_filters": [
             (
@@ -675,10 +763,12 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         chosen=form.cleaned_data.get("pool", ""),
         used=used,
     )
+    context["group_filter"] = _group_filter(request, form, kept)
     context["filters_said"] = _filters_said(
         form,
         pool=str(dict(context["pool_choices"]).get(context["pool_selected"], "")),
         labels=[text for text, _without in context["label_filters"]],
+        group=context["group_filter"]["text"] if context["group_filter"] else "",
     )
     # The filter form carries the selection unless something typed in it could then make an
     # address gunicorn refuses (a long label with 50 jobs ticked and long labels applied): it
@@ -1196,6 +1286,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
     context.update(_log_search(job, context["log_label"], request.GET))
     context["hang"] = _hang_context(request, job, request.GET.get("capture", ""))
     context["list_back"] = _list_left(request)
+    context["group_progress"] = group_progress(job=job)
     return render(request, "jobs/job_detail.html", context)
 
 
