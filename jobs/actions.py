@@ -45,7 +45,7 @@ PRIORITY_CHANGEABLE = {
 # The priorities by the names the job pages give them, said in each reader's language.
 PRIORITY_TERMS = {
     "high": Term(gettext_noop("High")),
-    "normal": Term(gettext_noop("Medium")),
+    "normal": Term("Normal", context="priority"),  # Priority.NORMAL's label
     "low": Term(gettext_noop("Low")),
 }
 # How many jobs one request may stop or delete at once (the job list's selection, the API's

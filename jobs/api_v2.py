@@ -58,9 +58,11 @@ from .api_views import (
     choice_param,
     client_token,
     create_warnings,
+    created_fields,
     event_marker,
     event_window,
     fields_read,
+    group_fields,
     int_param,
     job_create,
     job_deleted,
@@ -253,7 +255,12 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         rename=rename,
         unread=unread,
     )
-    return {"jobId": job.public_id, "jobName": job.name, **create_warnings(job, unread, rename)}
+    return {
+        "jobId": job.public_id,
+        "jobName": job.name,
+        **created_fields(job),
+        **create_warnings(job, unread, rename),
+    }
 
 
 def _pod_items(job: Job) -> list[dict[str, Any]]:
@@ -293,6 +300,7 @@ def job_item(job: Job, *, detail: bool) -> dict[str, Any]:
         "createdAt": _time(job.created_at),
         "runningAt": _time(job.started_at),
         "finishedAt": _time(job.finished_at),
+        **group_fields(job),
     }
     try:
         spec = job.job_spec()

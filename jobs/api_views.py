@@ -398,8 +398,36 @@ def _pods(job: Job) -> list[dict[str, Any]]:
     return pods
 
 
+def group_fields(job: Job) -> dict[str, Any]:
+    """The console's own keys of a job's answer (v1 and v2) that say which task of a queue
+    group of 2 or more it is, as a sweep script maps its job IDs to its tasks (qa91: every
+    task answered the same name): the group's id (the job list's `?group=`), the task's
+    index from 0, as its AIHC_GROUP_TASK_INDEX, and the group's total. None for any other job,
+    whose answer stays AIHC's own (a body of AIHC's never asks for a group: a local job it
+    makes is a queue task of one). Reads the group (select it with the job)."""
+    if job.group_id is None or job.group.total < 2 or job.group_index is None:
+        return {}
+    return {
+        "groupId": job.group_id,
+        "groupTaskIndex": job.group_index - 1,
+        "groupTaskTotal": job.group.total,
+    }
+
+
+def created_fields(job: Job) -> dict[str, Any]:
+    """What a create answers beside AIHC's jobId and jobName when it made a queue group of 2
+    or more: every task's job ID, in the group's order (`jobIds[i]` runs with
+    AIHC_GROUP_TASK_INDEX i; jobId is the first), and the group's id. Those deleted since (a
+    create sent again with its clientToken) are left out."""
+    if job.group_id is None or job.group.total < 2:
+        return {}
+    tasks = Job.objects.filter(group_id=job.group_id).order_by("group_index")
+    return {"jobIds": list(tasks.values_list("public_id", flat=True)), "groupId": job.group_id}
+
+
 def job_view(job: Job, *, detail: bool) -> dict[str, Any]:
-    """A job as AIHC's v1 DescribeJob/DescribeJobs show it (secret values masked)."""
+    """A job as AIHC's v1 DescribeJob/DescribeJobs show it (secret values masked), with the
+    console's own consoleStatus, statusReason and, for a queue group's task, group_fields."""
     view: dict[str, Any] = {
         "jobId": job.public_id,
         "name": job.name,
@@ -413,6 +441,7 @@ def job_view(job: Job, *, detail: bool) -> dict[str, Any]:
         "createdAt": _time(job.created_at),
         "runningAt": _time(job.started_at),
         "finishedAt": _time(job.finished_at),
+        **group_fields(job),
     }
     try:
         spec = job.job_spec()
@@ -839,8 +868,9 @@ def jobs_found(
     pool_of_jobs_known(owner=owner, pool_id=pool)
     if any("\x00" in text for text in (pool, queue, name_contains, queue_contains)):
         return Job.objects.none()  # a NUL matches no job, and PostgreSQL refuses it in a query
-    # With the local run each job's answer reads (its network as it ran: job_view).
-    found = Job.objects.filter(owner=owner, resource_pool=pool).select_related("local_run")
+    # With the local run each job's answer reads (its network as it ran: job_view), and the
+    # queue group a task's answer names (group_fields).
+    found = Job.objects.filter(owner=owner, resource_pool=pool).select_related("local_run", "group")
     if queue and queue != "all":
         found = found.filter(queue=queue)
     if status:
@@ -1557,7 +1587,7 @@ def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
         rename=v1_paths(document),
         unread=unread,
     )
-    result = {"jobId": job.public_id, "jobName": job.name}
+    result = {"jobId": job.public_id, "jobName": job.name, **created_fields(job)}
     return {"result": result, **create_warnings(job, unread, v1_paths(document))}
 
 

@@ -92,9 +92,11 @@ class JobGroup(models.Model):
 
 
 class Priority(models.TextChoices):
-    # The console's 高/中/低; "normal" is the AIHC API's value for 中.
+    # The console's 高/中/低; "normal" is the AIHC API's value for 中, and English says Normal
+    # as AIHC's English docs and the API do (qa91: it said Medium). In context: an event type's
+    # Normal is 正常.
     HIGH = "high", _("High")
-    NORMAL = "normal", _("Medium")
+    NORMAL = "normal", pgettext_lazy("priority", "Normal")
     LOW = "low", _("Low")
 
 

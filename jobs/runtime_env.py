@@ -30,7 +30,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext as _
 
@@ -142,6 +142,24 @@ def group_task_of(job: Job) -> tuple[int, int] | None:
     """A queue task's AIHC_GROUP_TASK_INDEX (from 0) and AIHC_GROUP_TASK_TOTAL, as the local
     runner sets them; None for a standalone job."""
     return (job.group_index - 1, job.group.total) if job.group_id is not None else None
+
+
+def pinned_task(envs: Any) -> tuple[int, int] | None:
+    """The task of a sweep that a queue task of one runs as (index from 0, total): the
+    AIHC_GROUP_TASK_INDEX and AIHC_GROUP_TASK_TOTAL of its own envs (`envs` as stored, a list
+    of {"name", "value"}), as Run this task again and Copy this task & edit put them there.
+    None unless both are there as whole numbers, the index within a total of 2 or more."""
+    values = {
+        item.get("name"): str(item.get("value", ""))
+        for item in (envs if isinstance(envs, list) else [])
+        if isinstance(item, dict)
+    }
+    index, total = values.get(GROUP_INDEX, ""), values.get(GROUP_TOTAL, "")
+    if not (re.fullmatch(r"[0-9]{1,9}", index) and re.fullmatch(r"[0-9]{1,9}", total)):
+        return None
+    if int(total) < 2 or int(index) >= int(total):
+        return None
+    return (int(index), int(total))
 
 
 def shown_group_task(

@@ -40,9 +40,11 @@ class RecordedText(str):
 @dataclass(frozen=True)
 class Term:
     """A parameter that is itself a message (an alert type's name, gettext_noop-marked):
-    said in each reader's language too, not as it was recorded."""
+    said in each reader's language too, not as it was recorded. `context` is its msgctxt,
+    for a word that has other meanings (the priority "Normal" is 中, an event's 正常)."""
 
     msgid: str
+    context: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,8 @@ def _kept(value: Any, said: Any) -> Any:
     """How a parameter is kept in a source: a term by its message, a recorded text with its
     own source (and its wording, should it not be said again), anything else as said."""
     if isinstance(value, Term):
+        if value.context:
+            return {"term": value.msgid, "context": value.context}
         return {"term": value.msgid}
     if isinstance(value, Words):
         return {"words": list(value.items)}
@@ -150,7 +154,7 @@ def _kept(value: Any, said: Any) -> Any:
 
 def _said(value: Any) -> Any:
     if isinstance(value, Term):
-        return gettext(value.msgid)
+        return _term_shown(value.msgid, value.context)
     return value if isinstance(value, int | float) else str(value)
 
 
@@ -196,11 +200,22 @@ def display_text(text: str, source: dict[str, Any] | None) -> str:
         return text
 
 
+# Terms recorded under a msgid since renamed, read as the term they became: a priority change
+# recorded before qa91 kept the normal priority as "Medium", which English now calls Normal.
+_RENAMED_TERMS = {"Medium": ("Normal", "priority")}
+
+
+def _term_shown(msgid: str, context: str | None) -> str:
+    if context is None:
+        msgid, context = _RENAMED_TERMS.get(msgid, (msgid, None))
+    return pgettext(context, msgid) if context else gettext(msgid)
+
+
 def _param_shown(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
     if "term" in value:
-        return gettext(value["term"])
+        return _term_shown(value["term"], value.get("context"))
     if "words" in value:
         return list_words(str(item) for item in value["words"])
     return display_text(value["text"], value["source"])

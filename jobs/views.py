@@ -22,7 +22,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import F, Func, Q, QuerySet, Subquery
+from django.db.models import Count, F, Func, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTransform
 from django.http import (
     FileResponse,
@@ -109,6 +109,7 @@ from .models import (
     FINAL_STATUSES,
     DeletedJob,
     Job,
+    JobGroup,
     JobLabel,
     JobStatus,
     LocalRun,
@@ -123,7 +124,7 @@ from .runner import (
     STOP_WAITS_MESSAGE,
     outbound_lost_notice,
 )
-from .runtime_env import group_task_of, with_group_task
+from .runtime_env import group_task_of, pinned_task, with_group_task
 from .scheduler import queue_position, why_waiting
 from .selection import (
     MAX_CARRIED,
@@ -272,6 +273,12 @@ def _created_between(jobs: Any, *, first: date | None, last: date | None) -> Any
     return jobs
 
 
+GROUP_FILTER_ERROR = gettext_lazy(
+    "A queue group is named by its number, as a task's page links it (?group=12): this "
+    "filter is left out."
+)
+
+
 class JobFilterForm(forms.Form):
     q = forms.CharField(
         required=False, label=gettext_lazy("Name or ID"), max_length=MAX_FILTER_LENGTH
@@ -298,6 +305,15 @@ class JobFilterForm(forms.Form):
     # in the user's time zone (_created_between); either may be empty.
     created_from = forms.CharField(required=False, label=gettext_lazy("Created from"))
     created_to = forms.CharField(required=False, label=gettext_lazy("Created to"))
+    # A queue group's tasks (its number, the API's groupId): a task's page links them
+    # (qa91: only the name search found them, and two groups of one name mixed).
+    group = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**31 - 1,
+        label=gettext_lazy("Queue group"),
+        error_messages=dict.fromkeys(("invalid", "min_value", "max_value"), GROUP_FILTER_ERROR),
+    )
 
     # Pasted from a chat with a non-breaking or zero-width space, or typed with a Chinese
     # input method's full-width letters: read as it shows (a typed address; the page's own
@@ -448,11 +464,91 @@ def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm, *, sort:
         jobs = jobs.filter(resource_pool__iexact=data["pool"].strip())
     if data["queue"].strip():
         jobs = jobs.filter(queue__iexact=data["queue"].strip())
+    if data.get("group"):
+        jobs = jobs.filter(group_id=data["group"])
     jobs = _created_between(jobs, first=data.get("created_from"), last=data.get("created_to"))
     return ordered(jobs, sort=sort)
 
 
-def _filters_said(form: JobFilterForm, *, pool: str, labels: list[str]) -> str:
+def _task_again(job: Job, envs: Any) -> str:
+    """ "6/8" for a queue task of one that runs as task 6/8 of a sweep (its envs pin the
+    group's variables: Run this task again, Copy this task & edit), shown in its row and on
+    its page as that task run again, the place its page says it was copied from: until qa91
+    it read "1/1", hiding which point it ran. "" for any other job."""
+    if job.group_id is None or job.group.total != 1:
+        return ""
+    place = pinned_task(envs)
+    return f"{place[0] + 1}/{place[1]}" if place else ""
+
+
+def _group_filter(
+    request: AuthenticatedHttpRequest, form: JobFilterForm, kept: list[tuple[str, str]]
+) -> dict[str, str] | None:
+    """The queue group the list is filtered by (`?group=`), shown above the jobs as a filter to
+    clear: its name and size (one query, only then), the list's address without it, and why
+    a value that names no group is left out. None when the list is not filtered by one."""
+    without = urlencode([(name, value) for name, value in kept if name != "group"])
+    if "group" in form.errors:
+        asked = str(form.data.get("group", ""))[:20]
+        return {"text": asked, "without": without, "error": form.errors["group"][0]}
+    number = form.cleaned_data.get("group")
+    if not number:
+        return None
+    group = JobGroup.objects.filter(pk=number, owner=request.user).only("name", "total").first()
+    if group is None:  # another user's or gone: the list shows none of its tasks
+        text = _("No. %(number)d") % {"number": number}
+    else:
+        text = ngettext("%(name)s (%(total)d task)", "%(name)s (%(total)d tasks)", group.total) % {
+            "name": group.name,
+            "total": group.total,
+        }
+    return {"text": text, "without": without, "error": ""}
+
+
+# A queue group's progress, its tasks counted by status: the ended first, as one reads a
+# sweep's ("5 succeeded, 1 failed, 2 running").
+PROGRESS_ORDER = [
+    JobStatus.SUCCEEDED,
+    JobStatus.FAILED,
+    JobStatus.TIMED_OUT,
+    JobStatus.STOPPED,
+    JobStatus.REJECTED,
+    JobStatus.SUBMIT_FAILED,
+    JobStatus.RUNNING,
+    JobStatus.STOPPING,
+    JobStatus.SUBMITTING,
+    JobStatus.QUEUED,
+    JobStatus.PENDING_REVIEW,
+]
+
+
+def group_progress(*, job: Job) -> dict[str, Any] | None:
+    """A queue group's task's page: how many of its group's tasks are in each status (one
+    aggregate query), the tasks deleted since, and the job list filtered to the group. None
+    for a job of no group of 2 or more."""
+    if job.group_id is None or job.group.total < 2:
+        return None
+    counts = dict(
+        Job.objects.filter(group_id=job.group_id)
+        .order_by()
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+    )
+    shown = [
+        _("%(status)s: %(count)d") % {"status": JobStatus(status).label, "count": counts[status]}
+        for status in PROGRESS_ORDER
+        if counts.get(status)
+    ]
+    return {
+        "counts": list_words(shown),
+        "deleted": max(job.group.total - sum(counts.values()), 0),
+        "total": job.group.total,
+        "url": f"{reverse('job-list')}?{urlencode({'group': job.group_id})}",
+    }
+
+
+def _filters_said(form: JobFilterForm, *, pool: str, labels: list[str], group: str = "") -> str:
     """筛选's summary while the filters are folded (a phone): "筛选（状态：排队中；名称或 ID：abc）".
     A filtered list folds them as an unfiltered one does, so that the jobs are on the first
     screen (qa85: after 停止所选 from a filtered list the page opened on a 1,300-pixel box of
@@ -476,6 +572,8 @@ def _filters_said(form: JobFilterForm, *, pool: str, labels: list[str]) -> str:
     for name, label in (("created_from", _("Created from")), ("created_to", _("Created to"))):
         if data.get(name):
             said.append((label, data[name].isoformat()))
+    if group:
+        said.append((_("Queue group"), group))
     said += [(_("Label"), text) for text in labels]
     if not said:
         return _("Filters")
@@ -505,6 +603,8 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         # The rows' labels from their specs, in the same query (no more whatever their number),
         # without reading the rest of each spec.
         .annotate(label_items=KeyTransform("labels", "spec"))
+        # And their envs, for the task a queue task of one runs as (pinned_task).
+        .annotate(env_items=KeyTransform("envs", KeyTransform("jobSpec", "spec")))
         .only(
             "public_id",
             "name",
@@ -524,6 +624,13 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         )
     )
     page = ListPage.of(jobs, request.GET.get("page"), counted=True)
+    if page.past_end and not poll:
+        # A page after the last (its jobs deleted meanwhile, ?page=99 typed, Delete returning
+        # to the page it came from) opens the last page there is, as Django's get_page does,
+        # at its own address: until qa91 it said "Page 99 of 5" above no jobs. A refresh stays
+        # (it says the page has no jobs, linking the last): what is on screen is not swapped
+        # for another page's jobs under the reader's eyes.
+        return redirect(_list_page_address(request, page.page_count or 1))
     # A job's id alone (the console's or the platform's) that the search finds alone: its page.
     if not poll and page.number == 1 and form.cleaned_data.get("q"):
         found = named_alone(
@@ -571,6 +678,7 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     # the selection kept with them (console.js brings its links up to date with the boxes).
     kept = [(name, value) for name, values in query.lists() for value in values if value]
     for job in page.object_list:
+        job.task_again = _task_again(job, job.env_items)
         label = labels.get(job.resource_pool)
         job.pool_label = label.text if label else ""
         job.reason_listed = reason_listed(job.status_reason_source)
@@ -587,7 +695,8 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
             str(form.cleaned_data.get(name, "")).strip()
             for name in ("q", "status", "framework", "pool", "queue")
         )
-        or any(form.cleaned_data.get(name) for name in ("created_from", "created_to")),
+        or any(form.cleaned_data.get(name) for name in ("created_from", "created_to", "group"))
+        or "group" in form.errors,
         # The labels filtered by, each with the list's address without it.
         "label_filters": [
             (
@@ -668,10 +777,12 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         chosen=form.cleaned_data.get("pool", ""),
         used=used,
     )
+    context["group_filter"] = _group_filter(request, form, kept)
     context["filters_said"] = _filters_said(
         form,
         pool=str(dict(context["pool_choices"]).get(context["pool_selected"], "")),
         labels=[text for text, _without in context["label_filters"]],
+        group=context["group_filter"]["text"] if context["group_filter"] else "",
     )
     # The filter form carries the selection unless something typed in it could then make an
     # address gunicorn refuses (a long label with 50 jobs ticked and long labels applied): it
@@ -707,6 +818,15 @@ def _to_job_page(request: AuthenticatedHttpRequest, job: Job) -> HttpResponse:
     head's link, is told to open it whole rather than swap it into the list)."""
     page_url = reverse("job-detail", args=[job.public_id])
     return HttpResponseClientRedirect(page_url) if request.htmx else redirect(page_url)
+
+
+def _list_page_address(request: HttpRequest, number: int) -> str:
+    """The list's address as asked, filters, order and selection kept, at page `number`."""
+    query = request.GET.copy()
+    query.pop("page", None)
+    if number > 1:
+        query["page"] = str(number)
+    return f"{request.path}?{query.urlencode()}" if query else request.path
 
 
 @dataclass
@@ -1180,6 +1300,12 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
     context.update(_log_search(job, context["log_label"], request.GET))
     context["hang"] = _hang_context(request, job, request.GET.get("capture", ""))
     context["list_back"] = _list_left(request)
+    context["group_progress"] = group_progress(job=job)
+    # From the stored document as the list reads it, whatever shape an old spec has.
+    job_spec = job.spec.get("jobSpec") if isinstance(job.spec, dict) else None
+    context["task_again"] = _task_again(
+        job, job_spec.get("envs") if isinstance(job_spec, dict) else None
+    )
     return render(request, "jobs/job_detail.html", context)
 
 
@@ -1719,12 +1845,16 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.POST.get("confirmed") != "1":
         # Jobs Delete stops and keeps: listed apart from those it deletes.
         only_stopped = set() if stop else {job.pk for job in jobs if job_delete_only_stops(job)}
+        rows = [
+            (job, *(_stop_plan(job) if stop else _delete_plan(job, job.pk in only_stopped)))
+            for job in jobs
+        ]
+        # The heading counts the jobs the action applies to (a finished job is not stopped, a
+        # job Delete only stops is kept): until qa91 it said "Stop 8 jobs?" of 7 to stop.
+        acted = sum(1 for job, _plan, changes in rows if changes and job.pk not in only_stopped)
         context = {
             "action": action,
-            "rows": [
-                (job, *(_stop_plan(job) if stop else _delete_plan(job, job.pk in only_stopped)))
-                for job in jobs
-            ],
+            "rows": rows,
             "only_stopped": len(only_stopped),
             "only_stopped_looked_for": _looked_for_at(
                 [job for job in jobs if job.pk in only_stopped]
@@ -1733,12 +1863,7 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
             "back": back_query,
             # Cancel keeps the jobs ticked, on whichever page of the list they are.
             "back_url": _with_selection(back, [job.public_id for job in jobs]),
-            "heading": (
-                ngettext("Stop %(count)d job?", "Stop %(count)d jobs?", len(jobs))
-                if stop
-                else ngettext("Delete %(count)d job?", "Delete %(count)d jobs?", len(jobs))
-            )
-            % {"count": len(jobs)},
+            "heading": _bulk_heading(stop=stop, acted=acted, selected=len(jobs)),
             "question": _bulk_stop_question(jobs) if stop else BULK_DELETE_QUESTION,
             "verb": _("Stop") if stop else _("Delete"),
         }
@@ -1939,6 +2064,33 @@ def _list_query(query: str) -> str:
             for value in (labels if name == "label" else [given.get(name)])
             if value
         ]
+    )
+
+
+def _bulk_heading(*, stop: bool, acted: int, selected: int) -> str:
+    """Stop/Delete selected's question: "Stop 3 jobs?", or "Stop 2 of the 3 selected jobs?"
+    when some of them are left as they are (each row says why)."""
+    if acted == selected:
+        if stop:
+            return ngettext("Stop %(count)d job?", "Stop %(count)d jobs?", acted) % {"count": acted}
+        return ngettext("Delete %(count)d job?", "Delete %(count)d jobs?", acted) % {"count": acted}
+    counts = {"count": acted, "selected": selected}
+    if stop:
+        return (
+            ngettext(
+                "Stop %(count)d of the %(selected)d selected job?",
+                "Stop %(count)d of the %(selected)d selected jobs?",
+                selected,
+            )
+            % counts
+        )
+    return (
+        ngettext(
+            "Delete %(count)d of the %(selected)d selected job?",
+            "Delete %(count)d of the %(selected)d selected jobs?",
+            selected,
+        )
+        % counts
     )
 
 

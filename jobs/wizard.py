@@ -66,6 +66,7 @@ from .runtime_env import (
     GROUP_VARIABLES,
     LOCAL_RUNNER_VARIABLES,
     MPI_HOSTFILE_PATH,
+    group_task_of,
     mpi_hostfile,
     mpi_hosts,
     replica_refs,
@@ -3548,9 +3549,17 @@ def draft_create(*, owner: Any, pool_id: str = "", create_key: str = "") -> Draf
     return draft
 
 
-def draft_from_job(*, job: Job, owner: Any) -> Draft:
-    """A new draft prefilled from `job`'s spec, remembering it as the source."""
+def draft_from_job(*, job: Job, owner: Any, task: bool = False) -> Draft:
+    """A new draft prefilled from `job`'s spec, remembering it as the source. `task`, for a
+    task of a queue group of 2 or more (Copy this task & edit): a draft of that task alone, a
+    queue task of one with the AIHC_GROUP_TASK_INDEX and AIHC_GROUP_TASK_TOTAL it ran with in
+    its envs (its own envs of those names win), so the sweep script picks the same point
+    (qa91: the only copy was of the group, whose one task then ran index 0)."""
     spec = job.job_spec()
+    task_place = task_copied(job) if task else None
+    if task_place is not None:
+        spec = with_group_task(spec, job)
+        spec.submission = dataclasses.replace(spec.submission, total=1, concurrency=1)
     data: dict[str, Any] = dict(raw_from_spec(spec))
     draft = Draft(owner=owner, data=data, source_job=job)
     # Each step is marked done or not as the review judges it, as an import marks them: a
@@ -3562,6 +3571,8 @@ def draft_from_job(*, job: Job, owner: Any) -> Draft:
     draft.completed_steps = [s for s in FORM_STEPS if s not in failing]
     data["_attempted"] = [s for s in FORM_STEPS if s in failing]
     data[COPIED_FROM] = {"name": job.name, "public_id": job.public_id}
+    if task_place is not None:
+        data[COPIED_FROM]["task"] = list(task_place)
     draft.data = _without_nuls(data)
     draft.save(force_insert=True)
     return draft
@@ -3786,8 +3797,58 @@ def environments_hidden(spec: S.JobSpec) -> int:
     return max(0, spec.total_replicas - SHOWN_REPLICAS)
 
 
+def task_copied(job: Job) -> tuple[int, int] | None:
+    """(index from 0, total) of a task of a queue group of 2 or more, which Copy this task &
+    edit copies alone; None for any other job."""
+    task = group_task_of(job)
+    return task if task is not None and task[1] > 1 else None
+
+
+def copied_task(draft: Draft) -> tuple[int, int] | None:
+    """The task's place (index from 0, total) when `draft` is a copy of one task of its group
+    (draft_from_job's `task`); None otherwise."""
+    kept = draft.data.get(COPIED_FROM)
+    place = kept.get("task") if isinstance(kept, dict) else None
+    if isinstance(place, list) and len(place) == 2 and all(isinstance(n, int) for n in place):
+        return (place[0], place[1])
+    return None
+
+
+def task_copy_note(draft: Draft, spec: S.JobSpec) -> str:
+    """The review's word on a copy of one task: the two variables it keeps in its envs and
+    why, or, when they were changed or removed since, that it no longer runs that task's
+    point. "" for any other draft."""
+    place = copied_task(draft)
+    if place is None:
+        return ""
+    index, total = place
+    envs = {e.name: e.value for e in spec.envs}
+    words = {"index": index, "total": total, "number": index + 1}
+    if envs.get(GROUP_INDEX) == str(index) and envs.get(GROUP_TOTAL) == str(total):
+        return (
+            _(
+                "This is a copy of task %(number)d/%(total)d alone: AIHC_GROUP_TASK_INDEX=%(index)d "
+                "and AIHC_GROUP_TASK_TOTAL=%(total)d are in its envs, as that task ran with them, "
+                "so the sweep script picks the same point."
+            )
+            % words
+        )
+    return (
+        _(
+            "This is a copy of task %(number)d/%(total)d alone, but its envs no longer set "
+            "AIHC_GROUP_TASK_INDEX=%(index)d and AIHC_GROUP_TASK_TOTAL=%(total)d, which that task "
+            "ran with: the sweep script may pick another point."
+        )
+        % words
+    )
+
+
 def spec_diff(
-    source: Job, spec: S.JobSpec, *, pool_names: dict[str, str] | None = None
+    source: Job,
+    spec: S.JobSpec,
+    *,
+    pool_names: dict[str, str] | None = None,
+    task: bool = False,
 ) -> list[tuple[str, str, str]]:
     """(field, before, after) for each field of the copy that differs from its source; its
     pools named by `pool_names` (spec_changes). A queue group's task is read with its own
@@ -3795,9 +3856,10 @@ def spec_diff(
     that is a queue group, as a task's copy is (jobs.wizard_views.job_copy), gives each of
     its tasks these two as well: then both sides are read as groups, with the index range
     the environment preview shows, so the copy does not read as losing them ("=2 → —")
-    and a changed total reads as one. A copy made standalone does lose them: "—"."""
+    and a changed total reads as one. A copy made standalone does lose them: "—". `task`: a
+    copy of one task (copied_task), read against that task as it ran, its own two values."""
     try:
-        if source.group_id is not None and spec.submission.mode == S.SUBMIT_QUEUE:
+        if source.group_id is not None and spec.submission.mode == S.SUBMIT_QUEUE and not task:
             before, spec = _as_group(source.job_spec()), _as_group(spec)
         else:
             before = with_group_task(source.job_spec(), source)

@@ -1073,7 +1073,12 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         ],
         "shortfall": W.shortfall(spec, state.pool),
         "quota_waits": _quota_waits(spec, state),
-        "diff": W.spec_diff(source, spec, pool_names=pool_names) if source else None,
+        "diff": (
+            W.spec_diff(source, spec, pool_names=pool_names, task=W.copied_task(draft) is not None)
+            if source
+            else None
+        ),
+        "task_copy_note": W.task_copy_note(draft, spec),
         "source_deleted": W.copied_from_deleted(draft),
         # The admin's reading of a spec, one section per form step, each with its edit link.
         "sections": [
@@ -1197,8 +1202,10 @@ def job_copy(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     if "\x00" in public_id:  # never in a job id, and PostgreSQL refuses it in a query
         raise Http404
     job = get_object_or_404(Job, public_id=public_id, owner=request.user)
+    # Copy this task & edit (a queue group's task's page): that task alone, as it ran.
+    task = W.task_copied(job) if request.POST.get("task") == "1" else None
     try:
-        draft = W.draft_from_job(job=job, owner=request.user)
+        draft = W.draft_from_job(job=job, owner=request.user, task=task is not None)
     except S.SpecError as exc:
         messages.error(
             request,
@@ -1228,7 +1235,17 @@ def job_copy(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
         % {"name": job.name},
     )
     group = job.group if job.group_id is not None else None
-    if group is not None and group.total > 1:
+    if task is not None:
+        messages.info(
+            request,
+            _(
+                "The draft is of task %(number)d/%(total)d alone, as one queue task, with "
+                "AIHC_GROUP_TASK_INDEX=%(index)d and AIHC_GROUP_TASK_TOTAL=%(total)d in its "
+                "envs, as that task ran with them."
+            )
+            % {"number": task[0] + 1, "index": task[0], "total": task[1]},
+        )
+    elif group is not None and group.total > 1:
         # One task of a queue group copies the group: its spec holds the group's submission
         # settings, which the wizard's Submission step shows to change (to one task, say).
         # Run again is the way to run the one task (jobs.actions.job_rerun). A group of one

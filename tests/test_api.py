@@ -1282,7 +1282,7 @@ def test_a_queued_local_job_raised_to_high_priority_starts_before_one_queued_ear
     event = raised.events.get(reason="PriorityChanged")
     assert event.actor == alice
     with translation.override("en"):
-        assert event.message_shown == "Priority changed from Medium to High by alice."
+        assert event.message_shown == "Priority changed from Normal to High by alice."
     assert api.get_job(pool="local", job_id=later)["jobId"] == later
     assert get(api, f"/api/v1/aijobs/{later}", resourcePoolId="local")["priority"] == "high"
     open_gate(settings)

@@ -92,7 +92,11 @@ def test_stop_selected_asks_on_a_page_listing_each_job_then_stops_and_says_what_
     confirmed = alice_en.post(BULK, {**form, "confirmed": "1"})
 
     html = asked.content.decode()
-    assert asked.status_code == 200 and "Stop 3 jobs?" in html
+    # Of what it applies to: the finished one is left as it is (qa91: "Stop 3 jobs?").
+    assert (
+        asked.status_code == 200
+        and '<h1 class="h4 text-break">Stop 2 of the 3 selected jobs?</h1>' in html
+    )
     assert plans(html) == {
         queued.public_id: "Will be stopped.",
         also_queued.public_id: "Will be stopped.",
@@ -306,6 +310,7 @@ def test_delete_selected_deletes_what_it_can_waits_for_a_running_job_and_keeps_o
     confirmed = alice_en.post(BULK, {"action": "delete", "jobs": chosen, "confirmed": "1"})
 
     shown = plans(asked.content.decode())
+    assert "<title>Delete 3 of the 4 selected jobs? · " in asked.content.decode()
     assert shown[finished.public_id] == "Will be deleted."
     assert shown[queued.public_id] == "Will be stopped and deleted."
     assert shown[running.public_id] == "Will be stopped first, then deleted."
@@ -451,3 +456,22 @@ def test_delete_selected_says_in_chinese_that_a_job_it_only_stops_is_kept(alice,
 
     assert "将停止并保留，不会删除" in plans(html)[unsettled.public_id]
     assert "1 个任务将停止并保留，不会删除" in html
+
+
+def test_the_question_counts_every_job_when_the_action_applies_to_all_in_chinese_too(
+    alice, alice_client
+):
+    queued = [submit(alice, name=f"q{n}") for n in range(2)]
+    done = submit(alice, name="done")
+    finish(done)
+    every = [job.public_id for job in queued]
+
+    applies_to_all = alice_client.post(BULK, {"action": "stop", "jobs": every}).content.decode()
+    one_left = alice_client.post(
+        BULK, {"action": "stop", "jobs": [*every, done.public_id]}
+    ).content.decode()
+    nothing = alice_client.post(BULK, {"action": "stop", "jobs": [done.public_id]}).content.decode()
+
+    assert '<h1 class="h4 text-break">停止 2 个任务？</h1>' in applies_to_all
+    assert '<h1 class="h4 text-break">停止所选 3 个任务中的 2 个？</h1>' in one_left
+    assert '<h1 class="h4 text-break">停止所选 1 个任务中的 0 个？</h1>' in nothing

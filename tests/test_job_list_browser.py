@@ -273,3 +273,55 @@ def test_a_name_composed_full_width_with_an_input_method_is_made_plain_once_it_i
     page.wait_for_url("**/?q=failed-01*")
     expect(page.locator("#job-table tbody tr[data-job]")).to_have_count(1)
     expect(page.locator(f'tr[data-job="{jobs[1].public_id}"]')).to_be_visible()
+
+
+def test_a_tasks_page_links_its_groups_tasks_and_the_list_filtered_so_clears_back_to_all(
+    logged_in_page, alice
+):
+    from dataclasses import replace
+
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    def sweep(key: str) -> list[Job]:
+        spec = S.parse_document(
+            {
+                "name": "sweep-lr",
+                "queue": "default",
+                "jobFramework": "PyTorchJob",
+                "jobSpec": {"image": "registry.example.com/x:1", "command": "true", "replicas": 1},
+            },
+            resource_pool_id="local",
+        )
+        spec.submission = replace(spec.submission, mode=S.SUBMIT_QUEUE, total=3)
+        return jobs_submit(owner=alice, spec=spec, submit_key=key)
+
+    mine, same_name = sweep("first"), sweep("second")
+    Job.objects.filter(pk=mine[0].pk).update(status=JobStatus.SUCCEEDED)
+    page = logged_in_page
+    page.goto(f"/jobs/{mine[1].public_id}/")
+    expect(page.locator("#group-progress")).to_contain_text(
+        "所在任务组共 3 个任务：成功：1、排队中：2。"
+    )
+
+    page.get_by_role("link", name="查看该组的任务").click()
+
+    page.wait_for_url(f"**/?group={mine[0].group_id}")
+    expect(page.locator("#job-table tbody tr")).to_have_count(3)
+    for task in same_name:
+        expect(page.locator(f'tr[data-job="{task.public_id}"]')).to_have_count(0)
+    expect(page.locator("#group-filter-name")).to_contain_text("sweep-lr（3 个任务）")
+    expect(page.locator("#job-count")).to_have_text("共 3 个任务")
+    # Another filter keeps the group's (the form carries it).
+    page.select_option("#id_status", "queued")
+    page.get_by_role("button", name="筛选", exact=True).click()
+    page.wait_for_url("**/?*status=queued*")
+    assert f"group={mine[0].group_id}" in page.url
+    expect(page.locator("#job-table tbody tr")).to_have_count(2)
+
+    page.get_by_role("link", name="不再按队列任务组 sweep-lr（3 个任务） 筛选").click()
+
+    page.wait_for_url("**/?status=queued")
+    expect(page.locator("#group-filter")).to_have_count(0)
+    expect(page.locator("#job-table tbody tr")).to_have_count(5)
+    expect(page.locator("#job-count")).to_have_text("共 5 个任务")

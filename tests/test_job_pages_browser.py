@@ -248,7 +248,8 @@ def test_a_queue_tasks_copy_opens_a_draft_of_the_group_and_run_again_runs_the_on
     assert new.public_id in page.url and new.job_spec().submission.total == 1
     # The task run again is a queue task of its own (a group of one): its page's buttons are
     # the plain ones, with no note, and its copy says nothing of a group.
-    expect(page.locator("#group-task")).to_have_text("1/1")
+    # It reads as the task it runs again, 2/3 (its envs pin its index), not 1/1 (qa91).
+    expect(page.locator("#group-task")).to_have_text("2/3（再次）")
     expect(page.locator("#job-copy")).to_have_text("复制")
     expect(page.locator("#job-rerun")).to_have_text("再次运行")
     expect(page.locator("#group-actions-help")).to_have_count(0)

@@ -12,7 +12,7 @@ from django.utils import translation
 
 from jobs import spec as S
 from jobs.actions import job_rerun
-from jobs.models import Draft, JobStatus
+from jobs.models import Draft, Job, JobStatus
 from jobs.services import jobs_submit
 from jobs.worker import Worker
 
@@ -384,3 +384,68 @@ def test_the_warning_holds_for_a_group_sent_to_an_aihc_pool_too(alice_en):
         warning = group_env_pinned(spec)
 
     assert warning.startswith("Every task of this group of 6 gets AIHC_GROUP_TASK_INDEX")
+
+
+# -- Copy this task & edit, and a task run again, by its place (qa91) -----------------------
+
+
+def test_copy_this_task_and_edit_drafts_that_task_alone_with_its_index_and_total_in_its_envs(
+    alice, alice_en, settings
+):
+    spec = make_spec(SWEEP, submission=S.Submission(S.SUBMIT_QUEUE, total=3, concurrency=3))
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="sweep")
+    page = alice_en.get(reverse("job-detail", args=[tasks[1].public_id])).content.decode()
+
+    copied = alice_en.post(
+        reverse("job-copy", args=[tasks[1].public_id]), {"task": "1"}, follow=True
+    )
+
+    assert re.search(r'id="job-copy-task"[^>]*>Copy this task & edit<', page)
+    draft = Draft.objects.get(source_job=tasks[1])
+    row = draft.data["submission"]
+    assert (row["mode"], row["total"], row["concurrency"]) == ([S.SUBMIT_QUEUE], ["1"], ["1"])
+    said = html.unescape(copied.content.decode())
+    assert (
+        "The draft is of task 2/3 alone, as one queue task, with AIHC_GROUP_TASK_INDEX=1 and "
+        "AIHC_GROUP_TASK_TOTAL=3 in its envs, as that task ran with them."
+    ) in said
+    review = alice_en.get(reverse("wizard-step", args=[draft.id, "review"]))
+    note = re.search(r'id="task-copy-note">([^<]*)<', review.content.decode())[1]
+    assert html.unescape(note) == (
+        "This is a copy of task 2/3 alone: AIHC_GROUP_TASK_INDEX=1 and AIHC_GROUP_TASK_TOTAL=3 "
+        "are in its envs, as that task ran with them, so the sweep script picks the same point."
+    )
+    # Read against the task as it ran (index 1 of 3): the envs are its own, no range "0 to 2".
+    diff = copy_diff(review)
+    assert ENVS not in diff and "0 to 2, one per task" not in review.content.decode()
+
+    r = alice_en.post(reverse("wizard-submit", args=[draft.id]))
+    [again] = Job.objects.filter(source_job=tasks[1])
+    run_until(Worker(), lambda: status_of(again) == JobStatus.SUCCEEDED)
+
+    assert r.status_code == 302
+    assert "task 1 of 3 lr=0.01" in log_text(again, "master-0")
+
+
+def test_a_task_run_again_shows_as_that_task_again_in_the_list_and_on_its_page(alice, alice_en):
+    spec = make_spec(SWEEP, submission=S.Submission(S.SUBMIT_QUEUE, total=3, concurrency=3))
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="sweep")
+    [again] = job_rerun(job=tasks[1], owner=alice)
+    alone = jobs_submit(
+        owner=alice,
+        spec=make_spec("true", name="alone", submission=S.Submission(S.SUBMIT_QUEUE)),
+        submit_key="alone",
+    )[0]
+
+    listed = alice_en.get(reverse("job-list")).content.decode()
+    page = alice_en.get(reverse("job-detail", args=[again.public_id])).content.decode()
+
+    def badge(html_text: str, job) -> str:
+        row = html_text[html_text.index(f'<tr data-job="{job.public_id}"') :]
+        return re.search(r'class="badge text-bg-light border group-task"[^>]*>([^<]*)<', row)[1]
+
+    # Not "1/1": the place its page says it was copied from (local-test 2/3).
+    assert badge(listed, again) == "2/3 (again)"
+    assert badge(listed, tasks[1]) == "2/3" and badge(listed, alone) == "1/1"
+    assert re.search(r'id="group-task"[^>]*>2/3 \(again\)<', page)
+    assert re.search(r'id="source-job">local-test 2/3<', page)

@@ -68,3 +68,37 @@ def test_a_queue_group_of_six_is_told_its_index_in_the_wizard_and_on_each_tasks_
     for table in page.locator("#replica-envs table").all():
         index = table.locator("tr", has_text="AIHC_GROUP_TASK_INDEX").locator("td")
         expect(index).to_have_text("2")
+
+
+def test_copy_this_task_opens_a_draft_of_that_task_whose_review_says_it_keeps_its_place(
+    logged_in_page, alice
+):
+    from jobs import spec as S
+    from jobs.actions import job_rerun
+    from jobs.services import jobs_submit
+
+    from .runner_helpers import make_spec
+
+    spec = make_spec(
+        "true", name="sweep-lr", submission=S.Submission(S.SUBMIT_QUEUE, total=8), datasources=[]
+    )
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="sweep")
+    [again] = job_rerun(job=tasks[5], owner=alice)
+    page = logged_in_page
+
+    # Task 6/8 run again reads as that task in the list, not as 1/1.
+    page.goto("/")
+    expect(page.locator(f'tr[data-job="{again.public_id}"] .group-task')).to_have_text(
+        "6/8（再次）"
+    )
+    page.goto(f"/jobs/{tasks[5].public_id}/")
+    page.get_by_role("button", name="复制此任务").click()
+
+    page.wait_for_url(re.compile(r"/create/.+/basic/"))
+    expect(page.locator(".alert-info").nth(1)).to_contain_text("草稿只包含任务 6/8")
+    page.goto(page.url.replace("/basic/", "/review/"))
+    expect(page.locator("#task-copy-note")).to_have_text(
+        "这是任务 6/8 单独的副本：它的环境变量中有 AIHC_GROUP_TASK_INDEX=5 和 "
+        "AIHC_GROUP_TASK_TOTAL=8，与该任务运行时相同，因此扫参脚本会选取同一个参数点。"
+    )
+    expect(page.locator("#copy-diff")).not_to_contain_text("0 到 7")
