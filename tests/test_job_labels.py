@@ -1086,7 +1086,7 @@ def test_the_admin_job_list_reads_a_label_pasted_as_key_colon_value_as_the_owner
 def row_labels(page: str, job: Job) -> tuple[list[tuple[str, str, str]], str]:
     """A job's row in the admin's list: each label link under its name (address, title, text)
     and the "+N"."""
-    [row] = re.findall(rf"<tr>(?:(?!</tr>).)*?>{job.public_id}</a>.*?</tr>", page, re.S)
+    [row] = re.findall(rf"<tr>(?:(?!</tr>).)*?>{job.public_id}</span></a>.*?</tr>", page, re.S)
     [cell] = re.findall(r'<td class="field-name_shown">(.*?)</td>', row, re.S)
     links = [
         (html.unescape(href), html.unescape(title), html.unescape(text))
