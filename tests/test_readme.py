@@ -400,7 +400,7 @@ def numbers_said() -> list[str]:
         f"its first {tensorboard.MAX_TAG_CHARS} characters (then `…`)",
         f"its first {tensorboard.MAX_EVENT_VALUES:,} values are read",
         # The job list and the pools page.
-        f"task 2 of every group of 3), {views.PAGE_SIZE} a page",
+        f"(the count the page's own query makes), {views.PAGE_SIZE} a page",
         f"(the first {pools.OWN_JOBS_SHOWN} per queue;",
         f"by their last known name (below; with the ID when two share a name) or else their ID, "
         f'marked "（已不再提供）" / "(no longer offered)" (the words the pools page uses for a '
