@@ -681,7 +681,7 @@ def test_the_totals_partial_sums_instances_times_cards_per_type(alice_client, ht
     assert r.status_code == 200
     html = r.content.decode()
     assert "<html" not in html
-    assert card_badges(html) == [f"{A800} × 14", f"{V100} × 2"]
+    assert card_badges(html) == [f"14 × {A800}", f"2 × {V100}"]
     # The fragment replaces itself, so it keeps what makes it live.
     assert 'id="card-totals"' in html and 'hx-sync="this:replace"' in html
 
@@ -693,7 +693,7 @@ def test_the_totals_partial_leaves_out_rows_whose_accelerators_are_off(alice_cli
 
     html = alice_client.get(reverse("wizard-totals", args=[draft.id]), table).content.decode()
 
-    assert card_badges(html) == [f"{A800} × 8"]
+    assert card_badges(html) == [f"8 × {A800}"]
 
 
 def test_the_totals_partial_leaves_out_rows_with_counts_out_of_range(alice_client):
@@ -704,7 +704,7 @@ def test_the_totals_partial_leaves_out_rows_with_counts_out_of_range(alice_clien
 
     html = alice_client.get(reverse("wizard-totals", args=[draft.id]), table).content.decode()
 
-    assert card_badges(html) == [f"{A800} × 8"]
+    assert card_badges(html) == [f"8 × {A800}"]
 
 
 def test_the_resources_step_shows_the_same_totals_as_its_partial(alice_client):
@@ -716,7 +716,7 @@ def test_the_resources_step_shows_the_same_totals_as_its_partial(alice_client):
     partial = alice_client.get(reverse("wizard-totals", args=[draft.id]), table).content.decode()
 
     totals = page[page.index('id="card-totals"') :]
-    assert card_badges(totals[: totals.index("</p>")]) == card_badges(partial) == [f"{A800} × 8"]
+    assert card_badges(totals[: totals.index("</p>")]) == card_badges(partial) == [f"8 × {A800}"]
 
 
 def test_the_queue_partial_lists_the_pools_queues(alice_client):
