@@ -34,8 +34,10 @@ from .texts import RecordedText, Term, ngettext_noop, recorded, recorded_plural
 
 ANY_CARD = gettext_noop("cards of any type")
 # A card quota as its sentences say it: its number first, the card type after ("2 cards (any
-# type)", not "2 × cards of any type", qa92), with "your quota is" inside, as Chinese puts the
-# number after 任意类型的卡 but before a named type (您的配额为任意类型的卡共 2 张 / 为 2 张 A800).
+# type)", not "2 × cards of any type", qa92). "your quota is" is part of it: Chinese puts the
+# number after 任意类型的卡 but before a named type, and so needs a space after 为 in one case
+# and none in the other (您的配额为任意类型的卡共 2 张 / 您的配额为 2 张 A800), which a sentence
+# with the phrase as a parameter could not give both.
 QUOTA_ANY_CARD = ngettext_noop(
     "your quota is %(allowed)s card (any type)", "your quota is %(allowed)s cards (any type)"
 )

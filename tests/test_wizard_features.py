@@ -719,6 +719,27 @@ def test_the_resources_step_shows_the_same_totals_as_its_partial(alice_client):
     assert card_badges(totals[: totals.index("</p>")]) == card_badges(partial) == [f"8 × {A800}"]
 
 
+def test_the_resources_step_says_the_pools_idle_cards_after_pool_with_chinese_spacing(
+    alice_client,
+):
+    # qa92: "资源池库存： A800…" / "Pool stock:", a stock with a space after the full-width colon.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+
+    def stock(language: str) -> str:
+        page = alice_client.get(
+            step_url(draft, W.RESOURCES), headers={"Accept-Language": language}
+        ).content.decode()
+        return re.search(
+            r'<p class="small text-muted" id="pool-stock"[^>]*>(.*?) ?[·<]', page
+        ).group(1)
+
+    alice_client.cookies.pop("django_language", None)
+    assert stock("zh-hans").startswith(f"资源池：{A800} 空闲 8 / 共 8")
+    alice_client.cookies["django_language"] = "en"
+    assert stock("en").startswith(f"Pool: {A800} 8 idle of 8")
+
+
 def test_the_queue_partial_lists_the_pools_queues(alice_client):
     draft = new_draft(alice_client)
 
