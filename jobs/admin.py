@@ -959,8 +959,9 @@ ACTION_TITLES = {
 # Asked on the confirmation page, of the jobs the action applies to ("count" of them).
 ACTION_QUESTIONS = {
     "approve": ngettext_lazy(
-        "Approve this job? It is queued and runs when cards are free.",
-        "Approve these %(count)d jobs? They are queued and run when cards are free.",
+        "Approve this job? It is queued and runs when the pool has room for it.",
+        "Approve these %(count)d jobs? They are queued and each runs when the pool has room "
+        "for it.",
         "count",
     ),
     "reject": ngettext_lazy(
@@ -995,8 +996,10 @@ ACTION_QUESTIONS = {
 # Of one job: Chinese has one plural form, so ngettext's singular never reached it and one
 # job was asked of as "以下 1 个任务" (copy edit). The same English as ngettext's singular.
 ACTION_QUESTIONS_ONE = {
+    # "when the pool has room", not "when cards are free": a job without cards waits for
+    # none (qa92).
     "approve": pgettext_lazy(
-        "of one job", "Approve this job? It is queued and runs when cards are free."
+        "of one job", "Approve this job? It is queued and runs when the pool has room for it."
     ),
     "reject": pgettext_lazy("of one job", "Reject this job? Its owner sees the reason you give."),
     "stop": pgettext_lazy(

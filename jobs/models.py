@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop, ngettext, pgettext_lazy
 
 from . import spec as spec_module
-from .texts import display_text
+from .texts import display_text, list_words
 
 
 class JobStatus(models.TextChoices):
@@ -475,6 +475,17 @@ class JobEvent(models.Model):
     def message_shown(self) -> str:
         return display_text(self.message, self.message_source)
 
+    @property
+    def message_after_label(self) -> str:
+        """message_shown for a list that shows reason_label before it: without the label again
+        when the message begins with it ("Waiting for your quota · Waiting for your quota: your
+        quota is…", qa92), as a status reason's message does to stand alone; old events too."""
+        message, label = self.message_shown, self.reason_label
+        for colon in (":", "："):
+            if message.startswith(label + colon):
+                return message[len(label) + 1 :].lstrip()
+        return message
+
 
 class AlertChannel(models.TextChoices):
     """How an alert goes out; each has its own hourly bound per user (jobs.alerts)."""
@@ -572,6 +583,12 @@ class JobReplica(models.Model):
     @property
     def reason_shown(self) -> str:
         return display_text(self.reason, self.reason_source)
+
+    @property
+    def devices_shown(self) -> str:
+        """Its card numbers as a list in the reader's language ("0, 1"; 中文 "0、1"), as the
+        job's Started event says them (qa92: the table said "0,1", the event "[0, 1]")."""
+        return list_words(self.devices.split(","))
 
 
 class Draft(models.Model):

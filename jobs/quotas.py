@@ -33,6 +33,17 @@ from .models import ACTIVE_STATUSES, CardQuota, LocalRun
 from .texts import RecordedText, Term, ngettext_noop, recorded, recorded_plural
 
 ANY_CARD = gettext_noop("cards of any type")
+# A card quota as its sentences say it: its number first, the card type after ("2 cards (any
+# type)", not "2 × cards of any type", qa92). "your quota is" is part of it: Chinese puts the
+# number after 任意类型的卡 but before a named type, and so needs a space after 为 in one case
+# and none in the other (您的配额为任意类型的卡共 2 张 / 您的配额为 2 张 A800), which a sentence
+# with the phrase as a parameter could not give both.
+QUOTA_ANY_CARD = ngettext_noop(
+    "your quota is %(allowed)s card (any type)", "your quota is %(allowed)s cards (any type)"
+)
+QUOTA_OF_TYPE = ngettext_noop(
+    "your quota is %(allowed)s %(card)s card", "your quota is %(allowed)s %(card)s cards"
+)
 
 
 @dataclass(frozen=True)
@@ -78,6 +89,18 @@ class Excess:
     @property
     def card_label(self) -> str:
         return self.card_type or _(ANY_CARD)
+
+    @property
+    def quota_words(self) -> str:
+        """ "your quota is 2 cards (any type)", in the reader's language."""
+        singular, plural = QUOTA_OF_TYPE if self.card_type else QUOTA_ANY_CARD
+        words = ngettext(singular, plural, self.allowed)
+        return words % {"allowed": self.allowed, "card": self.card_type}
+
+    def recorded_quota_words(self) -> RecordedText:
+        """quota_words as a stored text records it (said again in each reader's language)."""
+        messages = QUOTA_OF_TYPE if self.card_type else QUOTA_ANY_CARD
+        return recorded_plural(messages, "allowed", allowed=self.allowed, card=self.card_type)
 
 
 def quota_limits(user: Any) -> list[Limit]:
@@ -210,21 +233,18 @@ def waiting_message(excess: Excess) -> RecordedText:
     if excess.never:
         return recorded(
             gettext_noop(
-                "Waiting for your quota: your quota is %(allowed)s × %(card)s and this job "
-                "asks for %(asked)s, so it starts only if an administrator raises the quota."
+                "Waiting for your quota: %(quota)s and this job asks for %(asked)s, so it "
+                "starts only if an administrator raises the quota."
             ),
-            allowed=excess.allowed,
-            card=card,
+            quota=excess.recorded_quota_words(),
             asked=excess.asked,
         )
     return recorded(
         gettext_noop(
-            "Waiting for your quota: your quota is %(allowed)s × %(card)s; your running jobs "
-            "hold %(held)s and this job asks for %(asked)s. It starts by itself when your "
-            "other jobs end."
+            "Waiting for your quota: %(quota)s; your running jobs hold %(held)s and this job "
+            "asks for %(asked)s. It starts by itself when your other jobs end."
         ),
-        allowed=excess.allowed,
-        card=card,
+        quota=excess.recorded_quota_words(),
         held=excess.held,
         asked=excess.asked,
     )

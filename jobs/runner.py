@@ -1982,13 +1982,24 @@ def start_job(
         if worker is not None and not holds_lease(worker=worker):
             logger.warning("%s not started: this worker no longer holds the lease", job.public_id)
             return False
-        cards = Words(tuple(f"{card} {idx}" for card, idx in alloc.devices.items()))
+        # "A800 (cards 0, 1)", as the Replicas table lists a replica's card numbers (qa92: it
+        # read "A800 [0, 1]", a Python list).
+        cards = [
+            recorded(
+                gettext_noop("%(card)s (cards %(ids)s)"),
+                card=card,
+                ids=Words(tuple(str(i) for i in indices)),
+            )
+            for card, indices in alloc.devices.items()
+            if indices
+        ]
         if not job_transition(
             job=job,
             to=S.RUNNING,
             reason="Started",
             message=recorded(
-                gettext_noop("Started on this machine with cards %(cards)s."), cards=cards
+                gettext_noop("Started on this machine with %(cards)s."),
+                cards=joined(*cards, sep="; "),
             )
             if cards
             else recorded(gettext_noop("Started on this machine.")),
@@ -3056,11 +3067,14 @@ def _check_hang(
         return
     if run.hang_warned_at is not None and run.hang_warned_at >= last:
         return  # already warned about this silence
-    message = recorded(
-        gettext_noop(
-            "No replica wrote a log line in the %(minutes)s-minute hang threshold; "
-            "the job may be hanging."
+    message = recorded_plural(
+        ngettext_noop(
+            "No replica has written a log line for %(minutes)s minute (the hang threshold); "
+            "the job may be hung.",
+            "No replica has written a log line for %(minutes)s minutes (the hang threshold); "
+            "the job may be hung.",
         ),
+        "minutes",
         minutes=threshold,
     )
     # "Warned" is committed with the warning and its alert: a worker killed in between

@@ -64,7 +64,7 @@ from .logs import masked
 from .models import Job, JobStatus, StackCapture, StackCaptureTrigger
 from .runtime_env import LOCAL_MPI_RSH_AGENT
 from .services import job_event
-from .texts import recorded
+from .texts import ngettext_noop, recorded_plural
 
 logger = logging.getLogger(__name__)
 
@@ -125,10 +125,16 @@ REASONS = {
 # and shown in the page's language. Before, every Python process of every capture in the
 # default set-up (a worker run as root, no LOCAL_JOB_UID_BASE) said it in English on a
 # Chinese page.
+# Shown once under a capture, in plain words (qa92: each process's line, orange and beside
+# monospace like py-spy's output, said it in broken English): how the console is set up, not
+# a fault of this capture.
 NATIVE_REFUSALS = {
-    "native_needs_root": gettext_noop("native frames are read only by a worker run as root"),
+    "native_needs_root": gettext_noop(
+        "Only Python frames are shown: native frames can be read only when the worker runs as root."
+    ),
     "native_needs_own_user": gettext_noop(
-        "native frames are read only of jobs run as users of their own (LOCAL_JOB_UID_BASE)"
+        "Only Python frames are shown: native frames can be read only when jobs run under "
+        "their own user IDs (an administrator sets LOCAL_JOB_UID_BASE)."
     ),
 }
 
@@ -296,29 +302,36 @@ def store_capture(*, pk: int, replicas: list[dict[str, Any]]) -> None:
         # "1 of 2 read" alone read as a failure to read one (QA 31).
         ended = sum(1 for r in replicas if r.get("error") == "not_running")
         manual = capture.trigger == StackCaptureTrigger.MANUAL
+        # Plural forms by the replicas counted ("1 of 1 replica read", qa92).
         if ended:
             text = (
-                gettext_noop(
+                ngettext_noop(
+                    "Call stacks captured on request: %(read)s of %(total)s replica read "
+                    "(%(ended)s had ended).",
                     "Call stacks captured on request: %(read)s of %(total)s replicas read "
-                    "(%(ended)s had ended)."
+                    "(%(ended)s had ended).",
                 )
                 if manual
-                else gettext_noop(
+                else ngettext_noop(
+                    "Call stacks captured after the hang: %(read)s of %(total)s replica read "
+                    "(%(ended)s had ended).",
                     "Call stacks captured after the hang: %(read)s of %(total)s replicas read "
-                    "(%(ended)s had ended)."
+                    "(%(ended)s had ended).",
                 )
             )
         else:
             text = (
-                gettext_noop(
-                    "Call stacks captured on request: %(read)s of %(total)s replicas read."
+                ngettext_noop(
+                    "Call stacks captured on request: %(read)s of %(total)s replica read.",
+                    "Call stacks captured on request: %(read)s of %(total)s replicas read.",
                 )
                 if manual
-                else gettext_noop(
-                    "Call stacks captured after the hang: %(read)s of %(total)s replicas read."
+                else ngettext_noop(
+                    "Call stacks captured after the hang: %(read)s of %(total)s replica read.",
+                    "Call stacks captured after the hang: %(read)s of %(total)s replicas read.",
                 )
             )
-        message = recorded(text, read=read, total=len(replicas), ended=ended)
+        message = recorded_plural(text, "total", read=read, total=len(replicas), ended=ended)
         job_event(job=capture.job, reason="StacksCaptured", message=message)
         kept = capture.job.stack_captures.exclude(finished_at=None).values_list("pk", flat=True)
         StackCapture.objects.filter(pk__in=list(kept[CAPTURES_KEPT:])).delete()
@@ -858,6 +871,17 @@ def stack_groups(replicas: list[dict[str, Any]]) -> list[StackGroup]:
     )
 
 
+def native_note(replicas: list[dict[str, Any]]) -> str:
+    """Why the capture has no native frames when the console's set-up is why (NATIVE_REFUSALS),
+    in the page's language; "" otherwise."""
+    for replica in replicas:
+        for process in replica.get("processes", []):
+            code = (process.get("native_error") or {}).get("detail_code")
+            if code in NATIVE_REFUSALS:
+                return gettext(NATIVE_REFUSALS[code])
+    return ""
+
+
 def unread(replicas: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """(who, why) for each replica or process whose stacks could not be read."""
     out = []
@@ -877,6 +901,8 @@ def unread(replicas: list[dict[str, Any]]) -> list[tuple[str, str]]:
                 out.append((who, reason_text(process)))
             if process.get("native_error"):
                 failed = process["native_error"]
+                if failed.get("detail_code") in NATIVE_REFUSALS:
+                    continue  # the console's set-up: said once, by native_note
                 reason = _detail(failed) or reason_text(failed)
                 out.append((who, reason_text({"error": "native_failed", "reason": reason})))
             if process.get("threads_dropped"):

@@ -1194,6 +1194,11 @@ class MetricsComparison:
     named_runs: bool = False  # some chart is of a run other than the log path itself
     more_tags: int = 0  # tags of these jobs beyond MAX_TAGS, not shown
 
+    @property
+    def all_off(self) -> bool:
+        """TensorBoard is off for every job: each one's line says so, and no more is said."""
+        return all(m is None for m in self.metrics)
+
 
 def compared_metrics(
     jobs: list[Job],

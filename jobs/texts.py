@@ -135,6 +135,33 @@ REWORDED = (
     gettext_noop("Every replica exited with 0 before the stop reached it."),
     gettext_noop("Stopped to be deleted."),
     gettext_noop("%(item)s: webhook to %(host)s"),
+    # Reworded by qa92's copy edit, with plural forms (jobs.runner's hang, jobs.stacks).
+    gettext_noop(
+        "No replica wrote a log line in the %(minutes)s-minute hang threshold; "
+        "the job may be hanging."
+    ),
+    gettext_noop(
+        "Call stacks captured on request: %(read)s of %(total)s replicas read "
+        "(%(ended)s had ended)."
+    ),
+    gettext_noop(
+        "Call stacks captured after the hang: %(read)s of %(total)s replicas read "
+        "(%(ended)s had ended)."
+    ),
+    gettext_noop("Call stacks captured on request: %(read)s of %(total)s replicas read."),
+    gettext_noop("Call stacks captured after the hang: %(read)s of %(total)s replicas read."),
+    # jobs.runner's start names its cards as the Replicas table does: "A800 (cards 0, 1)".
+    gettext_noop("Started on this machine with cards %(cards)s."),
+    # jobs.quotas' waits now say the quota number first: "2 cards (any type)" (qa92).
+    gettext_noop(
+        "Waiting for your quota: your quota is %(allowed)s × %(card)s and this job "
+        "asks for %(asked)s, so it starts only if an administrator raises the quota."
+    ),
+    gettext_noop(
+        "Waiting for your quota: your quota is %(allowed)s × %(card)s; your running jobs "
+        "hold %(held)s and this job asks for %(asked)s. It starts by itself when your "
+        "other jobs end."
+    ),
 )
 
 

@@ -23,6 +23,7 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext_lazy
 
 from .models import LoginFailure
 
@@ -153,6 +154,17 @@ class ThrottledAuthenticationMixin:
 
 
 class ThrottledAuthenticationForm(ThrottledAuthenticationMixin, AuthenticationForm):
+    # Django's English, with the console's own Chinese (qa92: Django's read
+    # "请输入一个正确的用户名和密码。注意，两者都区分大小写。", which also said both are).
+    error_messages = {
+        **AuthenticationForm.error_messages,
+        "invalid_login": pgettext_lazy(
+            "log-in form",
+            "Please enter a correct %(username)s and password. Note that both fields may be "
+            "case-sensitive.",
+        ),
+    }
+
     def full_clean(self) -> None:
         super().full_clean()
         # A refused log-in is one error for the pair (which of the two was wrong is not

@@ -137,7 +137,7 @@ from .selection import (
 )
 from .services import job_events_shown, label_suggestions, labels_in_another_case
 from .spec import FRAMEWORK_LABELS, MPI, SpecError, invisible_trimmed, plain_typed, stored_labels
-from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
+from .stacks import CAPTURES_KEPT, capture_requested, native_note, stack_groups, unread
 from .summary import (
     aiak_words,
     environment_job_id,
@@ -1358,6 +1358,7 @@ def _hang_context(
         "selected": selected,
         "groups": stack_groups(selected.replicas) if done else [],
         "unread": unread(selected.replicas) if done else [],
+        "native_note": native_note(selected.replicas) if done else "",
         # A native frame's path (its library's, or the source file its debug information
         # names): staff only, who run the host; its owner sees the library's file name.
         "native_paths": request.user.is_staff,

@@ -2505,15 +2505,10 @@ def quota_waits(spec: S.JobSpec, pool: Pool | None, owner: Any) -> list[str]:
         else:
             waits.append(
                 _(
-                    "Your quota is %(allowed)d × %(card)s and your running jobs hold %(held)d: "
-                    "this job, asking for %(asked)d, will wait in its queue until they end."
+                    "On the local pool %(quota)s and your running jobs hold %(held)d: this "
+                    "job, asking for %(asked)d, will wait in its queue until they end."
                 )
-                % {
-                    "allowed": excess.allowed,
-                    "card": excess.card_label,
-                    "held": excess.held,
-                    "asked": excess.asked,
-                }
+                % {"quota": excess.quota_words, "held": excess.held, "asked": excess.asked}
             )
     return waits
 
@@ -2535,9 +2530,9 @@ def _never_message(excess: Excess) -> str:
             "administrator to raise it."
         ) % {"card": excess.card_label}
     return _(
-        "Your quota on the local pool is %(allowed)d × %(card)s; this job asks for %(asked)d, "
-        "so it could never start. Lower the cards, or ask an administrator to raise the quota."
-    ) % {"allowed": excess.allowed, "card": excess.card_label, "asked": excess.asked}
+        "On the local pool %(quota)s; this job asks for %(asked)d, so it could never start. "
+        "Lower the cards, or ask an administrator to raise the quota."
+    ) % {"quota": excess.quota_words, "asked": excess.asked}
 
 
 def _standalone_message(excess: Excess) -> str:
@@ -2554,15 +2549,10 @@ def _standalone_message(excess: Excess) -> str:
             excess.allowed,
         ) % {"allowed": excess.allowed, "card": excess.card_label, "held": excess.held}
     return _(
-        "A standalone job must start now, but your quota is %(allowed)d × %(card)s and your "
-        "running jobs hold %(held)d; this job asks for %(asked)d. Lower the cards or submit "
-        "it as a queue task, which waits for your jobs to end."
-    ) % {
-        "allowed": excess.allowed,
-        "card": excess.card_label,
-        "held": excess.held,
-        "asked": excess.asked,
-    }
+        "A standalone job must start now, but %(quota)s and your running jobs hold %(held)d; "
+        "this job asks for %(asked)d. Lower the cards or submit it as a queue task, which "
+        "waits for your jobs to end."
+    ) % {"quota": excess.quota_words, "held": excess.held, "asked": excess.asked}
 
 
 def _standalone_starting_message(excess: Excess) -> str:
@@ -2571,6 +2561,7 @@ def _standalone_starting_message(excess: Excess) -> str:
     figures = {
         "allowed": excess.allowed,
         "card": excess.card_label,
+        "quota": excess.quota_words,
         "running": excess.held - excess.starting,
         "starting": excess.starting,
         "asked": excess.asked,
@@ -2587,8 +2578,8 @@ def _standalone_starting_message(excess: Excess) -> str:
         )
     else:
         text = _(
-            "A standalone job must start now, but your quota is %(allowed)d × %(card)s: your "
-            "running jobs hold %(running)d and your queued jobs about to start take "
+            "A standalone job must start now, but %(quota)s: your running jobs hold "
+            "%(running)d and your queued jobs about to start take "
             "%(starting)d; this job asks for %(asked)d. Lower the cards or submit it as a queue "
             "task, which waits for your jobs to end."
         )

@@ -37,14 +37,14 @@ def test_a_refused_log_in_is_an_alert_both_fields_point_to_with_focus_on_the_fir
 
     alert = re.search(r'<div[^>]*id="login-error"[^>]*>(.*?)</div>', page, re.S)
     assert 'role="alert"' in alert.group(0)
-    assert "请输入一个正确的" in alert.group(1)
+    assert "请输入正确的用户名和密码。注意两者可能都区分大小写。" in alert.group(1)
     for name in ("username", "password"):
         field = tag(page, f'name="{name}"')
         assert 'aria-invalid="true"' in field and 'aria-describedby="login-error"' in field
     # Focus comes back to 用户名, which now says the alert with it.
     assert "autofocus" in tag(page, 'name="username"')
     # Said once, not again as crispy's own box.
-    assert page.count("请输入一个正确的") == 1
+    assert page.count("请输入正确的用户名和密码") == 1
 
 
 def test_a_log_in_page_not_yet_sent_marks_no_field_wrong(client, db):

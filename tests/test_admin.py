@@ -822,7 +822,15 @@ def test_the_confirmation_asks_about_this_job_or_these_jobs(
         assert "Reject this job? Its owner sees the reason you give." in page
         assert "Reason (the owner sees it)" in page and "4 cards</li>" in page
     else:
-        assert "驳回该任务？任务所有者会看到您填写的原因。" in page and "4 张卡</li>" in page
+        assert "驳回该任务？任务创建人会看到您填写的原因。" in page and "4 张卡</li>" in page
+    # Runs when the pool has room, not "when cards are free": a job without cards waits for
+    # none (qa92).
+    approve = client.get(f"{CHANGELIST}{first.pk}/review/approve/").content.decode()
+    assert (
+        "Approve this job? It is queued and runs when the pool has room for it."
+        if language == "en"
+        else "通过该任务？通过后任务进入排队，资源池有足够资源时运行。"
+    ) in approve
 
 
 def test_a_confirmation_of_50_jobs_makes_the_queries_of_one(alice, reviewer, review_all):

@@ -185,8 +185,8 @@ def test_the_database_down_page_and_api_answer_speak_the_requests_language(tmp_p
     assert "<h1 data-request-error>The database cannot be reached</h1>" in page("page_en_cookie")
     for name, message in (
         ("v1", "The console cannot reach its database right now; try again later."),
-        ("v1_zh", "控制台现在连不上它的数据库，请稍后重试。"),
-        ("v2_zh", "控制台现在连不上它的数据库，请稍后重试。"),  # a v2 call: JSON, not the page
+        ("v1_zh", "控制台暂时无法连接数据库，请稍后重试。"),
+        ("v2_zh", "控制台暂时无法连接数据库，请稍后重试。"),  # a v2 call: JSON, not the page
     ):
         status, content_type, error, retry_after, request_id = said[name]
         assert (status, content_type, retry_after) == (503, "application/json", "30"), name

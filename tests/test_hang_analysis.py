@@ -1033,3 +1033,53 @@ def test_py_spy_run_through_its_whole_chain_is_the_jobs_uid_without_capabilities
     assert [t["name"] for t in read["threads"]] == [
         f"200099/200099 {'0' * 48} 1 {PY_SPY_DATA_BYTES}"
     ]
+
+
+def test_a_capture_of_one_replica_says_1_of_1_replica_read_in_either_language(alice):
+    # qa92: "1 of 1 replicas read".
+    job = submit(alice, make_spec("echo hi"))
+    capture = StackCapture.objects.create(job=job, trigger="manual")
+    waiting = {"pid": 2, "command": "python3 train.py", "threads": [{"frames": []}]}
+
+    store_capture(pk=capture.pk, replicas=[{"label": "master-0", "processes": [waiting]}])
+
+    event = job.events.get(reason="StacksCaptured")
+    assert event.message == "已按请求抓取调用栈：已读取 1 个实例中的 1 个。"
+    with translation.override("en"):
+        assert event.message_shown == "Call stacks captured on request: 1 of 1 replica read."
+
+
+def test_native_frames_the_consoles_set_up_does_not_read_are_said_once_in_plain_words(
+    alice, alice_client
+):
+    # qa92: each process had an orange line beside its monospace name, as if its read had
+    # failed, saying "native frames are read only of jobs run as users of their own
+    # (LOCAL_JOB_UID_BASE)" without a full stop.
+    job = submit(alice, make_spec("echo hi"))
+    capture = StackCapture.objects.create(job=job, trigger="manual")
+    refused = {
+        "error": "unreadable",
+        "detail": "native frames are read only of jobs run as users of their own "
+        "(LOCAL_JOB_UID_BASE)",
+        "detail_code": "native_needs_own_user",
+    }
+    processes = [
+        {"pid": pid, "command": "python3 train.py", "threads": [], "native_error": refused}
+        for pid in (2, 3)
+    ]
+    store_capture(pk=capture.pk, replicas=[{"label": "master-0", "processes": processes}])
+
+    english = section(alice_client, job, capture, lang="en")
+    chinese = section(alice_client, job, capture, lang="zh-hans")
+
+    assert english.count('id="hang-native-note"') == 1
+    assert (
+        '<p class="small mb-1" id="hang-native-note">Only Python frames are shown: native frames '
+        "can be read only when jobs run under their own user IDs (an administrator sets "
+        "LOCAL_JOB_UID_BASE).</p>"
+    ) in english
+    assert 'id="hang-unread"' not in english
+    assert (
+        'id="hang-native-note">只显示 Python 栈帧：只有任务以各自的用户 ID 运行时'
+        "（由管理员设置 LOCAL_JOB_UID_BASE）才能读取原生栈帧。</p>"
+    ) in chinese

@@ -80,9 +80,7 @@ def test_a_cpu_only_job_has_0_card_hours_said_cpu_only_with_its_hours_run(alice,
     job = run(alice, started, started + timedelta(hours=5), cards=0)
 
     assert on_job_page(client_for(alice), job) == "0 (CPU only; 5.00 job-hours)"
-    assert on_admin_page(client_for(reviewer, "zh-hans"), job) == (
-        "0（纯 CPU 任务，已运行 5.00 小时）"
-    )
+    assert on_admin_page(client_for(reviewer, "zh-hans"), job) == ("0（纯 CPU 任务，共 5.00 小时）")
 
 
 def test_a_job_that_never_started_shows_no_card_hours(alice, reviewer):

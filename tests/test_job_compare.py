@@ -1122,3 +1122,21 @@ def test_a_job_and_its_run_again_are_told_apart_in_chinese_too(alice, alice_clie
     html = alice_client.get(compare_url(job, again)).content.decode()
 
     assert "qa82-zh（基准）：没有训练指标" in html and "qa82-zh（第 2 列）：没有训练指标" in html
+
+
+def test_jobs_all_without_tensorboard_are_not_also_said_to_have_none_to_draw_yet(alice, alice_en):
+    # qa92: after a line per job saying TensorBoard is off, "None of these jobs has scalars to
+    # draw yet."; and the help said 启动命令 of the row named 运行参数.
+    first, second = tuned(alice, "off-1"), tuned(alice, "off-2")
+    with_one = with_metrics(alice, "on", "on")  # on, without event files yet
+
+    both_off = alice_en.get(compare_url(first, second)).content.decode()
+    one_on = alice_en.get(compare_url(first, with_one)).content.decode()
+    chinese_client = Client()
+    chinese_client.force_login(alice)
+    chinese = chinese_client.get(compare_url(first, second)).content.decode()
+
+    assert "TensorBoard is off for this job" in both_off
+    assert 'id="compare-no-charts"' not in both_off
+    assert 'id="compare-no-charts"' in one_on
+    assert "运行参数只显示与之不同的行" in chinese and "启动命令" not in chinese

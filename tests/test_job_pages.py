@@ -17,6 +17,7 @@ from jobs.logs import replica_log_path
 from jobs.models import (
     Draft,
     Job,
+    JobEvent,
     JobReplica,
     JobStatus,
     LocalRun,
@@ -1524,7 +1525,7 @@ def test_each_replica_shows_the_node_it_runs_on_and_its_card_ids(alice, alice_cl
     headers = re.findall(r"<th>([^<]+)</th>", page.split('id="replicas"')[1].split("</thead>")[0])
     assert headers == ["实例", "状态", "重启次数", "退出码", "节点", "卡号", "开始时间"]
     row = page.split('id="replicas"')[1].split("</tr>")[1]
-    assert ">gpu-node-7<" in row and "<td>2,3</td>" in row
+    assert ">gpu-node-7<" in row and "<td>2、3</td>" in row  # a list in Chinese (qa92)
     # The console's time zone (Asia/Shanghai), with its day and, as every date on the page,
     # its year (copy edit: "11-30 00:05:09" beside the events' "2026-11-30 00:05:09").
     assert "<td>2026-11-30 00:05:09</td>" in row
@@ -2031,3 +2032,150 @@ def test_a_job_delete_keeps_as_looked_for_says_so_before_it_is_asked_with_and_wi
     assert f'id="delete-question">{said}' in no_javascript
     assert 'data-confirm="该任务暂不能删除' in chinese
     assert status_of(job) == JobStatus.STOPPING  # asked, nothing done
+
+
+# -- qa92's copy edit of the job page ---------------------------------------------------------
+
+
+def events_on_page(client: Client, job: Job, language: str) -> list[str]:
+    """The events list's items as read: label, then message."""
+    client.cookies["django_language"] = language
+    page = client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    items = re.search(r'<ol class="list-unstyled small" id="events">(.*?)</ol>', page, re.S)
+    return [
+        " ".join(re.sub(r"<[^>]+>", " ", item).split()[2:])  # after its date and time
+        for item in re.findall(r"<li[^>]*>(.*?)</li>", items.group(1), re.S)
+    ]
+
+
+def test_a_quota_wait_says_its_number_of_cards_first_and_the_events_list_its_label_once(
+    alice, alice_client
+):
+    # qa92: "Waiting for your quota · Waiting for your quota: your quota is 2 × cards of any
+    # type": the label twice, and the number before a "×".
+    from jobs.quotas import Excess, waiting_message
+    from jobs.services import job_event
+
+    job = submit(alice)
+    over = Excess(card_type="", allowed=2, held=0, asked=3, jobs=False)
+    one_type = Excess(card_type=CARD, allowed=1, held=1, asked=1, jobs=False)
+    job_event(job=job, reason="QuotaExceeded", message=waiting_message(over))
+    job_event(job=job, reason="QuotaExceeded", message=waiting_message(one_type))
+    # As one was recorded before: its old message, said again in English.
+    JobEvent.objects.create(
+        job=job,
+        reason="QuotaExceeded",
+        message="等待配额：您的配额为 2 × 任意类型的卡，本任务申请 3 张，只有管理员提高配额后才会启动。",
+        message_source={
+            "key": "Waiting for your quota: your quota is %(allowed)s × %(card)s and this job "
+            "asks for %(asked)s, so it starts only if an administrator raises the quota.",
+            "params": {"allowed": 2, "card": {"term": "cards of any type"}, "asked": 3},
+        },
+    )
+
+    assert events_on_page(alice_client, job, "zh-hans")[-3:] == [
+        "等待配额 您的配额为任意类型的卡共 2 张，本任务申请 3 张，超出配额，只有管理员提高配额后才会"
+        "启动。",
+        f"等待配额 您的配额为 1 张 {CARD}；您运行中的任务已占用 1 张，本任务申请 1 张。您的其他任务"
+        "结束后，本任务会自动启动。",
+        "等待配额 您的配额为 2 × 任意类型的卡，本任务申请 3 张，只有管理员提高配额后才会启动。",
+    ]
+    assert events_on_page(alice_client, job, "en")[-3:] == [
+        "Waiting for your quota your quota is 2 cards (any type) and this job asks for 3, so it "
+        "starts only if an administrator raises the quota.",
+        f"Waiting for your quota your quota is 1 {CARD} card; your running jobs hold 1 and this "
+        "job asks for 1. It starts by itself when your other jobs end.",
+        "Waiting for your quota your quota is 2 × cards of any type and this job asks for 3, so "
+        "it starts only if an administrator raises the quota.",
+    ]
+
+
+def test_a_local_jobs_cards_read_as_a_list_alike_in_its_started_event_and_its_replicas_table(
+    alice, alice_client
+):
+    # qa92: the event said "baidu.com/… [0, 1]" (a Python list), the table "0,1".
+    job = submit(alice, roles=[S.Role("master", 1, accelerator_type=CARD, accelerators=2)])
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.RUNNING, JobStatus.SUCCEEDED))
+    ids = JobReplica.objects.get(job=job).devices.split(",")
+    assert len(ids) == 2
+    # An event recorded before, with its cards as a Python list: still said in English.
+    JobEvent.objects.create(
+        job=job,
+        reason="Started",
+        message=f"已在本机启动，使用卡 {CARD} [0, 1]。",
+        message_source={
+            "key": "Started on this machine with cards %(cards)s.",
+            "params": {"cards": {"words": [f"{CARD} [0, 1]"]}},
+        },
+    )
+
+    chinese = events_on_page(alice_client, job, "zh-hans")
+    english = events_on_page(alice_client, job, "en")
+
+    assert f"已启动 已在本机启动，使用 {CARD}（卡 {ids[0]}、{ids[1]}）。" in chinese
+    assert f"Started Started on this machine with {CARD} (cards {ids[0]}, {ids[1]})." in english
+    assert f"Started Started on this machine with cards {CARD} [0, 1]." in english
+    alice_client.cookies["django_language"] = "zh-hans"
+    zh_page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    en_page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert f"<td>{ids[0]}、{ids[1]}</td>" in zh_page
+    assert f"<td>{ids[0]}, {ids[1]}</td>" in en_page
+
+
+def test_the_summary_names_the_pool_kind_as_the_pools_page_does(alice, alice_client):
+    # qa92: "后端 local", the backend's code.
+    job = submit(alice)
+    url = reverse("job-detail", args=[job.public_id])
+
+    chinese = alice_client.get(url).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(url).content.decode()
+
+    assert 'id="job-backend">本机运行器</dd>' in chinese
+    assert 'id="job-backend">Local runner</dd>' in english
+
+
+def test_a_rejected_job_says_how_to_send_it_again_and_one_pending_review_who_decides(
+    alice, alice_client
+):
+    # qa92: a rejected job's page gave its reason and no next step; one pending review, no
+    # word of what it waits for.
+    rejected, pending = submit(alice, name="rejected"), submit(alice, name="pending")
+    Job.objects.filter(pk=rejected.pk).update(status=JobStatus.REJECTED)
+    Job.objects.filter(pk=pending.pk).update(status=JobStatus.PENDING_REVIEW)
+
+    def next_step(job: Job, language: str) -> str:
+        alice_client.cookies["django_language"] = language
+        page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+        return re.search(r'id="review-next">([^<]*)<', page).group(1)
+
+    assert next_step(rejected, "en") == "Use Copy & edit to change it and submit again."
+    assert next_step(rejected, "zh-hans") == "可用“复制”修改后重新提交。"
+    assert next_step(pending, "en") == (
+        "A reviewer must approve it before it is queued; the decision shows here."
+    )
+    assert next_step(pending, "zh-hans") == "须经审核人通过后才会进入排队；审核结果会显示在这里。"
+
+
+def test_a_queue_tasks_note_says_its_submission_step_as_the_wizard_names_it(alice, alice_client):
+    # qa92: "可在其“投递方式”一步修改".
+    spec = make_spec("echo task")
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1)
+    group = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))
+
+    page = alice_client.get(reverse("job-detail", args=[group[0].public_id])).content.decode()
+
+    assert "最多同时运行 1 个，可在“投递方式”步骤中修改）" in page
+
+
+def test_the_page_not_found_says_nothing_of_a_drafts_steps(alice_client):
+    # qa92: the 404 of any address told how a discarded draft's step is kept; the page of
+    # that step (wizard/gone.html) says so itself.
+    page = alice_client.get("/jobs/pytorchjob-none/", headers={"Accept-Language": "en"})
+
+    assert page.status_code == 404
+    assert "There is nothing at this address" in page.content.decode()
+    assert "draft's step" not in page.content.decode()
+    chinese = alice_client.get("/jobs/pytorchjob-none/").content.decode()
+    assert "任务和草稿仅其创建人可见" in chinese and "另存为新草稿" not in chinese

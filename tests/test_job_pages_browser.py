@@ -1557,7 +1557,7 @@ def test_an_on_call_owner_sets_up_hang_alerts_in_the_wizard_and_sees_the_hang_co
     page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
 
     events = page.locator("#events")
-    expect(events).to_contain_text("疑似 hang", timeout=20_000)
+    expect(events).to_contain_text("疑似任务hang", timeout=20_000)
     expect(events).not_to_contain_text("hang 已解除")
     gate.touch()  # the job writes again
     expect(events).to_contain_text("hang 已解除", timeout=20_000)

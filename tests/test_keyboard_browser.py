@@ -217,7 +217,7 @@ def test_the_idle_count_is_read_out_when_it_changes_not_at_every_5_second_check(
     page.wait_for_function("() => window.checks >= 4")
     assert page.evaluate("() => window.redrawn") == 0
     # The stock line row 0's checks bring still comes, the count left as it was.
-    expect(page.locator("#pool-stock")).to_contain_text("资源池库存：")
+    expect(page.locator("#pool-stock")).to_contain_text("资源池：")
 
     # A change is still read out, and the check it sets off leaves the field being typed in alone.
     page.focus("#id_roles-1-replicas")
@@ -532,7 +532,7 @@ def test_the_card_totals_change_inside_a_live_region_that_stays_so_it_is_read_ou
     page.focus("#id_roles-1-replicas")
     page.keyboard.press("Control+A")
     page.keyboard.type("3")
-    expect(page.locator("#card-totals")).to_contain_text("× 4")
+    expect(page.locator("#card-totals")).to_contain_text("4 ×")
     assert page.locator("#card-totals").evaluate(f"(e, r) => e.closest('{LIVE}') === r", region)
     assert region.evaluate("r => r.isConnected")
 

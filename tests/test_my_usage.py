@@ -223,7 +223,7 @@ def test_its_headings_are_capitalised_as_the_consoles_other_tables_are(alice, al
         *["Pool", "Card type", "Card-hours", "Jobs run", "CPU-only job-hours"],
         *["Name", "Job ID", "Pool", "Cards", "Started", "Hours in the period", "Card-hours"],
     ]
-    assert headings(chinese)[:5] == ["卡时", "纯 CPU 任务小时数", "任务数", "资源池", "卡型"]
+    assert headings(chinese)[:5] == ["卡时", "纯 CPU 任务时", "任务数", "资源池", "卡型"]
 
 
 def test_the_csv_has_the_same_figures_with_a_byte_order_mark(alice, alice_client):

@@ -56,7 +56,7 @@ def test_a_cpu_only_job_reads_as_using_no_cards_on_my_usage_and_on_its_page(logg
     row = page.locator(f"#usage-jobs-table tr[data-job='{cpu.public_id}']")
     expect(row.locator(".usage-cpu-only")).to_have_text("无（仅 CPU）")
     row.get_by_role("link").click()
-    expect(page.locator("#job-card-hours")).to_have_text("0（纯 CPU 任务，已运行 5.00 小时）")
+    expect(page.locator("#job-card-hours")).to_have_text("0（纯 CPU 任务，共 5.00 小时）")
 
 
 def test_my_usage_names_each_pool_and_shows_its_id_on_hover(logged_in_page, alice):

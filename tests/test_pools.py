@@ -95,6 +95,15 @@ def test_the_page_shows_the_local_pool_with_its_cards_queues_and_storage(alice_c
     assert 'hx-get="/pools/" hx-trigger="every 5s"' in html
 
 
+def test_the_card_tables_last_column_is_named_for_the_idle_of_total_it_holds(alice_client):
+    # qa92: 空闲占比 ("Idle share") over "空闲 8 / 共 8", which is no share.
+    chinese = section(alice_client.get(POOLS).content.decode(), "local")
+    english = section(alice_client.get(POOLS, HTTP_ACCEPT_LANGUAGE="en").content.decode(), "local")
+
+    assert '<th scope="col">空闲情况</th>' in chinese and "空闲占比" not in chinese
+    assert '<th scope="col">Idle of total</th>' in english
+
+
 def test_a_pool_without_cards_says_nothing_of_the_cards_your_jobs_hold_there(
     alice_client, settings
 ):

@@ -123,3 +123,27 @@ def test_on_a_phone_a_pools_card_table_fits_without_scrolling_sideways(logged_in
     header = region.locator("th", has_text="空闲").first
     line = region.locator("th", has_text="卡型").first
     assert header.bounding_box()["height"] <= line.bounding_box()["height"]
+
+
+def test_on_a_375_pixel_phone_a_queues_name_and_its_header_each_read_on_one_line(logged_in_page):
+    # qa92: "default" was drawn "def/aul/t" and 队列 one character a line.
+    page = logged_in_page
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.click("#nav-pools")
+
+    queues = page.locator('section[data-pool="local"] .pool-queues')
+    name = queues.locator("tbody th").first
+    expect(name).to_have_text("default")
+
+    def lines(cell) -> int:
+        """How many lines the cell's text takes."""
+        return cell.evaluate(
+            """cell => {
+              const range = document.createRange();
+              range.selectNodeContents(cell.firstChild);
+              return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;
+            }"""
+        )
+
+    assert lines(name) == 1
+    assert lines(queues.locator("thead th").first) == 1  # 队列

@@ -358,12 +358,12 @@ def test_a_job_over_its_owners_quota_waits_saying_so_once_while_another_users_jo
     assert status_of(second) == JobStatus.QUEUED
     [event] = second.events.filter(reason="QuotaExceeded")  # once, not once a pass
     assert event.message == (
-        f"Waiting for your quota: your quota is 1 × {CARD}; your running jobs hold 1 and this "
+        f"Waiting for your quota: your quota is 1 {CARD} card; your running jobs hold 1 and this "
         "job asks for 1. It starts by itself when your other jobs end."
     )
     alice_client.cookies["django_language"] = "en"
     page = alice_client.get(reverse("job-detail", args=[second.public_id])).content.decode()
-    assert "Waiting for your quota" in page and f"your quota is 1 × {CARD}" in page
+    assert "Waiting for your quota" in page and f"your quota is 1 {CARD} card;" in page
 
     open_gate(settings)  # alice's first job ends: the second starts by itself
     run_until(worker, lambda: status_of(second) == JobStatus.SUCCEEDED, what="the second job")
@@ -404,7 +404,7 @@ def test_the_wizard_refuses_cards_the_quota_never_allows_on_the_cards_field_with
     assert r.status_code == 200
     messages = field_errors(r, "id_roles-0-accelerators")
     assert any(
-        f"Your quota on the local pool is 2 × {A800}; this job asks for 3, so it could never "
+        f"On the local pool your quota is 2 {A800} cards; this job asks for 3, so it could never "
         "start." in m
         for m in messages
     ), messages
@@ -426,13 +426,14 @@ def test_a_standalone_job_the_users_running_jobs_leave_no_quota_for_is_refused_a
 
     messages = field_errors(refused_now, "id_mode")
     assert any(
-        f"your quota is 4 × {A800} and your running jobs hold 3; this job asks for 2" in m
+        f"your quota is 4 {A800} cards and your running jobs hold 3; this job asks for 2" in m
         for m in messages
     ), messages
     assert queued.status_code == 302
     review = en_client.get(reverse("wizard-step", args=[draft.id, W.REVIEW])).content.decode()
     assert (
-        f"Your quota is 4 × {A800} and your running jobs hold 3: this job, asking for 2, will "
+        f"On the local pool your quota is 4 {A800} cards and your running jobs hold 3: this job, "
+        "asking for 2, will "
         "wait in its queue until they end."
     ) in review
 
@@ -492,7 +493,7 @@ def test_the_api_refuses_a_job_the_quota_never_allows_and_queues_one_that_must_w
     created = api.create_job(pool="local", body=waits)
 
     assert (error.status, error.code) == (400, "InvalidParameter")
-    assert f"Your quota on the local pool is 1 × {CARD}; this job asks for 2" in error.message
+    assert f"On the local pool your quota is 1 {CARD} card; this job asks for 2" in error.message
     assert Job.objects.get(public_id=created["jobId"]).status == JobStatus.QUEUED
     assert not Job.objects.filter(name="too-big").exists()
 

@@ -929,6 +929,16 @@ def test_a_hang_warning_is_cleared_when_a_replica_writes_again_and_a_new_silence
     run_until(worker, lambda: "started" in log_text(job, "master-0"), what="its line")
     silent_for_minutes(job, 2)
     run_until(worker, lambda: job.events.filter(reason="HangSuspected").exists())
+    # qa92: "No replica wrote a log line in the 1-minute hang threshold", labelled 疑似 hang.
+    suspected = job.events.get(reason="HangSuspected")
+    assert suspected.message == "所有实例已 1 分钟未输出日志，疑似任务hang。"
+    with translation.override("zh-hans"):
+        assert suspected.reason_label == "疑似任务hang"
+    with translation.override("en"):
+        assert suspected.message_shown == (
+            "No replica has written a log line for 1 minute (the hang threshold); the job may "
+            "be hung."
+        )
     for _ in range(3):
         worker.tick()
     assert not job.events.filter(reason="HangCleared").exists()  # still silent

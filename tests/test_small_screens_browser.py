@@ -195,3 +195,20 @@ def test_on_a_375_pixel_phone_the_card_switch_has_its_name_beside_it(browser, li
     label.tap()  # the name is the switch's
     expect(switch).not_to_be_checked()
     context.close()
+
+
+def test_on_a_phone_the_replicas_table_shows_a_shadow_at_the_edge_it_scrolls_past(phone, alice):
+    # qa92: at 375 pixels the Replicas table hid its columns past the edge, with no sign that
+    # it scrolls (a phone shows its scrollbar only while it scrolls).
+    job = job_with_a_log(alice)
+    log_in(phone, "alice", "alice-password")
+    phone.set_viewport_size({"width": 375, "height": 812})
+    phone.goto(f"/jobs/{job.public_id}/")
+    region = phone.locator("#replicas-region")
+
+    assert region.evaluate("e => e.scrollWidth > e.clientWidth")  # it does scroll
+    shading = region.evaluate("e => getComputedStyle(e).backgroundImage")
+    assert shading.count("radial-gradient") == 2, shading  # a shadow for each edge
+    # The rows let it through: their cells have no background of their own.
+    cell = region.locator("td").first
+    assert cell.evaluate("e => getComputedStyle(e).backgroundColor") == "rgba(0, 0, 0, 0)"

@@ -99,7 +99,7 @@ def said(job: Job) -> list[tuple[str, str]]:
 
 def quota_words(held: int, asked: int, allowed: int) -> str:
     return (
-        f"Waiting for your quota: your quota is {allowed} × {CARD}; your running jobs hold "
+        f"Waiting for your quota: your quota is {allowed} {CARD} card{'s' if allowed != 1 else ''}; your running jobs hold "
         f"{held} and this job asks for {asked}. It starts by itself when your other jobs end."
     )
 

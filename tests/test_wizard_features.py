@@ -681,7 +681,7 @@ def test_the_totals_partial_sums_instances_times_cards_per_type(alice_client, ht
     assert r.status_code == 200
     html = r.content.decode()
     assert "<html" not in html
-    assert card_badges(html) == [f"{A800} × 14", f"{V100} × 2"]
+    assert card_badges(html) == [f"14 × {A800}", f"2 × {V100}"]
     # The fragment replaces itself, so it keeps what makes it live.
     assert 'id="card-totals"' in html and 'hx-sync="this:replace"' in html
 
@@ -693,7 +693,7 @@ def test_the_totals_partial_leaves_out_rows_whose_accelerators_are_off(alice_cli
 
     html = alice_client.get(reverse("wizard-totals", args=[draft.id]), table).content.decode()
 
-    assert card_badges(html) == [f"{A800} × 8"]
+    assert card_badges(html) == [f"8 × {A800}"]
 
 
 def test_the_totals_partial_leaves_out_rows_with_counts_out_of_range(alice_client):
@@ -704,7 +704,7 @@ def test_the_totals_partial_leaves_out_rows_with_counts_out_of_range(alice_clien
 
     html = alice_client.get(reverse("wizard-totals", args=[draft.id]), table).content.decode()
 
-    assert card_badges(html) == [f"{A800} × 8"]
+    assert card_badges(html) == [f"8 × {A800}"]
 
 
 def test_the_resources_step_shows_the_same_totals_as_its_partial(alice_client):
@@ -716,7 +716,28 @@ def test_the_resources_step_shows_the_same_totals_as_its_partial(alice_client):
     partial = alice_client.get(reverse("wizard-totals", args=[draft.id]), table).content.decode()
 
     totals = page[page.index('id="card-totals"') :]
-    assert card_badges(totals[: totals.index("</p>")]) == card_badges(partial) == [f"{A800} × 8"]
+    assert card_badges(totals[: totals.index("</p>")]) == card_badges(partial) == [f"8 × {A800}"]
+
+
+def test_the_resources_step_says_the_pools_idle_cards_after_pool_with_chinese_spacing(
+    alice_client,
+):
+    # qa92: "资源池库存： A800…" / "Pool stock:", a stock with a space after the full-width colon.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+
+    def stock(language: str) -> str:
+        page = alice_client.get(
+            step_url(draft, W.RESOURCES), headers={"Accept-Language": language}
+        ).content.decode()
+        return re.search(
+            r'<p class="small text-muted" id="pool-stock"[^>]*>(.*?) ?[·<]', page
+        ).group(1)
+
+    alice_client.cookies.pop("django_language", None)
+    assert stock("zh-hans").startswith(f"资源池：{A800} 空闲 8 / 共 8")
+    alice_client.cookies["django_language"] = "en"
+    assert stock("en").startswith(f"Pool: {A800} 8 idle of 8")
 
 
 def test_the_queue_partial_lists_the_pools_queues(alice_client):

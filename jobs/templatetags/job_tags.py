@@ -15,6 +15,7 @@ from django.utils.safestring import SafeData, SafeString, mark_safe
 from django.utils.translation import pgettext
 
 from jobs import texts
+from jobs.pools import BACKEND_LABELS
 from jobs.usage import job_usage_text
 
 register = template.Library()
@@ -52,6 +53,12 @@ def list_words(items: Any) -> str:
     """The items as one list in the reader's language (中文 "a、b"; join:", " put an ASCII
     comma between them in Chinese)."""
     return texts.list_words(str(i) for i in items)
+
+
+@register.filter
+def backend_label(backend: str) -> str:
+    """A pool kind as the pools page names it (本机运行器, AIHC, Kubernetes), not its code."""
+    return str(BACKEND_LABELS.get(backend, backend))
 
 
 @register.filter
