@@ -42,7 +42,7 @@ POOLS = reverse("pool-list")
 HTMX = {"HX-Request": "true"}
 HELD_BY_OTHER = (
     "Queue “default” is held by a job of another user, which waits for 3 "
-    f"{V100} cards: until it starts, no job of this queue of priority Medium or lower "
+    f"{V100} cards: until it starts, no job of this queue of priority Normal or lower "
     "starts, even one asking for no card, and a standalone job of such a priority is refused "
     "in this queue."
 )
