@@ -402,14 +402,16 @@ def group_fields(job: Job) -> dict[str, Any]:
     """The console's own keys of a job's answer (v1 and v2) that say which task of a queue
     group of 2 or more it is, as a sweep script maps its job IDs to its tasks (qa91: every
     task answered the same name): the group's id (the job list's `?group=`), the task's
-    index from 0, as its AIHC_GROUP_TASK_INDEX, and the group's total. None for any other job,
+    place from 1 as the list's "3/8" and the alert webhook's groupTaskIndex say it (one key,
+    one meaning in every JSON the console sends; its AIHC_GROUP_TASK_INDEX is one less), and
+    the group's total. None for any other job,
     whose answer stays AIHC's own (a body of AIHC's never asks for a group: a local job it
     makes is a queue task of one). Reads the group (select it with the job)."""
     if job.group_id is None or job.group.total < 2 or job.group_index is None:
         return {}
     return {
         "groupId": job.group_id,
-        "groupTaskIndex": job.group_index - 1,
+        "groupTaskIndex": job.group_index,
         "groupTaskTotal": job.group.total,
     }
 

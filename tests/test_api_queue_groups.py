@@ -55,15 +55,16 @@ def test_a_v1_create_of_a_group_answers_every_tasks_job_id_in_order_and_each_row
     # AIHC's keys as they were (jobId is task 1's), and the console's beside them.
     assert created == {"jobId": ids[0], "jobName": "sweep-lr", "jobIds": ids, "groupId": group}
     rows = v1_rows(api)
+    # Each task's place from 1, as the list's 2/3 and the alert webhook's groupTaskIndex.
     assert [
         (rows[i]["groupId"], rows[i]["groupTaskIndex"], rows[i]["groupTaskTotal"]) for i in ids
-    ] == [(group, 0, 3), (group, 1, 3), (group, 2, 3)]
+    ] == [(group, 1, 3), (group, 2, 3), (group, 3, 3)]
     assert set(plain) == {"jobId", "jobName"}
     assert not {"groupId", "groupTaskIndex", "groupTaskTotal"} & set(rows[plain["jobId"]])
     alone = api.request(
         "GET", f"/api/v1/aijobs/{ids[2]}", params=[("resourcePoolId", "local")], idempotent=True
     )
-    assert alone["result"]["groupTaskIndex"] == 2 and alone["result"]["groupId"] == group
+    assert alone["result"]["groupTaskIndex"] == 3 and alone["result"]["groupId"] == group
 
 
 def test_a_v2_create_of_a_group_answers_every_tasks_job_id_and_describe_jobs_each_place(api):
@@ -89,6 +90,6 @@ def test_a_v2_create_of_a_group_answers_every_tasks_job_id_and_describe_jobs_eac
         row["jobId"]: (row["groupId"], row["groupTaskIndex"], row["groupTaskTotal"])
         for row in listed
     }
-    assert [places[i] for i in ids] == [(group, 0, 3), (group, 1, 3), (group, 2, 3)]
+    assert [places[i] for i in ids] == [(group, 1, 3), (group, 2, 3), (group, 3, 3)]
     one = action(api, "DescribeJob", resourcePoolId="local", jobId=ids[1])["job"]
-    assert (one["groupTaskIndex"], one["groupTaskTotal"]) == (1, 3)
+    assert (one["groupTaskIndex"], one["groupTaskTotal"]) == (2, 3)

@@ -948,7 +948,7 @@ def test_a_hang_warning_is_cleared_when_a_replica_writes_again_and_a_new_silence
 
     cleared = job.events.get(reason="HangCleared")
     assert cleared.type == "Normal"
-    assert cleared.message == "日志恢复输出：任务在 hang 告警之后又写出了日志，不再疑似 hang 住。"
+    assert cleared.message == "日志恢复输出：hang 告警之后有实例又写出了日志，不再疑似任务hang。"
     with translation.override("en"):
         assert cleared.message_shown == (
             "Logs resumed: a replica wrote a line after the hang warning; the job is no "
