@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import ipaddress
 import math
 import os
 import re
@@ -249,6 +250,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The cookie a browser that logged in gets, which the login throttle reads (jobs.throttle).
+    "jobs.throttle.KnownLoginMiddleware",
     # Times in the user's own zone (jobs.time_zones), kept in their session.
     "jobs.time_zones.UserTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -441,6 +444,17 @@ SECURE_HSTS_SECONDS = 31536000 if HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
 if HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The proxies whose X-Forwarded-For the login throttle reads (with HTTPS=1): addresses or
+# networks of the connections' peers. Loopback by default, as gunicorn's forwarded_allow_ips.
+TRUSTED_PROXIES = envlist("TRUSTED_PROXIES", "127.0.0.1,::1")
+for _proxy in TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            "TRUSTED_PROXIES is address,address,... each an IP address or network of a proxy "
+            f"in front of the console, such as 127.0.0.1 or 10.0.0.0/24, not {_proxy!r}"
+        ) from None
 # Login throttling (jobs.throttle): after this many failed log-ins within the window, further
 # attempts for that username, or from that address, are refused until the window passes.
 # 0 would lock every log-in out (and fail it with a server error): at least 1.

@@ -722,12 +722,90 @@ def test_behind_the_proxy_a_forwarded_hop_that_is_no_address_counts_under_the_co
 ):
     """Stored as sent, PostgreSQL's inet column refused it: the log-in answered 500."""
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.TRUSTED_PROXIES = ["198.51.100.0/24"]
     client = Client(REMOTE_ADDR="198.51.100.7", HTTP_X_FORWARDED_FOR=forwarded)
 
     r = fail_login(client, "alice")
 
     assert r.status_code == 200
     assert LoginFailure.objects.get().ip == counted
+
+
+@pytest.mark.parametrize(
+    ("peer", "counted"),
+    [("127.0.0.1", "203.0.113.9"), ("::1", "203.0.113.9"), ("10.0.0.5", "10.0.0.5")],
+)
+def test_only_a_trusted_proxys_forwarded_address_is_counted(alice, settings, peer, counted):
+    """qa90: anyone reaching gunicorn directly wrote X-Forwarded-For: <the office's NAT> and
+    locked all its engineers out. Only the proxies in TRUSTED_PROXIES (loopback by default,
+    where the README's nginx runs) say who the client is."""
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    client = Client(REMOTE_ADDR=peer, HTTP_X_FORWARDED_FOR="203.0.113.9")
+
+    fail_login(client, "alice")
+
+    assert LoginFailure.objects.get().ip == counted
+
+
+def test_a_proxy_on_another_machine_is_trusted_once_listed(alice, settings):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.TRUSTED_PROXIES = ["10.0.0.0/24"]
+    client = Client(REMOTE_ADDR="10.0.0.5", HTTP_X_FORWARDED_FOR="203.0.113.9")
+
+    fail_login(client, "alice")
+
+    assert LoginFailure.objects.get().ip == "203.0.113.9"
+
+
+def test_a_locked_out_address_still_lets_in_a_browser_that_logged_in_as_that_user_before(
+    alice, settings
+):
+    """qa90: one person's (or a forger's) 20 failures locked out everyone behind the same
+    address. A browser that has logged in as alice keeps her way in; the guesser, and a
+    browser new to her account, are still refused, as is her own count's limit."""
+    settings.LOGIN_FAILURES_PER_USERNAME = 3
+    settings.LOGIN_FAILURES_PER_IP = 3
+    alices_browser = Client(REMOTE_ADDR="203.0.113.9")
+    assert (
+        alices_browser.post(
+            "/login/", {"username": "alice", "password": "alice-password"}
+        ).status_code
+        == 302
+    )
+    alices_browser.post("/logout/")
+    guesser = Client(REMOTE_ADDR="203.0.113.9")
+    for name in ("u1", "u2", "u3"):
+        fail_login(guesser, name)
+
+    back = alices_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+    guessed = guesser.post("/login/", {"username": "alice", "password": "alice-password"})
+    new_browser = Client(REMOTE_ADDR="203.0.113.9")
+    new = new_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+
+    assert back.status_code == 302
+    assert guessed.status_code == 200 and "_auth_user_id" not in guesser.session
+    assert new.status_code == 200 and "_auth_user_id" not in new_browser.session
+    # Her own count still holds her browser back.
+    alices_browser.post("/logout/")
+    for _ in range(3):
+        fail_login(alices_browser, "alice")
+    again = alices_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+    assert again.status_code == 200 and "_auth_user_id" not in alices_browser.session
+
+
+def test_the_known_login_cookie_names_only_the_account_it_was_given_for(alice, bob, settings):
+    settings.LOGIN_FAILURES_PER_IP = 2
+    browser = Client(REMOTE_ADDR="203.0.113.9")
+    browser.post("/login/", {"username": "alice", "password": "alice-password"})
+    browser.post("/logout/")
+    cookie = browser.cookies["known_login"]
+    assert cookie["httponly"]
+    for name in ("u1", "u2"):
+        fail_login(browser, name)
+
+    r = browser.post("/login/", {"username": "bob", "password": "bob-password"})
+
+    assert r.status_code == 200 and "_auth_user_id" not in browser.session
 
 
 def test_the_throttle_lifts_when_the_window_passes_and_success_clears_it(alice, settings):
