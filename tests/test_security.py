@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import re
+import socket
 import subprocess
 import sys
 from datetime import timedelta
@@ -334,6 +335,13 @@ PRIVATE_WEBHOOKS = [
     "http://192.168.1.1/hook",
     "http://172.16.0.1/hook",
     "http://[fe80::1]/hook",
+    # IPv6 addresses standing for an IPv4 one (qa90: the first two were let through).
+    "https://[::127.0.0.1]:8490/x",  # IPv4-compatible: Linux routes it to loopback
+    "https://[64:ff9b::a9fe:a9fe]/",  # NAT64 of 169.254.169.254
+    "https://[64:ff9b:1::a00:5]/",  # local-use NAT64 of 10.0.0.5
+    "https://[::ffff:169.254.169.254]/",  # IPv4-mapped
+    "https://[2002:a9fe:a9fe::1]/",  # 6to4
+    "https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",  # Teredo, its client 127.0.0.1
 ]
 
 
@@ -360,6 +368,57 @@ def test_a_host_name_resolving_to_a_private_address_is_refused_at_send_time(sett
         resolve_webhook("http://localhost.localdomain/hook")
     with pytest.raises(UnsafeDestination):
         resolve_webhook(url)
+
+
+@pytest.mark.parametrize("address", ["::127.0.0.1", "64:ff9b::a9fe:a9fe"])
+def test_a_name_resolving_to_an_ipv6_form_of_a_private_ipv4_address_is_refused_at_send_time(
+    settings, monkeypatch, address
+):
+    from jobs.alerts import UnsafeDestination, resolve_webhook
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+    # What a DNS server answering AAAA with the address says (the resolver is the system's).
+    answer = [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", (address, 443, 0, 0))]
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: answer)
+
+    with pytest.raises(UnsafeDestination):
+        resolve_webhook("https://hooks.example.com/x")
+
+
+def test_a_public_ipv6_address_and_a_nat64_of_a_public_ipv4_one_are_still_allowed(settings):
+    from jobs.alerts import webhook_url_error
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+
+    assert webhook_url_error("https://[2606:4700::1111]/hook") is None
+    assert webhook_url_error("https://[64:ff9b::808:808]/hook") is None
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("zh-hans", "告警不能发送到回环、链路本地或内网地址"),
+        ("en", "alerts cannot be sent to loopback, link-local or private addresses"),
+    ],
+)
+def test_the_wizard_says_an_ipv6_form_of_a_loopback_address_is_refused_in_the_pages_language(
+    alice_client, settings, language, said
+):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+    alice_client.cookies["django_language"] = language
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFailed"], alert_webhooks="https://[::127.0.0.1]:8490/x"),
+    )
+
+    assert r.status_code == 200
+    assert any(said in e for e in field_errors(r, "id_alert_webhooks"))
+    assert "https://[::127.0.0.1]:8490/x" in r.content.decode()  # the line typed is kept
 
 
 @pytest.mark.parametrize("allowed", [False, True])
