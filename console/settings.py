@@ -24,6 +24,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 
+from jobs.log_filters import REFUSED_REQUESTS
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -434,6 +436,10 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
+# No script of the console reads the CSRF cookie: htmx sends the token the page carries
+# (hx-headers on <body>) and forms their hidden field. Out of scripts' reach it is out of an
+# injected one's too (qa90).
+CSRF_COOKIE_HTTPONLY = True
 # Behind HTTPS (set HTTPS=1): secure cookies, HSTS, and trust the proxy's scheme header.
 HTTPS = envbool("HTTPS", "false")
 SESSION_COOKIE_SECURE = HTTPS
@@ -550,6 +556,7 @@ LOGGING = {
         "healthz_answers": {"()": "jobs.log_filters.HealthzAnswers"},
         "unlisted_host": {"()": "jobs.log_filters.UnlistedHostOneLine"},
         "permission_denied": {"()": "jobs.log_filters.PermissionDeniedOneLine"},
+        "refused_request": {"()": "jobs.log_filters.RefusedRequestOneLine"},
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
@@ -561,6 +568,10 @@ LOGGING = {
         "django.request": {"filters": ["healthz_answers", "permission_denied"]},
         # A Host ALLOWED_HOSTS does not list (a scanner, a mistyped address): one WARNING line.
         "django.security.DisallowedHost": {"filters": ["unlisted_host"]},
+        # A refused admin filter, too many fields: one WARNING line each (jobs.log_filters).
+        **{
+            f"django.security.{name}": {"filters": ["refused_request"]} for name in REFUSED_REQUESTS
+        },
     },
 }
 

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.test import Client
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -809,6 +810,37 @@ def test_a_request_from_an_unknown_host_is_logged_as_one_warning_line_without_a_
     assert "'console.example.com'" in records[0].getMessage()
     assert len(records[1].getMessage()) <= 301
     assert "a" * 3000 not in caplog.text
+
+
+def test_a_refused_admin_filter_and_too_many_fields_are_each_one_warning_line_naming_the_path(
+    superuser, caplog, settings
+):
+    """qa90: each was an ERROR with a 40-line traceback: anyone could flood the log."""
+    client = Client(raise_request_exception=False)
+    client.force_login(superuser)
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 5
+
+    refused = client.get("/admin/jobs/job/?spec__icontains=x")
+    too_many = client.post("/login/", {f"f{n}": "x" for n in range(10)})
+
+    assert (refused.status_code, too_many.status_code) == (400, 400)
+    records = [r for r in caplog.records if r.name.startswith("django.security.")]
+    assert [r.name.rpartition(".")[2] for r in records] == [
+        "DisallowedModelAdminLookup",
+        "TooManyFieldsSent",
+    ]
+    assert all(r.levelname == "WARNING" and r.exc_info is None for r in records)
+    assert records[0].getMessage().endswith(": /admin/jobs/job/")
+    assert records[1].getMessage().endswith(": /login/")
+    assert "Traceback" not in caplog.text
+
+
+def test_the_csrf_cookie_is_out_of_scripts_reach(client):
+    """qa90: it was readable from JavaScript, which no script of the console needs (htmx
+    sends the token the page carries)."""
+    r = client.get("/login/")
+
+    assert r.cookies["csrftoken"]["httponly"]
 
 
 def test_a_short_database_password_is_masked_where_it_stands_alone_not_inside_other_words():

@@ -212,6 +212,14 @@ def child_environment(*, host: str, port: str) -> dict[str, str]:
     return {**os.environ, "HOST": host, "PORT": port}
 
 
+# gunicorn's default line with the path alone (%(U)s) where it has the request line (%(r)s),
+# and no Referer (%(f)s): a query holds what people type (a log search's words, ?q=, maybe a
+# token pasted by mistake), and the Referer of a console page is its whole address, query and
+# all (Referrer-Policy same-origin sends it to the console itself). qa90: `?q=SUPERSECRET`
+# typed in a search box was in the access log.
+ACCESS_LOG_FORMAT = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
+
+
 def gunicorn_command(*, python: str, host: str, port: str) -> list[str]:
     return [
         python,
@@ -226,6 +234,8 @@ def gunicorn_command(*, python: str, host: str, port: str) -> list[str]:
         str(settings.WEB_THREADS),
         "--access-logfile",
         "-",
+        "--access-logformat",
+        ACCESS_LOG_FORMAT,
         # gunicorn (25.1 and later) opens a control socket (gunicorn.ctl) that takes shutdown
         # and reload commands from anyone who can reach the file; the console never uses it.
         "--no-control-socket",
