@@ -843,6 +843,44 @@ def test_the_csrf_cookie_is_out_of_scripts_reach(client):
     assert r.cookies["csrftoken"]["httponly"]
 
 
+@pytest.mark.parametrize(
+    ("uid", "variables", "warned"),
+    [
+        (0, {}, {"jobs.W002", "jobs.W003"}),
+        (0, {"LOCAL_JOB_UID_BASE": 200000}, {"jobs.W003"}),
+        (0, {"LOCAL_JOB_NETWORK": "isolated-outbound"}, {"jobs.W002"}),
+        (0, {"LOCAL_JOB_UID_BASE": 200000, "LOCAL_JOB_NETWORK": "isolated"}, set()),
+        (0, {"CONSOLE_BACKENDS": ["aihc"]}, set()),
+        (1000, {}, set()),
+    ],
+)
+def test_running_as_root_warns_of_local_jobs_as_uid_0_or_on_the_hosts_network(
+    settings, monkeypatch, uid, variables, warned
+):
+    """qa90: a root worker's jobs (the defaults) read another console's var/secret_key and
+    reached this console on 127.0.0.1; the defaults stay, and the checks say so."""
+    from jobs.checks import local_jobs_run_as_root
+
+    for name, value in variables.items():
+        setattr(settings, name, value)
+    monkeypatch.setattr(os, "geteuid", lambda: uid)
+
+    found = local_jobs_run_as_root()
+
+    assert {w.id for w in found} == warned
+    for warning in found:
+        named = "LOCAL_JOB_UID_BASE" if warning.id == "jobs.W002" else "LOCAL_JOB_NETWORK"
+        assert named in warning.msg and named in warning.hint
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="says so only when run as root")
+def test_manage_check_deploy_run_as_root_says_both_warnings_with_the_defaults(tmp_path):
+    result = manage(tmp_path, "check", "--deploy")
+
+    assert "(jobs.W002) Running as root with LOCAL_JOB_UID_BASE unset" in result.stderr
+    assert "(jobs.W003) Running as root with LOCAL_JOB_NETWORK=host" in result.stderr
+
+
 def test_a_short_database_password_is_masked_where_it_stands_alone_not_inside_other_words():
     from manage import without_password
 
@@ -920,6 +958,10 @@ def test_check_deploy_with_the_readmes_production_settings_reports_only_what_the
         "HTTPS": "1",
         "ALLOWED_HOSTS": "console.example.com",
         "SITE_URL": "https://console.example.com",
+        # README's "Before a shared server": run as root (as here), the console warns without
+        # them (jobs.W002, jobs.W003).
+        "LOCAL_JOB_UID_BASE": "200000",
+        "LOCAL_JOB_NETWORK": "isolated",
     }
 
     without_mail = manage(tmp_path, "check", "--deploy", **production)
