@@ -53,6 +53,9 @@ def _trusted(peer: str | None) -> bool:
     if not peer:
         return False
     address = ipaddress.ip_address(peer)
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        # gunicorn listening on "::" takes IPv4 connections too, as ::ffff:127.0.0.1.
+        address = address.ipv4_mapped
     return any(
         address in ipaddress.ip_network(proxy, strict=False) for proxy in settings.TRUSTED_PROXIES
     )

@@ -792,7 +792,12 @@ def test_behind_the_proxy_a_forwarded_hop_that_is_no_address_counts_under_the_co
 
 @pytest.mark.parametrize(
     ("peer", "counted"),
-    [("127.0.0.1", "203.0.113.9"), ("::1", "203.0.113.9"), ("10.0.0.5", "10.0.0.5")],
+    [
+        ("127.0.0.1", "203.0.113.9"),
+        ("::1", "203.0.113.9"),
+        ("::ffff:127.0.0.1", "203.0.113.9"),
+        ("10.0.0.5", "10.0.0.5"),
+    ],
 )
 def test_only_a_trusted_proxys_forwarded_address_is_counted(alice, settings, peer, counted):
     """qa90: anyone reaching gunicorn directly wrote X-Forwarded-For: <the office's NAT> and
