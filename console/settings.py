@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import ipaddress
 import math
 import os
 import re
@@ -22,6 +23,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
+
+from jobs.log_filters import REFUSED_REQUESTS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -249,6 +252,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The cookie a browser that logged in gets, which the login throttle reads (jobs.throttle).
+    "jobs.throttle.KnownLoginMiddleware",
     # Times in the user's own zone (jobs.time_zones), kept in their session.
     "jobs.time_zones.UserTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -431,6 +436,10 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
+# No script of the console reads the CSRF cookie: htmx sends the token the page carries
+# (hx-headers on <body>) and forms their hidden field. Out of scripts' reach it is out of an
+# injected one's too (qa90).
+CSRF_COOKIE_HTTPONLY = True
 # Behind HTTPS (set HTTPS=1): secure cookies, HSTS, and trust the proxy's scheme header.
 HTTPS = envbool("HTTPS", "false")
 SESSION_COOKIE_SECURE = HTTPS
@@ -441,6 +450,17 @@ SECURE_HSTS_SECONDS = 31536000 if HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
 if HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The proxies whose X-Forwarded-For the login throttle reads (with HTTPS=1): addresses or
+# networks of the connections' peers. Loopback by default, as gunicorn's forwarded_allow_ips.
+TRUSTED_PROXIES = envlist("TRUSTED_PROXIES", "127.0.0.1,::1")
+for _proxy in TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            "TRUSTED_PROXIES is address,address,... each an IP address or network of a proxy "
+            f"in front of the console, such as 127.0.0.1 or 10.0.0.0/24, not {_proxy!r}"
+        ) from None
 # Login throttling (jobs.throttle): after this many failed log-ins within the window, further
 # attempts for that username, or from that address, are refused until the window passes.
 # 0 would lock every log-in out (and fail it with a server error): at least 1.
@@ -536,6 +556,7 @@ LOGGING = {
         "healthz_answers": {"()": "jobs.log_filters.HealthzAnswers"},
         "unlisted_host": {"()": "jobs.log_filters.UnlistedHostOneLine"},
         "permission_denied": {"()": "jobs.log_filters.PermissionDeniedOneLine"},
+        "refused_request": {"()": "jobs.log_filters.RefusedRequestOneLine"},
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
@@ -547,6 +568,10 @@ LOGGING = {
         "django.request": {"filters": ["healthz_answers", "permission_denied"]},
         # A Host ALLOWED_HOSTS does not list (a scanner, a mistyped address): one WARNING line.
         "django.security.DisallowedHost": {"filters": ["unlisted_host"]},
+        # A refused admin filter, too many fields: one WARNING line each (jobs.log_filters).
+        **{
+            f"django.security.{name}": {"filters": ["refused_request"]} for name in REFUSED_REQUESTS
+        },
     },
 }
 

@@ -84,10 +84,38 @@ class UnsafeDestination(Exception):
     pass
 
 
+# IPv6 prefixes that carry an IPv4 address, which a router or the host's own stack may
+# reach: NAT64 (RFC 6052's well-known prefix, and RFC 8215's local-use one), the address in
+# the last 32 bits. ipaddress counts 64:ff9b::/96 as global (qa90: https://[64:ff9b::a9fe:a9fe]/
+# is 169.254.169.254, the cloud's metadata service, behind a NAT64 gateway).
+NAT64_PREFIXES = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address stands for, where it carries one: IPv4-mapped
+    (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d, deprecated, but Linux still routes
+    ::127.0.0.1 to loopback: qa90), NAT64, 6to4 (2002::/16) and Teredo (2001::/32, its client's
+    address). None for any other."""
+    if ip.ipv4_mapped:
+        return ip.ipv4_mapped
+    if ip.sixtofour:
+        return ip.sixtofour
+    if ip.teredo:
+        return ip.teredo[1]
+    number = int(ip)
+    if number >> 32 == 0 and number > 1:  # ::a.b.c.d (:: and ::1 are IPv6's own)
+        return ipaddress.IPv4Address(number)
+    if any(ip in prefix for prefix in NAT64_PREFIXES):
+        return ipaddress.IPv4Address(number & 0xFFFFFFFF)
+    return None
+
+
 def _address_allowed(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = _embedded_ipv4(ip)
+        if embedded is not None and not _address_allowed(str(embedded)):
+            return False
     return ip.is_global and not ip.is_multicast
 
 
@@ -426,7 +454,14 @@ def _alert_config(job: Job) -> AlertConfig | None:
 
 def failure_text(exc: Exception) -> str:
     """What went wrong with a delivery, for its AlertFailed event: our own reasons as they
-    are (in the console's language), a library's error with its type; kept short."""
+    are (in the console's language), a library's error with its type; kept short.
+
+    A connection's failure keeps its kind (ConnectError "Connection refused", "No route to
+    host", ConnectTimeout), which tells a port that is closed from one filtered: a probe of
+    ports, were the address any. Kept (qa90, decided): only addresses _address_allowed lets
+    through are connected to, public ones anyone can probe from anywhere, or the company
+    network an administrator opened with ALERT_WEBHOOK_ALLOW_PRIVATE; and the one fixing their
+    own webhook needs to know which of the three it was."""
     ours = isinstance(exc, UnsafeDestination | chat_bots.BotRefused | CAFileUnreadable)
     said = exc.args[0] if ours and exc.args else None
     if source_of(said) and len(said) <= 400:

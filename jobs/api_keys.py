@@ -441,6 +441,23 @@ def _check_body_digests(request: HttpRequest, signed: Iterable[str]) -> None:
             )
 
 
+def _too_many(minutes: int) -> ApiAuthError:
+    return ApiAuthError(
+        429,
+        "TooManyRequests",
+        f"Too many failed requests for this key or from this address; try again in {minutes} min.",
+    )
+
+
+def _guess_refused(*, throttle_name: str, request: HttpRequest) -> None:
+    """Counts a failed guess; 429 instead of the failure's own answer while the address is
+    locked out (a guesser trying many key IDs from one address)."""
+    minutes = login_locked_minutes(username=throttle_name, request=request)
+    login_failure_record(username=throttle_name, request=request)
+    if minutes:
+        raise _too_many(minutes)
+
+
 def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiKey:
     """The key that signed this request, or ApiAuthError saying why it is refused."""
     value = request.headers.get("Authorization", "")
@@ -448,14 +465,14 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
         raise ApiAuthError(403, "AccessDenied", "Access denied: the request is not signed.")
     auth = parse_authorization(value)
     throttle_name = f"{THROTTLE_PREFIX}{auth.access_key_id[:64]}@{client_ip(request) or ''}"
-    minutes = login_locked_minutes(username=throttle_name, request=request)
+    # The key's own count from this address refuses before the signature is checked; the
+    # address's count only a request that fails it (_guess_refused). A key's 128-bit secret
+    # cannot be guessed, so the right one is served whatever others at its address did: 20
+    # failures from a shared address (an office NAT, or one forged in X-Forwarded-For before
+    # qa90) answered 429 to every valid key there.
+    minutes = login_locked_minutes(username=throttle_name, request=request, by_address=False)
     if minutes:
-        raise ApiAuthError(
-            429,
-            "TooManyRequests",
-            f"Too many failed requests for this key or from this address; try again in "
-            f"{minutes} min.",
-        )
+        raise _too_many(minutes)
     now = now or timezone.now()
     age = (now - auth.signed_at).total_seconds()
     if age > min(auth.expiration, MAX_EXPIRATION_SECONDS) or age < -CLOCK_SKEW_SECONDS:
@@ -488,7 +505,7 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
             # sending it: counted, it locked its whole address out after 20 requests, every
             # log-in and every other key from the lab's shared machine or NAT (qa66), as an
             # expired key, below, is not counted either.
-            login_failure_record(username=throttle_name, request=request)
+            _guess_refused(throttle_name=throttle_name, request=request)
         raise ApiAuthError(
             403,
             "InvalidAccessKeyId",
@@ -515,7 +532,7 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
     canonical = signer.canonical_request(request.method or "GET", request.path, params, signed)
     expected = signer._hmac_hex(signer.signing_key(secret, prefix), canonical)
     if not hmac.compare_digest(expected, auth.signature):
-        login_failure_record(username=throttle_name, request=request)
+        _guess_refused(throttle_name=throttle_name, request=request)
         raise ApiAuthError(
             403,
             "SignatureDoesNotMatch",

@@ -52,6 +52,50 @@ def secret_key_opens_what_it_sealed(
     ]
 
 
+@checks.register(checks.Tags.security, deploy=True)
+def local_jobs_run_as_root(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Said by `manage.py check --deploy` and at the start of `serve` (not by every command
+    that runs the checks: a root dev clone's migrate, worker and tests would each print them)
+    when they run as root with the local runner on: its jobs
+    then run as uid 0 unless LOCAL_JOB_UID_BASE is set, and on this machine's network unless
+    LOCAL_JOB_NETWORK isolates them. The defaults stay (a fresh clone runs jobs without
+    either: README "What a job gets"); the warnings say what a shared server sets (qa90: a
+    job read another console's var/secret_key on the machine, and reached this console on
+    127.0.0.1 and the cloud's metadata service at 169.254.169.254)."""
+    if "local" not in settings.CONSOLE_BACKENDS or os.geteuid() != 0:
+        return []
+    found: list[checks.CheckMessage] = []
+    if settings.LOCAL_JOB_UID_BASE is None:
+        found.append(
+            checks.Warning(
+                "Running as root with LOCAL_JOB_UID_BASE unset: local jobs run as uid 0, and "
+                "read every file root keeps from others on this machine (another console's "
+                "var/secret_key, a service's data under /var/lib).",
+                hint=(
+                    "Set LOCAL_JOB_UID_BASE (e.g. 200000) to run each user's jobs as a user of "
+                    "their own, or run the console as an unprivileged user. README: Security "
+                    "baseline, before a shared server."
+                ),
+                id="jobs.W002",
+            )
+        )
+    if settings.LOCAL_JOB_NETWORK == "host":
+        found.append(
+            checks.Warning(
+                "Running as root with LOCAL_JOB_NETWORK=host: local jobs share this machine's "
+                "network and reach whatever listens on it (the console on 127.0.0.1, a "
+                "database on loopback, the cloud's metadata service at 169.254.169.254).",
+                hint=(
+                    "Set LOCAL_JOB_NETWORK=isolated (no network beyond the job's own) or "
+                    "isolated-outbound (outbound only, not this machine's loopback nor "
+                    "link-local addresses). README: Security baseline, before a shared server."
+                ),
+                id="jobs.W003",
+            )
+        )
+    return found
+
+
 def unapplied_migrations() -> list[str]:
     """The migrations of this release the database lacks (`app.name`, in the order `migrate`
     applies them): none once `migrate` has run."""

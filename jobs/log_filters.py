@@ -57,3 +57,27 @@ class PermissionDeniedOneLine(logging.Filter):
         if record.exc_info and isinstance(record.exc_info[1], PermissionDenied):
             record.exc_info = record.exc_text = None
         return True
+
+
+# The refusals of a request Django logs as an ERROR with its traceback under
+# django.security.<name> (a SuspiciousOperation) that are someone's request, not a fault:
+# a filter an admin list does not offer (jobs.admin_lists), too many fields or files in a form,
+# a body over the upload limit. qa90: each wrote some 40 lines, so anyone able to send
+# requests could flood the log with ERRORs. One WARNING line each, with the path.
+REFUSED_REQUESTS = (
+    "DisallowedModelAdminLookup",
+    "DisallowedModelAdminToField",
+    "TooManyFieldsSent",
+    "TooManyFilesSent",
+    "RequestDataTooBig",
+)
+
+
+class RefusedRequestOneLine(UnlistedHostOneLine):
+    """As UnlistedHostOneLine, for REFUSED_REQUESTS: "<why>: <path>" on one WARNING line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        path = getattr(getattr(record, "request", None), "path", "")
+        if path:
+            record.msg, record.args = f"{record.getMessage()}: {path}", ()
+        return super().filter(record)

@@ -17,6 +17,8 @@ was dropped is also kept next to it (log_cut_path), for the page to say so.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
 import json
 import os
@@ -639,6 +641,40 @@ SEARCH_LINE_BYTES = 128 * 1024
 # other choice: always fast, but no editor or `sed -n` finds a line by it in the download.
 SEARCH_COUNT_SECONDS = 3.0
 COUNT_BLOCK = 1024 * 1024
+# How many searches one person runs at once, across the web server's processes and threads.
+# qa90: ten searches of a 570 MB log at once (each up to SEARCH_SECONDS and then the count)
+# took every thread the web server has (WEB_WORKERS x WEB_THREADS, 8 by default), and another
+# person's log-in waited 8.3 s. Two, not one: a search sent again while the first is on its
+# way (its words changed) ends the first in the browser only (hx-sync replace), and the server
+# goes on with it to the end; one slot would refuse that second search.
+SEARCHES_PER_USER = 2
+
+
+class SearchesBusy(Exception):
+    """The person has SEARCHES_PER_USER searches running already."""
+
+
+@contextlib.contextmanager
+def search_slot(*, user_id: int) -> Iterator[None]:
+    """Holds one of the person's SEARCHES_PER_USER slots while the search runs; SearchesBusy
+    when all are held. A slot is a lock (flock) on a file under CONSOLE_VAR_DIR, so every
+    process of the web server on this machine counts the same ones, and the kernel lets go of
+    it when the request ends or its process dies (no count left behind to clean up)."""
+    folder = settings.VAR_DIR / "search-slots"
+    folder.mkdir(exist_ok=True)
+    for slot in range(SEARCHES_PER_USER):
+        fd = os.open(folder / f"{user_id}-{slot}", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            yield
+        finally:
+            os.close(fd)  # which lets go of the lock
+        return
+    raise SearchesBusy
 
 
 # `regex` builds a counted repeat out: "(a{1000}){1000}" took 260 MB, and so did a repeat of

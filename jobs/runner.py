@@ -1122,8 +1122,12 @@ def volume_mounts(
                     )
             except SandboxError as error:
                 raise SandboxError(
-                    gettext("The mount %(mount)s (volume %(volume)s): %(reason)s")
-                    % {"mount": ds.mount_path, "volume": ds.name, "reason": error}
+                    recorded(
+                        gettext_noop("The mount %(mount)s (volume %(volume)s): %(reason)s"),
+                        mount=ds.mount_path,
+                        volume=ds.name,
+                        reason=error.args[0],
+                    )
                 ) from None
             # A folder that holds the console's state, or lies inside it, would show that
             # state again at the mount path, under the cover the sandbox puts over it (a
@@ -2060,7 +2064,10 @@ def _running_alert(job: Job, run: LocalRun) -> None:
 
 
 def _fail_launch(job: Job, run: LocalRun, exc: Exception) -> None:
-    message = recorded(gettext_noop("Could not start: %(error)s"), error=exc)
+    # A reason recorded with its message (jobs.sandbox's) is kept so, to be said again in
+    # each reader's language; an exception's own words (an OSError's) as they are.
+    reason = exc.args[0] if len(exc.args) == 1 and source_of(exc.args[0]) else exc
+    message = recorded(gettext_noop("Could not start: %(error)s"), error=reason)
     logger.warning("%s: %s", job.public_id, message)
     for replica in job.replicas.all():
         signal_group(replica, signal.SIGKILL)

@@ -74,7 +74,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
+
+from .texts import display_text, recorded, source_of
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +112,19 @@ class Mount:
     read_only: bool = False
 
 
+# The reasons a start refuses a mount are recorded (jobs.texts) in the console's language
+# with their message and parameters, so each reader of the job's event, page or API answer
+# gets them in theirs (qa90: an English API reply said "Could not start: 挂载点 /data（存储卷
+# scratch）：swap3 解析到了存储卷根目录之外"). Where the same reason is said at submit, on a
+# form's field, it is said again in the request's language (_said_here).
+OUTSIDE_ROOT = gettext_noop("%(path)s resolves outside the volume root")
+
+
+def _said_here(text: str) -> str:
+    """A recorded reason in the language active now (a form's, an API request's)."""
+    return display_text(text, source_of(text))
+
+
 def is_within(path: str, folder: str) -> bool:
     """Whether `path` is `folder` or inside it (both absolute, normalised)."""
     return os.path.commonpath([folder, path]) == folder
@@ -124,9 +139,7 @@ def resolve_in_root(root: Path, sub_path: str | None) -> Path:
     relative = (sub_path or "").lstrip("/")
     target = Path(os.path.realpath(real_root / relative))
     if not is_within(str(target), str(real_root)):
-        raise SandboxError(
-            gettext("%(path)s resolves outside the volume root") % {"path": sub_path or "/"}
-        )
+        raise SandboxError(recorded(OUTSIDE_ROOT, path=sub_path or "/"))
     return target
 
 
@@ -147,9 +160,7 @@ def open_in_root(root: Path, sub_path: str | None) -> tuple[int, str]:
     opened = os.readlink(f"/proc/self/fd/{fd}")
     if not is_within(opened, os.path.realpath(root)):
         os.close(fd)
-        raise SandboxError(
-            gettext("%(path)s resolves outside the volume root") % {"path": sub_path or "/"}
-        )
+        raise SandboxError(recorded(OUTSIDE_ROOT, path=sub_path or "/"))
     return fd, opened
 
 
@@ -193,7 +204,10 @@ def missing_folder_problem(root: Path, sub_path: str | None) -> str | None:
                 "inside “%(part)s”."
             ) % {"path": sub_path, "part": "/".join(parts[:index]) or "/"}
         if not stat.S_ISDIR(mode):
-            return _not_made_reason(sub_path, "/".join(parts[: index + 1]), link=stat.S_ISLNK(mode))
+            reason = _not_made_reason(
+                sub_path, "/".join(parts[: index + 1]), link=stat.S_ISLNK(mode)
+            )
+            return _said_here(reason)
     return None
 
 
@@ -221,15 +235,23 @@ def read_only_missing_message(path: str, volume: str) -> str:
 
 def _not_made_reason(sub_path: str | None, part: str, *, link: bool) -> str:
     if link:
-        return gettext(
-            "“%(path)s” does not exist and cannot be made: “%(part)s” on the way is a "
-            "symbolic link, and a missing folder is made only through real folders (a link "
-            "could lead out of the volume). Give the path the link stands for."
-        ) % {"path": sub_path, "part": part}
-    return gettext(
-        "“%(path)s” does not exist and cannot be made: “%(part)s” on the way is a file, "
-        "not a folder."
-    ) % {"path": sub_path, "part": part}
+        return recorded(
+            gettext_noop(
+                "“%(path)s” does not exist and cannot be made: “%(part)s” on the way is a "
+                "symbolic link, and a missing folder is made only through real folders (a link "
+                "could lead out of the volume). Give the path the link stands for."
+            ),
+            path=sub_path,
+            part=part,
+        )
+    return recorded(
+        gettext_noop(
+            "“%(path)s” does not exist and cannot be made: “%(part)s” on the way is a file, "
+            "not a folder."
+        ),
+        path=sub_path,
+        part=part,
+    )
 
 
 def make_in_root(
@@ -252,9 +274,7 @@ def make_in_root(
     """
     parts = _components(sub_path)
     if parts is None:
-        raise SandboxError(
-            gettext("%(path)s resolves outside the volume root") % {"path": sub_path or "/"}
-        )
+        raise SandboxError(recorded(OUTSIDE_ROOT, path=sub_path or "/"))
     real_root = os.path.realpath(root)
     flags = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     current = os.open(real_root, flags)
@@ -289,9 +309,7 @@ def make_in_root(
             current = following
         opened = os.readlink(f"/proc/self/fd/{current}")
         if not is_within(opened, real_root):  # a root swapped itself, say
-            raise SandboxError(
-                gettext("%(path)s resolves outside the volume root") % {"path": sub_path or "/"}
-            )
+            raise SandboxError(recorded(OUTSIDE_ROOT, path=sub_path or "/"))
     except BaseException:
         os.close(current)
         raise
@@ -323,18 +341,30 @@ def may_access(info: os.stat_result, uid: int, gid: int, wanted: int) -> bool:
 
 
 def _not_writable_reason(sub_path: str | None, part: str, as_user: tuple[int, int]) -> str:
-    return gettext(
-        "“%(path)s” does not exist and cannot be made: the job runs as uid %(uid)d, gid "
-        "%(gid)d, which may not write in “%(part)s”, and a missing folder is made only where "
-        "the job could make it itself."
-    ) % {"path": sub_path, "part": part or "/", "uid": as_user[0], "gid": as_user[1]}
+    return recorded(
+        gettext_noop(
+            "“%(path)s” does not exist and cannot be made: the job runs as uid %(uid)d, gid "
+            "%(gid)d, which may not write in “%(part)s”, and a missing folder is made only "
+            "where the job could make it itself."
+        ),
+        path=sub_path,
+        part=part or "/",
+        uid=as_user[0],
+        gid=as_user[1],
+    )
 
 
 def _not_enterable_reason(sub_path: str | None, part: str, as_user: tuple[int, int]) -> str:
-    return gettext(
-        "the job runs as uid %(uid)d, gid %(gid)d, which may not enter “%(part)s” on the way "
-        "to “%(path)s”: a job mounts only a folder its user could reach by itself."
-    ) % {"path": sub_path or "/", "part": part or "/", "uid": as_user[0], "gid": as_user[1]}
+    return recorded(
+        gettext_noop(
+            "the job runs as uid %(uid)d, gid %(gid)d, which may not enter “%(part)s” on the "
+            "way to “%(path)s”: a job mounts only a folder its user could reach by itself."
+        ),
+        path=sub_path or "/",
+        part=part or "/",
+        uid=as_user[0],
+        gid=as_user[1],
+    )
 
 
 def check_within_reach(
@@ -366,12 +396,15 @@ def check_within_reach(
                 part = os.path.relpath(walked, real_root) if is_within(walked, real_root) else None
                 if part is None:
                     raise SandboxError(
-                        gettext(
-                            "the job runs as uid %(uid)d, gid %(gid)d, which may not enter a "
-                            "folder above the volume's own folder on this machine: staff can "
-                            "let it in (chmod o+x)."
+                        recorded(
+                            gettext_noop(
+                                "the job runs as uid %(uid)d, gid %(gid)d, which may not enter "
+                                "a folder above the volume's own folder on this machine: staff "
+                                "can let it in (chmod o+x)."
+                            ),
+                            uid=uid,
+                            gid=gid,
                         )
-                        % {"uid": uid, "gid": gid}
                     )
                 raise SandboxError(
                     _not_enterable_reason(path, "" if part == "." else part, as_user)
@@ -388,19 +421,27 @@ def check_within_reach(
             raise FolderMoved(_moved_reason(path))
         if not may_access(reached, uid, gid, os.R_OK | os.X_OK):
             raise SandboxError(
-                gettext(
-                    "the job runs as uid %(uid)d, gid %(gid)d, which may not read “%(path)s”: "
-                    "a job mounts only a folder its user could reach by itself."
+                recorded(
+                    gettext_noop(
+                        "the job runs as uid %(uid)d, gid %(gid)d, which may not read "
+                        "“%(path)s”: a job mounts only a folder its user could reach by itself."
+                    ),
+                    path=path,
+                    uid=uid,
+                    gid=gid,
                 )
-                % {"path": path, "uid": uid, "gid": gid}
             )
         if not read_only and not may_access(reached, uid, gid, os.W_OK):
             raise SandboxError(
-                gettext(
-                    "the job runs as uid %(uid)d, gid %(gid)d, which may not write in "
-                    "“%(path)s”: mount it read-only if the job only reads it."
+                recorded(
+                    gettext_noop(
+                        "the job runs as uid %(uid)d, gid %(gid)d, which may not write in "
+                        "“%(path)s”: mount it read-only if the job only reads it."
+                    ),
+                    path=path,
+                    uid=uid,
+                    gid=gid,
                 )
-                % {"path": path, "uid": uid, "gid": gid}
             )
     finally:
         os.close(current)
@@ -420,7 +461,8 @@ def reach_problem(
     try:
         fd, source = open_in_root(root, sub_path)
     except FileNotFoundError:
-        return None if read_only else _missing_folder_reach_problem(root, sub_path, as_user)
+        problem = None if read_only else _missing_folder_reach_problem(root, sub_path, as_user)
+        return _said_here(problem) if problem else None
     except (OSError, ValueError, SandboxError):
         return None  # the submit's own checks say what is wrong with the path
     try:
@@ -428,7 +470,7 @@ def reach_problem(
     except FolderMoved:
         return None
     except SandboxError as error:
-        return str(error)
+        return _said_here(error.args[0])
     except OSError:
         return None
     finally:
@@ -466,9 +508,12 @@ def _missing_folder_reach_problem(
 
 
 def _moved_reason(path: str) -> str:
-    return gettext(
-        "“%(path)s” was moved or replaced while the job started: start the job again."
-    ) % {"path": path}
+    return recorded(
+        gettext_noop(
+            "“%(path)s” was moved or replaced while the job started: start the job again."
+        ),
+        path=path,
+    )
 
 
 def _opened(parent: int, name: str, *, sub_path: str | None, walked: list[str]) -> int:
@@ -587,8 +632,10 @@ def _shadowed_dirs(dests: list[str]) -> set[str]:
             nxt = os.path.join(current, part)
             if os.path.islink(nxt):
                 raise SandboxError(
-                    gettext("%(path)s goes through a symbolic link on this machine")
-                    % {"path": dest}
+                    recorded(
+                        gettext_noop("%(path)s goes through a symbolic link on this machine"),
+                        path=dest,
+                    )
                 )
             if not os.path.isdir(nxt):
                 break

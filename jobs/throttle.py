@@ -3,8 +3,9 @@
 Failed log-ins are rows in the database (so every server process counts the same ones),
 counted per username and per client address over a sliding window. Once either count
 reaches its limit, log-ins for that username or from that address are refused before the
-password is even checked, with a message saying when to try again. A successful log-in
-clears the failures recorded for that username.
+password is even checked, with a message saying when to try again (the address's count
+spares a browser that has logged in as that user before: KNOWN_LOGIN_COOKIE). A successful
+log-in clears the failures recorded for that username.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm, PasswordChangeForm
 from django.contrib.auth.signals import user_logged_in, user_login_failed
+from django.core import signing
 from django.dispatch import receiver
 from django.http import HttpRequest
 from django.utils import timezone
@@ -29,20 +31,35 @@ from .models import LoginFailure
 
 
 def client_ip(request: HttpRequest | None) -> str | None:
-    """The client's address. Behind the HTTPS proxy (HTTPS=1) it is the last X-Forwarded-For
-    hop, the one the proxy itself appended (a port after it, as some proxies add, dropped);
-    otherwise, or when that hop is no IP address, the socket's peer address. A hop that is no
-    address comes from a request that did not pass the proxy (a local job on the host network
-    writes the header itself): stored as it was, PostgreSQL's inet column refused it, and the
-    log-in or API request answered 500."""
+    """The client's address. Behind the HTTPS proxy (HTTPS=1), from a connection whose peer
+    is one of TRUSTED_PROXIES, it is the last X-Forwarded-For hop, the one the proxy itself
+    appended (a port after it, as some proxies add, dropped); otherwise, or when that hop is
+    no IP address, the socket's peer address. From any other peer the header is whatever the
+    client wrote (qa90: anyone reaching gunicorn directly named the office's NAT address and
+    locked all its engineers out), as gunicorn trusts X-Forwarded-Proto only from its
+    forwarded_allow_ips. A hop that is no address, stored as it was, was refused by
+    PostgreSQL's inet column, and the log-in or API request answered 500."""
     if request is None:
         return None
+    peer = _address(request.META.get("REMOTE_ADDR") or "")
     forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-    if getattr(settings, "SECURE_PROXY_SSL_HEADER", None) and forwarded:
+    if getattr(settings, "SECURE_PROXY_SSL_HEADER", None) and forwarded and _trusted(peer):
         address = _address(forwarded.split(",")[-1].strip())
         if address:
             return address
-    return _address(request.META.get("REMOTE_ADDR") or "")
+    return peer
+
+
+def _trusted(peer: str | None) -> bool:
+    if not peer:
+        return False
+    address = ipaddress.ip_address(peer)
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        # gunicorn listening on "::" takes IPv4 connections too, as ::ffff:127.0.0.1.
+        address = address.ipv4_mapped
+    return any(
+        address in ipaddress.ip_network(proxy, strict=False) for proxy in settings.TRUSTED_PROXIES
+    )
 
 
 def _address(text: str) -> str | None:
@@ -84,10 +101,13 @@ def login_failure_record(*, username: str, request: HttpRequest | None) -> None:
     LoginFailure.objects.create(username=_counted_name(username), ip=client_ip(request))
 
 
-def login_locked_minutes(*, username: str, request: HttpRequest | None) -> int:
-    """Minutes until a log-in for `username` from this client may be tried again; 0: now."""
+def login_locked_minutes(
+    *, username: str, request: HttpRequest | None, by_address: bool = True
+) -> int:
+    """Minutes until a log-in for `username` from this client may be tried again; 0: now.
+    `by_address` False: the username's own count alone (the address's count left aside)."""
     since = _window_start()
-    ip = client_ip(request)
+    ip = client_ip(request) if by_address else None
     recent = LoginFailure.objects.filter(created_at__gte=since)
     by_user = recent.filter(username=_counted_name(username))
     by_ip = recent.filter(ip=ip) if ip else LoginFailure.objects.none()
@@ -110,6 +130,52 @@ def login_failures_clear(*, username: str) -> None:
     LoginFailure.objects.filter(username=_counted_name(username)).delete()
 
 
+# A browser that logged in as someone carries this cookie, signed, naming that account: from
+# it, that account's log-in is not refused for its address's count, only for its own. The
+# address's count stops one guesser trying many usernames; it also refused everyone behind the
+# same address (an office NAT, every local user at 127.0.0.1 without a proxy) once anyone there
+# failed 20 times (qa90). A guesser has no such cookie for the accounts it tries; a first
+# log-in from a new browser still waits, as before.
+KNOWN_LOGIN_COOKIE = "known_login"
+KNOWN_LOGIN_SALT = "jobs.throttle.known-login"
+KNOWN_LOGIN_AGE = timedelta(days=365)
+
+
+def known_login(*, request: HttpRequest | None, username: str) -> bool:
+    """Whether this browser has logged in as `username` (KNOWN_LOGIN_COOKIE)."""
+    value = request.COOKIES.get(KNOWN_LOGIN_COOKIE) if request is not None else None
+    if not value:
+        return False
+    try:
+        name = signing.loads(value, salt=KNOWN_LOGIN_SALT, max_age=KNOWN_LOGIN_AGE)
+    except signing.BadSignature:
+        return False
+    return bool(name) and name == _counted_name(username)
+
+
+class KnownLoginMiddleware:
+    """Gives a browser that has just logged in (the console's login or the admin's) its
+    KNOWN_LOGIN_COOKIE."""
+
+    def __init__(self, get_response: Any) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> Any:
+        response = self.get_response(request)
+        username = getattr(request, "logged_in_as", None)
+        if username is not None:
+            response.set_cookie(
+                KNOWN_LOGIN_COOKIE,
+                signing.dumps(_counted_name(username), salt=KNOWN_LOGIN_SALT),
+                max_age=int(KNOWN_LOGIN_AGE.total_seconds()),
+                path=settings.SESSION_COOKIE_PATH,
+                secure=settings.SESSION_COOKIE_SECURE,
+                httponly=True,
+                samesite="Lax",
+            )
+        return response
+
+
 @receiver(user_login_failed)
 def _count_failed_login(sender: Any, credentials: dict[str, Any], request: Any = None, **kw: Any):
     username = str(credentials.get("username") or "")
@@ -123,6 +189,8 @@ def _count_failed_login(sender: Any, credentials: dict[str, Any], request: Any =
 @receiver(user_logged_in)
 def _forget_failed_logins(sender: Any, request: Any, user: Any, **kw: Any) -> None:
     login_failures_clear(username=user.get_username())
+    if request is not None:
+        request.logged_in_as = user.get_username()  # KnownLoginMiddleware
 
 
 def _throttled(minutes: int) -> forms.ValidationError:
@@ -147,7 +215,11 @@ class ThrottledAuthenticationMixin:
         # one authenticated and counted on failure: the raw text would let " alice" or
         # "ａｌｉｃｅ" (fullwidth) log in as alice past her count.
         username = str(self.cleaned_data.get("username") or self.data.get("username") or "")
-        minutes = login_locked_minutes(username=username, request=self.request)
+        minutes = login_locked_minutes(
+            username=username,
+            request=self.request,
+            by_address=not known_login(request=self.request, username=username),
+        )
         if minutes:
             raise _throttled(minutes)
         return super().clean()  # type: ignore[misc,no-any-return]
@@ -192,7 +264,11 @@ class ThrottledPasswordChangeForm(PasswordChangeForm):
 
     def clean_old_password(self) -> str:
         username = self.user.get_username()
-        minutes = login_locked_minutes(username=username, request=self.request)
+        minutes = login_locked_minutes(
+            username=username,
+            request=self.request,
+            by_address=not known_login(request=self.request, username=username),
+        )
         if minutes:
             raise _throttled(minutes)
         try:

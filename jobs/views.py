@@ -90,11 +90,14 @@ from .labels import (
 )
 from .logs import (
     SEARCH_CONTEXT,
+    SEARCH_COUNT_SECONDS,
     SEARCH_MAX_CONTEXT,
     SEARCH_MAX_MATCHES,
     SEARCH_MAX_PATTERN,
     SEARCH_SECONDS,
+    SEARCHES_PER_USER,
     SearchCursorError,
+    SearchesBusy,
     SearchPatternError,
     download_unavailable_reason,
     downloaded_lines,
@@ -103,6 +106,7 @@ from .logs import (
     search_file,
     search_lines,
     search_pattern,
+    search_slot,
     shown_lines,
 )
 from .models import (
@@ -1134,9 +1138,11 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
     }
 
 
-def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
+def _log_search(job: Job, label: str, query: QueryDict, *, user_id: int) -> dict[str, Any]:
     """The search box of the shown replica's log and, once a search is asked, what it found;
-    with links to its older matches and back to the newest, when they are more to see."""
+    with links to its older matches and back to the newest, when they are more to see.
+    `search_busy`: refused, as user `user_id` has SEARCHES_PER_USER searches running (the
+    page answers 429)."""
     if "q" in query and not query.get("context", "").strip():
         # A link or a box left empty searches with the default lines around each match: the
         # box says so rather than showing nothing.
@@ -1152,6 +1158,7 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
         "search_seconds": int(SEARCH_SECONDS),
         "search_older": "",
         "search_newest": "",
+        "search_busy": False,
     }
     if not label or not form.is_bound or not form.is_valid():
         return context
@@ -1160,34 +1167,46 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
     try:
         backend = get_backend(job.backend)
         path = backend.log_file(job, label)
-        if path is not None:
-            # The local log, read as it is on disk: from its last line back, block by block.
-            context["search"] = search_file(
-                path,
-                pattern=data["pattern"],
-                deadline=time.monotonic() + SEARCH_SECONDS,
-                context=data["context"],
-                secrets=job_secrets(job),
-                before=data["before"],
-            )
-        elif data["before"] is not None:
-            # A platform's log is searched in the last lines it returns, which move on while
-            # the job runs: an offset in them would not find the same line twice.
-            form.add_error(
-                "before", _("Older matches are searched only in logs the console keeps itself.")
-            )
-            return context
-        else:
-            # The platform's last lines, searched from the last too once they are here.
-            fetched = backend.logs(job, label, tail=REMOTE_SEARCH_LINES, say_gone=True)
-            context["search_window"] = len(fetched)
-            context["search"] = search_lines(
-                fetched,
-                pattern=data["pattern"],
-                deadline=time.monotonic() + SEARCH_SECONDS,
-                context=data["context"],
-                secrets=job_secrets(job),
-            )
+        with search_slot(user_id=user_id):
+            if path is not None:
+                # The local log, read as it is on disk: from its last line back, block by block.
+                context["search"] = search_file(
+                    path,
+                    pattern=data["pattern"],
+                    deadline=time.monotonic() + SEARCH_SECONDS,
+                    context=data["context"],
+                    secrets=job_secrets(job),
+                    before=data["before"],
+                )
+            elif data["before"] is not None:
+                # A platform's log is searched in the last lines it returns, which move on
+                # while the job runs: an offset in them would not find the same line twice.
+                form.add_error(
+                    "before",
+                    _("Older matches are searched only in logs the console keeps itself."),
+                )
+                return context
+            else:
+                # The platform's last lines, searched from the last too once they are here.
+                fetched = backend.logs(job, label, tail=REMOTE_SEARCH_LINES, say_gone=True)
+                context["search_window"] = len(fetched)
+                context["search"] = search_lines(
+                    fetched,
+                    pattern=data["pattern"],
+                    deadline=time.monotonic() + SEARCH_SECONDS,
+                    context=data["context"],
+                    secrets=job_secrets(job),
+                )
+    except SearchesBusy:
+        context["search_busy"] = True
+        context["search_error"] = ngettext(
+            "A search of yours is still running: search again once it has ended (a search "
+            "stops within %(seconds)d seconds).",
+            "%(count)d searches of yours are still running: search again once one has ended "
+            "(a search stops within %(seconds)d seconds).",
+            SEARCHES_PER_USER,
+        ) % {"count": SEARCHES_PER_USER, "seconds": SEARCH_SECONDS + SEARCH_COUNT_SECONDS}
+        return context
     except SearchCursorError:
         form.add_error("before", OLDER_LINK_ERROR)
         return context
@@ -1297,7 +1316,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
         )
         context["mpi_hostfile"] = mpi_hostfile_preview(spec, job.backend)
     context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))
-    context.update(_log_search(job, context["log_label"], request.GET))
+    context.update(_log_search(job, context["log_label"], request.GET, user_id=request.user.pk))
     context["hang"] = _hang_context(request, job, request.GET.get("capture", ""))
     context["list_back"] = _list_left(request)
     context["group_progress"] = group_progress(job=job)
@@ -1306,7 +1325,9 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
     context["task_again"] = _task_again(
         job, job_spec.get("envs") if isinstance(job_spec, dict) else None
     )
-    return render(request, "jobs/job_detail.html", context)
+    return render(
+        request, "jobs/job_detail.html", context, status=429 if context["search_busy"] else 200
+    )
 
 
 def _list_left(request: AuthenticatedHttpRequest) -> str:
@@ -1482,7 +1503,7 @@ def job_logs(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
         response = render(request, "jobs/job_detail.html#log-tail", context)
     else:
         # A tab clicked (or the panel of a job without replicas yet, polling for them).
-        context.update(_log_search(job, context["log_label"], QueryDict()))
+        context.update(_log_search(job, context["log_label"], QueryDict(), user_id=request.user.pk))
         response = render(request, "jobs/job_detail.html#log-panel", context)
     if not context["log_live"]:
         response = HttpResponseStopPolling(response.content)
@@ -1509,10 +1530,11 @@ def job_log_search(request: AuthenticatedHttpRequest, public_id: str) -> HttpRes
     context = {
         "job": job,
         "log_label": label,
-        **_log_search(job, label, request.GET),
+        **_log_search(job, label, request.GET, user_id=request.user.pk),
         "log_scale": _log_scale(request.GET),
     }
-    response = render(request, "jobs/job_detail.html#log-search", context)
+    status = 429 if context["search_busy"] else 200
+    response = render(request, "jobs/job_detail.html#log-search", context, status=status)
     return push_url(response, page)
 
 

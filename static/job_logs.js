@@ -204,6 +204,16 @@
     statusBefore = null;
   }
 
+  // A search refused as too many of the person's are running (429, jobs.views._log_search)
+  // comes with its section, saying so beside the words typed: drawn like any answer, where
+  // htmx would leave an error answer undrawn.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    if (event.detail.xhr.status !== 429) return;
+    if (!event.detail.target || event.detail.target.id !== "log-search") return;
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  });
+
   // A search (or a page of its matches) draws its section anew, its summary too: what it found,
   // or what was wrong with it, is said through a live region that stays.
   document.addEventListener("htmx:afterSwap", function (event) {

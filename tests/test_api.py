@@ -986,6 +986,24 @@ def test_nobody_elsewhere_can_lock_a_key_out_by_its_id_alone(wsgi, alice_key, se
     assert (error.status, error.code) == (429, "TooManyRequests")
 
 
+def test_a_right_secret_is_served_from_an_address_others_locked_out(wsgi, alice_key, settings):
+    """qa90: 20 failures from an address (a shared NAT, or one forged in X-Forwarded-For)
+    answered 429 to every valid key there. The address's count refuses guesses (429 for
+    the next wrong one), never a key's right secret."""
+    settings.LOGIN_FAILURES_PER_IP = 3
+    key, secret = alice_key
+    for n in range(3):
+        stranger = client_for(wsgi, f"{n:032x}", "0" * 32)
+        assert refused(lambda s=stranger: s.list_jobs(pool="local")).code == "InvalidAccessKeyId"
+
+    owner = client_for(wsgi, key.access_key_id, secret)
+    guesser = client_for(wsgi, key.access_key_id, "0" * 32)
+
+    assert owner.list_jobs(pool="local") == []
+    error = refused(lambda: guesser.list_jobs(pool="local"))
+    assert (error.status, error.code) == (429, "TooManyRequests")
+
+
 def test_a_successful_request_records_when_the_key_was_last_used(api, alice_key):
     key = alice_key[0]
     assert key.last_used_at is None

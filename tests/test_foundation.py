@@ -16,6 +16,7 @@ import httpx
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.test import Client
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
@@ -811,6 +812,75 @@ def test_a_request_from_an_unknown_host_is_logged_as_one_warning_line_without_a_
     assert "a" * 3000 not in caplog.text
 
 
+def test_a_refused_admin_filter_and_too_many_fields_are_each_one_warning_line_naming_the_path(
+    superuser, caplog, settings
+):
+    """qa90: each was an ERROR with a 40-line traceback: anyone could flood the log."""
+    client = Client(raise_request_exception=False)
+    client.force_login(superuser)
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 5
+
+    refused = client.get("/admin/jobs/job/?spec__icontains=x")
+    too_many = client.post("/login/", {f"f{n}": "x" for n in range(10)})
+
+    assert (refused.status_code, too_many.status_code) == (400, 400)
+    records = [r for r in caplog.records if r.name.startswith("django.security.")]
+    assert [r.name.rpartition(".")[2] for r in records] == [
+        "DisallowedModelAdminLookup",
+        "TooManyFieldsSent",
+    ]
+    assert all(r.levelname == "WARNING" and r.exc_info is None for r in records)
+    assert records[0].getMessage().endswith(": /admin/jobs/job/")
+    assert records[1].getMessage().endswith(": /login/")
+    assert "Traceback" not in caplog.text
+
+
+def test_the_csrf_cookie_is_out_of_scripts_reach(client):
+    """qa90: it was readable from JavaScript, which no script of the console needs (htmx
+    sends the token the page carries)."""
+    r = client.get("/login/")
+
+    assert r.cookies["csrftoken"]["httponly"]
+
+
+@pytest.mark.parametrize(
+    ("uid", "variables", "warned"),
+    [
+        (0, {}, {"jobs.W002", "jobs.W003"}),
+        (0, {"LOCAL_JOB_UID_BASE": 200000}, {"jobs.W003"}),
+        (0, {"LOCAL_JOB_NETWORK": "isolated-outbound"}, {"jobs.W002"}),
+        (0, {"LOCAL_JOB_UID_BASE": 200000, "LOCAL_JOB_NETWORK": "isolated"}, set()),
+        (0, {"CONSOLE_BACKENDS": ["aihc"]}, set()),
+        (1000, {}, set()),
+    ],
+)
+def test_running_as_root_warns_of_local_jobs_as_uid_0_or_on_the_hosts_network(
+    settings, monkeypatch, uid, variables, warned
+):
+    """qa90: a root worker's jobs (the defaults) read another console's var/secret_key and
+    reached this console on 127.0.0.1; the defaults stay, and the checks say so."""
+    from jobs.checks import local_jobs_run_as_root
+
+    for name, value in variables.items():
+        setattr(settings, name, value)
+    monkeypatch.setattr(os, "geteuid", lambda: uid)
+
+    found = local_jobs_run_as_root()
+
+    assert {w.id for w in found} == warned
+    for warning in found:
+        named = "LOCAL_JOB_UID_BASE" if warning.id == "jobs.W002" else "LOCAL_JOB_NETWORK"
+        assert named in warning.msg and named in warning.hint
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="says so only when run as root")
+def test_manage_check_deploy_run_as_root_says_both_warnings_with_the_defaults(tmp_path):
+    result = manage(tmp_path, "check", "--deploy")
+
+    assert "(jobs.W002) Running as root with LOCAL_JOB_UID_BASE unset" in result.stderr
+    assert "(jobs.W003) Running as root with LOCAL_JOB_NETWORK=host" in result.stderr
+
+
 def test_a_short_database_password_is_masked_where_it_stands_alone_not_inside_other_words():
     from manage import without_password
 
@@ -888,6 +958,10 @@ def test_check_deploy_with_the_readmes_production_settings_reports_only_what_the
         "HTTPS": "1",
         "ALLOWED_HOSTS": "console.example.com",
         "SITE_URL": "https://console.example.com",
+        # README's "Before a shared server": run as root (as here), the console warns without
+        # them (jobs.W002, jobs.W003).
+        "LOCAL_JOB_UID_BASE": "200000",
+        "LOCAL_JOB_NETWORK": "isolated",
     }
 
     without_mail = manage(tmp_path, "check", "--deploy", **production)

@@ -30,11 +30,13 @@ from jobs.logs import (
     SEARCH_LINE_BYTES,
     SEARCH_SECONDS,
     SHOWN_LINE_CHARS,
+    SearchesBusy,
     SearchPatternError,
     regex_mistake,
     replica_log_path,
     search_file,
     search_pattern,
+    search_slot,
 )
 from jobs.models import Job, JobStatus
 from jobs.services import job_transition
@@ -428,6 +430,48 @@ def test_the_search_box_answers_htmx_with_its_section_and_plain_get_with_the_pag
     form = re.search(r"<form[^>]*id=\"log-search-form\"[^>]*>", plain.text).group(0)
     assert f'action="{detail}#log-search"' in form and 'method="get"' in form
     assert f'hx-get="{reverse("job-log-search", args=[stepped_job.public_id])}"' in form
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("en", "2 searches of yours are still running: search again once one has ended"),
+        ("zh-hans", "您有 2 个搜索仍在进行：请等其中一个结束后再搜索"),
+    ],
+)
+def test_a_third_search_while_two_of_the_persons_own_run_is_refused_with_429_saying_why(
+    alice, alice_client, bob, stepped_job, language, said
+):
+    """qa90: ten searches of a 570 MB log at once took every thread of the web server, and
+    another person's log-in waited 8.3 s. Two at a time per person, the words typed kept."""
+    alice_client.cookies["django_language"] = language
+    with search_slot(user_id=alice.pk), search_slot(user_id=alice.pk):
+        fragment = search(alice_client, stepped_job, htmx=True, q="nan")
+        page = search(alice_client, stepped_job, q="nan")
+        with search_slot(user_id=bob.pk):  # another person's searches count for them only
+            pass
+
+    for answer in (fragment, page):
+        assert answer.status_code == 429
+        assert said in html.unescape(answer.text)
+        assert re.search(r'id="log-search-q"[^>]*value="nan"', answer.text)
+        assert results(answer) == []
+    # Once one has ended, the search is run.
+    with search_slot(user_id=alice.pk):
+        assert results(search(alice_client, stepped_job, htmx=True, q="nan"))
+
+
+def test_a_search_lets_go_of_its_slot_when_it_ends_even_with_an_error(alice):
+    for _ in range(3):
+        with pytest.raises(ValueError), search_slot(user_id=alice.pk):
+            raise ValueError
+    with (
+        search_slot(user_id=alice.pk),
+        search_slot(user_id=alice.pk),
+        pytest.raises(SearchesBusy),
+        search_slot(user_id=alice.pk),
+    ):
+        pass
 
 
 def test_the_tail_of_a_running_job_refreshes_without_touching_the_search(alice, alice_client):

@@ -502,6 +502,27 @@ def test_a_regular_expression_the_engine_refuses_is_explained_in_chinese_and_kep
     expect(error).to_have_count(0)
 
 
+def test_a_search_refused_as_two_of_ones_own_run_says_so_beside_the_words_typed(
+    logged_in_page, alice
+):
+    """qa90: searches one person runs at once are two; the third's answer (429) is drawn in
+    place like any other, where htmx leaves an error answer undrawn."""
+    from jobs.logs import search_slot
+
+    job = with_loss_log(alice, "busy-search")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    with search_slot(user_id=alice.pk), search_slot(user_id=alice.pk):
+        page.fill("#log-search-q", "step 250 loss")
+        page.click("#log-search-submit")
+        expect(page.locator("#log-search-error")).to_contain_text("您有 2 个搜索仍在进行")
+    expect(page.locator("#log-search-q")).to_have_value("step 250 loss")
+
+    page.click("#log-search-submit")
+    expect(page.locator("#log-search-results mark")).to_have_text("step 250 loss")
+    expect(page.locator("#log-search-error")).to_have_count(0)
+
+
 def test_older_matches_of_a_search_open_in_place_and_the_newest_come_back(logged_in_page, alice):
     from jobs.services import job_transition
 

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import re
+import socket
 import subprocess
 import sys
 from datetime import timedelta
@@ -334,6 +335,13 @@ PRIVATE_WEBHOOKS = [
     "http://192.168.1.1/hook",
     "http://172.16.0.1/hook",
     "http://[fe80::1]/hook",
+    # IPv6 addresses standing for an IPv4 one (qa90: the first two were let through).
+    "https://[::127.0.0.1]:8490/x",  # IPv4-compatible: Linux routes it to loopback
+    "https://[64:ff9b::a9fe:a9fe]/",  # NAT64 of 169.254.169.254
+    "https://[64:ff9b:1::a00:5]/",  # local-use NAT64 of 10.0.0.5
+    "https://[::ffff:169.254.169.254]/",  # IPv4-mapped
+    "https://[2002:a9fe:a9fe::1]/",  # 6to4
+    "https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",  # Teredo, its client 127.0.0.1
 ]
 
 
@@ -360,6 +368,57 @@ def test_a_host_name_resolving_to_a_private_address_is_refused_at_send_time(sett
         resolve_webhook("http://localhost.localdomain/hook")
     with pytest.raises(UnsafeDestination):
         resolve_webhook(url)
+
+
+@pytest.mark.parametrize("address", ["::127.0.0.1", "64:ff9b::a9fe:a9fe"])
+def test_a_name_resolving_to_an_ipv6_form_of_a_private_ipv4_address_is_refused_at_send_time(
+    settings, monkeypatch, address
+):
+    from jobs.alerts import UnsafeDestination, resolve_webhook
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+    # What a DNS server answering AAAA with the address says (the resolver is the system's).
+    answer = [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", (address, 443, 0, 0))]
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: answer)
+
+    with pytest.raises(UnsafeDestination):
+        resolve_webhook("https://hooks.example.com/x")
+
+
+def test_a_public_ipv6_address_and_a_nat64_of_a_public_ipv4_one_are_still_allowed(settings):
+    from jobs.alerts import webhook_url_error
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+
+    assert webhook_url_error("https://[2606:4700::1111]/hook") is None
+    assert webhook_url_error("https://[64:ff9b::808:808]/hook") is None
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("zh-hans", "告警不能发送到回环、链路本地或内网地址"),
+        ("en", "alerts cannot be sent to loopback, link-local or private addresses"),
+    ],
+)
+def test_the_wizard_says_an_ipv6_form_of_a_loopback_address_is_refused_in_the_pages_language(
+    alice_client, settings, language, said
+):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+    alice_client.cookies["django_language"] = language
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFailed"], alert_webhooks="https://[::127.0.0.1]:8490/x"),
+    )
+
+    assert r.status_code == 200
+    assert any(said in e for e in field_errors(r, "id_alert_webhooks"))
+    assert "https://[::127.0.0.1]:8490/x" in r.content.decode()  # the line typed is kept
 
 
 @pytest.mark.parametrize("allowed", [False, True])
@@ -722,12 +781,95 @@ def test_behind_the_proxy_a_forwarded_hop_that_is_no_address_counts_under_the_co
 ):
     """Stored as sent, PostgreSQL's inet column refused it: the log-in answered 500."""
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.TRUSTED_PROXIES = ["198.51.100.0/24"]
     client = Client(REMOTE_ADDR="198.51.100.7", HTTP_X_FORWARDED_FOR=forwarded)
 
     r = fail_login(client, "alice")
 
     assert r.status_code == 200
     assert LoginFailure.objects.get().ip == counted
+
+
+@pytest.mark.parametrize(
+    ("peer", "counted"),
+    [
+        ("127.0.0.1", "203.0.113.9"),
+        ("::1", "203.0.113.9"),
+        ("::ffff:127.0.0.1", "203.0.113.9"),
+        ("10.0.0.5", "10.0.0.5"),
+    ],
+)
+def test_only_a_trusted_proxys_forwarded_address_is_counted(alice, settings, peer, counted):
+    """qa90: anyone reaching gunicorn directly wrote X-Forwarded-For: <the office's NAT> and
+    locked all its engineers out. Only the proxies in TRUSTED_PROXIES (loopback by default,
+    where the README's nginx runs) say who the client is."""
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    client = Client(REMOTE_ADDR=peer, HTTP_X_FORWARDED_FOR="203.0.113.9")
+
+    fail_login(client, "alice")
+
+    assert LoginFailure.objects.get().ip == counted
+
+
+def test_a_proxy_on_another_machine_is_trusted_once_listed(alice, settings):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.TRUSTED_PROXIES = ["10.0.0.0/24"]
+    client = Client(REMOTE_ADDR="10.0.0.5", HTTP_X_FORWARDED_FOR="203.0.113.9")
+
+    fail_login(client, "alice")
+
+    assert LoginFailure.objects.get().ip == "203.0.113.9"
+
+
+def test_a_locked_out_address_still_lets_in_a_browser_that_logged_in_as_that_user_before(
+    alice, settings
+):
+    """qa90: one person's (or a forger's) 20 failures locked out everyone behind the same
+    address. A browser that has logged in as alice keeps her way in; the guesser, and a
+    browser new to her account, are still refused, as is her own count's limit."""
+    settings.LOGIN_FAILURES_PER_USERNAME = 3
+    settings.LOGIN_FAILURES_PER_IP = 3
+    alices_browser = Client(REMOTE_ADDR="203.0.113.9")
+    assert (
+        alices_browser.post(
+            "/login/", {"username": "alice", "password": "alice-password"}
+        ).status_code
+        == 302
+    )
+    alices_browser.post("/logout/")
+    guesser = Client(REMOTE_ADDR="203.0.113.9")
+    for name in ("u1", "u2", "u3"):
+        fail_login(guesser, name)
+
+    back = alices_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+    guessed = guesser.post("/login/", {"username": "alice", "password": "alice-password"})
+    new_browser = Client(REMOTE_ADDR="203.0.113.9")
+    new = new_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+
+    assert back.status_code == 302
+    assert guessed.status_code == 200 and "_auth_user_id" not in guesser.session
+    assert new.status_code == 200 and "_auth_user_id" not in new_browser.session
+    # Her own count still holds her browser back.
+    alices_browser.post("/logout/")
+    for _ in range(3):
+        fail_login(alices_browser, "alice")
+    again = alices_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+    assert again.status_code == 200 and "_auth_user_id" not in alices_browser.session
+
+
+def test_the_known_login_cookie_names_only_the_account_it_was_given_for(alice, bob, settings):
+    settings.LOGIN_FAILURES_PER_IP = 2
+    browser = Client(REMOTE_ADDR="203.0.113.9")
+    browser.post("/login/", {"username": "alice", "password": "alice-password"})
+    browser.post("/logout/")
+    cookie = browser.cookies["known_login"]
+    assert cookie["httponly"]
+    for name in ("u1", "u2"):
+        fail_login(browser, name)
+
+    r = browser.post("/login/", {"username": "bob", "password": "bob-password"})
+
+    assert r.status_code == 200 and "_auth_user_id" not in browser.session
 
 
 def test_the_throttle_lifts_when_the_window_passes_and_success_clears_it(alice, settings):

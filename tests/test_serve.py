@@ -794,6 +794,41 @@ def test_the_endpoint_and_links_follow_serves_port_option_unless_site_url_is_set
     assert said.stdout.strip() == "https://console.example.com"
 
 
+def test_the_access_log_has_each_requests_path_without_its_query_or_referer(tmp_path):
+    """qa90: `?q=SUPERSECRET` typed in a log search's box was written in the access log."""
+    import httpx
+
+    port = free_port()
+    env = {**os.environ, "HOME": str(tmp_path), "CONSOLE_VAR_DIR": str(tmp_path / "var")}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    log = tmp_path / "gunicorn.log"
+    command = gunicorn_command(python=sys.executable, host="127.0.0.1", port=str(port))
+    with log.open("wb") as out:
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    client.get("/healthz")
+                    break
+                except httpx.TransportError:
+                    assert server.poll() is None, "gunicorn exited"
+                    assert time.monotonic() < deadline, "gunicorn never answered"
+                    time.sleep(0.2)
+            client.get(
+                "/login/?next=/jobs/x/%3Fq%3DSUPERSECRET&q=SUPERSECRET",
+                headers={"Referer": f"http://127.0.0.1:{port}/jobs/x/?q=REFERRED-SECRET"},
+            )
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    written = log.read_text()
+    assert '"GET /login/ HTTP/1.1" 200' in written
+    assert "SUPERSECRET" not in written and "REFERRED-SECRET" not in written
+
+
 def test_a_head_answers_as_a_get_without_a_body_and_gunicorn_logs_no_warning_of_one(tmp_path):
     """qa89: gunicorn 27 logs "WSGI app sent body bytes on a no-body response" as a WARNING
     for each HEAD Django answered with its GET's body; every monitor's probe wrote a line."""

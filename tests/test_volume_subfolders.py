@@ -5,9 +5,11 @@ without following a link. Real folders under tmp, a real worker and bubblewrap."
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 import pytest
+from django.utils import translation
 
 from jobs import spec as S
 from jobs.backends import get_backend
@@ -73,6 +75,37 @@ def test_a_link_swapped_in_on_the_way_after_submit_fails_the_start_naming_the_mo
     assert said in job.status_reason, job.status_reason
     assert os.listdir(tmp_path / "outside") == []
     assert os.listdir(root / "inner") == []
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        (
+            "en",
+            "Could not start: The mount /out (volume work): runs/run-7 resolves outside the volume root",
+        ),
+        ("zh-hans", "解析到了存储卷根目录之外"),
+    ],
+)
+def test_why_a_start_refused_a_mount_is_said_whole_in_each_readers_language(
+    alice, settings, tmp_path, language, said
+):
+    """qa90: an English API reply said "Could not start: 挂载点 /data（存储卷 scratch）：swap3
+    解析到了存储卷根目录之外": the reason was translated as it was recorded, by the worker."""
+    (tmp_path / "outside").mkdir()
+    job = submit(alice, make_spec("true", datasources=[mount("runs/run-7")]))
+    (volume(settings) / "runs").symlink_to(tmp_path / "outside")
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+    job.refresh_from_db()
+    event = job.events.get(reason="StartFailed")
+
+    with translation.override(language):
+        shown = [job.status_reason_shown, event.message_shown]
+
+    for text in shown:
+        assert said in text, text
+        if language == "en":
+            assert not re.search(r"[\u4e00-\u9fff]", text), text
 
 
 def test_a_link_or_a_file_on_the_way_is_refused_at_submit_on_the_source_path(settings, tmp_path):

@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.checks import bwrap_problems, not_migrated_problem
+from jobs.checks import bwrap_problems, local_jobs_run_as_root, not_migrated_problem
 from jobs.worker import create_wait_seconds
 
 # How long a stopped child is given before it is killed.
@@ -80,6 +80,9 @@ class Command(BaseCommand):
         # Last: what is wrong with HOST or PORT is said first, whatever the database holds.
         if problem := not_migrated_problem():
             raise CommandError(problem)
+        # Run as root, what local jobs could reach (a deploy check, said here too: qa90).
+        for warning in local_jobs_run_as_root():
+            self.stderr.write(f"Warning: {warning.msg} {warning.hint}")
         # Each child gets its own process group: Ctrl-C reaches only this command, which then
         # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
         # its master and keep the port bound. If this command itself is killed (SIGKILL,
@@ -212,6 +215,14 @@ def child_environment(*, host: str, port: str) -> dict[str, str]:
     return {**os.environ, "HOST": host, "PORT": port}
 
 
+# gunicorn's default line with the path alone (%(U)s) where it has the request line (%(r)s),
+# and no Referer (%(f)s): a query holds what people type (a log search's words, ?q=, maybe a
+# token pasted by mistake), and the Referer of a console page is its whole address, query and
+# all (Referrer-Policy same-origin sends it to the console itself). qa90: `?q=SUPERSECRET`
+# typed in a search box was in the access log.
+ACCESS_LOG_FORMAT = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
+
+
 def gunicorn_command(*, python: str, host: str, port: str) -> list[str]:
     return [
         python,
@@ -226,6 +237,8 @@ def gunicorn_command(*, python: str, host: str, port: str) -> list[str]:
         str(settings.WEB_THREADS),
         "--access-logfile",
         "-",
+        "--access-logformat",
+        ACCESS_LOG_FORMAT,
         # gunicorn (25.1 and later) opens a control socket (gunicorn.ctl) that takes shutdown
         # and reload commands from anyone who can reach the file; the console never uses it.
         "--no-control-socket",
