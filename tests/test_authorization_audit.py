@@ -641,8 +641,12 @@ def test_a_key_id_never_issued_still_counts_as_a_guess_and_locks_its_address(lab
     answers = [outcome(guessing("f"), list_jobs)[:2] for _ in range(3)]
     assert answers == [(403, "InvalidAccessKeyId")] * 2 + [(429, "TooManyRequests")]
     assert outcome(guessing("e"), list_jobs)[:2] == (403, "InvalidAccessKeyId")  # the third
+    # The address is locked for guesses: another key never issued is refused before its
+    # signature is read. A right signature is still served from it (qa90: anyone who could
+    # send from an address others share locked them all out; keys are 128-bit).
+    assert outcome(guessing("d"), list_jobs)[:2] == (429, "TooManyRequests")
     bobs_key, bobs_secret = api_key_create(owner=lab.users["group_mate"])
-    assert outcome(script(wsgi, bobs_key, bobs_secret), list_jobs)[:2] == (429, "TooManyRequests")
+    assert outcome(script(wsgi, bobs_key, bobs_secret), list_jobs)[:2] == (200, "")
 
 
 # -- the admin, per kind of visitor ----------------------------------------------------------
