@@ -128,7 +128,7 @@ from .runner import (
     STOP_WAITS_MESSAGE,
     outbound_lost_notice,
 )
-from .runtime_env import group_task_of, pinned_task, with_group_task
+from .runtime_env import group_task_of, with_group_task
 from .scheduler import queue_position, why_waiting
 from .selection import (
     MAX_CARRIED,
@@ -474,17 +474,6 @@ def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm, *, sort:
     return ordered(jobs, sort=sort)
 
 
-def _task_again(job: Job, envs: Any) -> str:
-    """ "6/8" for a queue task of one that runs as task 6/8 of a sweep (its envs pin the
-    group's variables: Run this task again, Copy this task & edit), shown in its row and on
-    its page as that task run again, the place its page says it was copied from: until qa91
-    it read "1/1", hiding which point it ran. "" for any other job."""
-    if job.group_id is None or job.group.total != 1:
-        return ""
-    place = pinned_task(envs)
-    return f"{place[0] + 1}/{place[1]}" if place else ""
-
-
 def _group_filter(
     request: AuthenticatedHttpRequest, form: JobFilterForm, kept: list[tuple[str, str]]
 ) -> dict[str, str] | None:
@@ -682,7 +671,6 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     # the selection kept with them (console.js brings its links up to date with the boxes).
     kept = [(name, value) for name, values in query.lists() for value in values if value]
     for job in page.object_list:
-        job.task_again = _task_again(job, job.env_items)
         label = labels.get(job.resource_pool)
         job.pool_label = label.text if label else ""
         job.reason_listed = reason_listed(job.status_reason_source)
@@ -1320,11 +1308,6 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
     context["hang"] = _hang_context(request, job, request.GET.get("capture", ""))
     context["list_back"] = _list_left(request)
     context["group_progress"] = group_progress(job=job)
-    # From the stored document as the list reads it, whatever shape an old spec has.
-    job_spec = job.spec.get("jobSpec") if isinstance(job.spec, dict) else None
-    context["task_again"] = _task_again(
-        job, job_spec.get("envs") if isinstance(job_spec, dict) else None
-    )
     return render(
         request, "jobs/job_detail.html", context, status=429 if context["search_busy"] else 200
     )
