@@ -86,6 +86,7 @@ from .api_views import (
     pools_found,
     priority_changed,
     queue_found,
+    queues_held_fields,
     required_param,
     text_param,
     v1_paths,
@@ -546,9 +547,11 @@ def _pool_v2(pool: Pool) -> dict[str, Any]:
     }
 
 
-def _queue_v2(pool: Pool, name: str, counts: QueueCounts) -> dict[str, Any]:
+def _queue_v2(
+    pool: Pool, name: str, counts: QueueCounts, held: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     """A queue as v2's QueueSpec; as in v1, quotas are not known and the job counts are the
-    console's own jobs, every user's, as numbers."""
+    console's own jobs, every user's, as numbers; `held`: queues_held_fields, as v1 says it."""
     return {
         "queueId": f"{pool.id}:{name}",
         "queueName": name,
@@ -573,6 +576,7 @@ def _queue_v2(pool: Pool, name: str, counts: QueueCounts) -> dict[str, Any]:
         "inqueueJobs": counts.waiting,
         "pendingJobs": counts.pending_review,
         "bindingNodes": [],
+        "console": {"held": held.get(name)},
     }
 
 
@@ -691,6 +695,7 @@ def _describe_queues(request: HttpRequest, owner: Any) -> dict[str, Any]:
         if needle in (f"{pool.id}:{name}" if keyword_on == "id" else name).lower()
     ]
     counts = queue_counts(pool=pool)
+    held = queues_held_fields(pool, owner)
     return {
         "pageNumber": page_number,
         "pageSize": page_size,
@@ -698,7 +703,7 @@ def _describe_queues(request: HttpRequest, owner: Any) -> dict[str, Any]:
         "keywordType": keyword_type,
         "totalCount": len(names),
         "queues": [
-            _queue_v2(pool, n, counts.get(n, QueueCounts()))
+            _queue_v2(pool, n, counts.get(n, QueueCounts()), held)
             for n in page_of(names, page_number, page_size)
         ],
     }
@@ -721,7 +726,8 @@ def _describe_queue(request: HttpRequest, owner: Any) -> dict[str, Any]:
     if pool is None:
         raise ApiError(404, "QueueNotFound", _("Queue %(queue)s not found.") % {"queue": queue_id})
     name = queue_found(pool, name)
-    return _queue_v2(pool, name, queue_counts(pool=pool).get(name, QueueCounts()))
+    counts = queue_counts(pool=pool).get(name, QueueCounts())
+    return _queue_v2(pool, name, counts, queues_held_fields(pool, owner))
 
 
 ACTIONS: dict[str, Callable[[HttpRequest, Any], dict[str, Any]]] = {

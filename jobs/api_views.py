@@ -94,6 +94,7 @@ from .monitoring import (
 )
 from .plain_secrets import secrets_in_plain_text
 from .pools import QueueCounts, queue_counts
+from .scheduler import queues_held
 from .services import FIELDS_NOT_READ, fields_not_read, jobs_submit, signed_with
 
 logger = logging.getLogger(__name__)
@@ -1334,10 +1335,34 @@ def _pool_v1(pool: Pool) -> dict[str, Any]:
     }
 
 
-def _queue_v1(name: str, counts: QueueCounts) -> dict[str, Any]:
+def queues_held_fields(pool: Pool, owner: Any) -> dict[str, dict[str, Any]]:
+    """Each of `pool`'s queues held by its first job, as v1's and v2's queue calls say it
+    beside AIHC's keys ("console": {"held": ...}), from the plan the pools page, the wizard and
+    the admission read (jobs.scheduler.queues_held), and said as they say it (qa93: an API
+    user saw 2 idle cards and no reason a job waited): the holder's job ID and name for its
+    owner only (null for anyone else's), the cards it lacks per type (none: it waits for CPU
+    cores), the priority at or below which the queue's jobs wait behind it, and the note in
+    the answer's language. No plan (a pool of another platform): none."""
+    if pool.next_pass is None:
+        return {}
+    return {
+        name: {
+            "jobId": held.job[0] if held.job else None,
+            "jobName": held.job[1] if held.job else None,
+            "shortCards": held.short_cards,
+            "priority": held.priority.value,
+            "note": held.note(link=False),
+        }
+        for name, held in queues_held(pool.next_pass(), viewer_id=owner.pk).items()
+    }
+
+
+def _queue_v1(
+    name: str, counts: QueueCounts, held: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """A queue as AIHC's v1 queue APIs show it: every queue the console offers takes jobs;
     quotas are not known to it (see README). The job counts are the console's own jobs, every
-    user's, as numbers only, as the Resource pools page shows them."""
+    user's, as numbers only, as the Resource pools page shows them; `held`: queues_held_fields."""
     return {
         "name": name,
         "description": "",
@@ -1358,6 +1383,7 @@ def _queue_v1(name: str, counts: QueueCounts) -> dict[str, Any]:
         "pending": counts.pending_review,
         "createdTime": None,
         "children": [],
+        "console": {"held": (held or {}).get(name)},
     }
 
 
@@ -1769,11 +1795,12 @@ def queues(request: HttpRequest, owner: Any, pool_id: str) -> dict[str, Any]:
     keyword = text_param(params, "keyword").lower()
     names = [name for name in pool.queues if keyword in name.lower()]
     counts = queue_counts(pool=pool)
+    held = queues_held_fields(pool, owner)
     return {
         "result": {
             "total": len(names),
             "queues": [
-                _queue_v1(name, counts.get(name, QueueCounts()))
+                _queue_v1(name, counts.get(name, QueueCounts()), held)
                 for name in page_of(names, page_no, page_size)
             ],
             "orderBy": "createdTime",
@@ -1789,7 +1816,7 @@ def queue(request: HttpRequest, owner: Any, pool_id: str, queue_name: str) -> di
     pool = pool_found(pool_id)
     name = queue_found(pool, queue_name)
     counts = queue_counts(pool=pool).get(name, QueueCounts())
-    return {"result": {"queue": _queue_v1(name, counts)}}
+    return {"result": {"queue": _queue_v1(name, counts, queues_held_fields(pool, owner))}}
 
 
 @api_view("GET", "POST", "PUT", "DELETE")
