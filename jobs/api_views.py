@@ -405,16 +405,22 @@ def group_fields(job: Job) -> dict[str, Any]:
     task answered the same name): the group's id (the job list's `?group=`), the task's
     place from 1 as the list's "3/8" and the alert webhook's groupTaskIndex say it (one key,
     one meaning in every JSON the console sends; its AIHC_GROUP_TASK_INDEX is one less), and
-    the group's total. None for any other job,
+    the group's total. A sweep's task run again (Job.task_place) answers the task it runs
+    as, with groupTaskAgain: true, as its alert webhook does (qa93), and its own group's id.
+    None for any other job,
     whose answer stays AIHC's own (a body of AIHC's never asks for a group: a local job it
     makes is a queue task of one). Reads the group (select it with the job)."""
-    if job.group_id is None or job.group.total < 2 or job.group_index is None:
+    place = job.task_place
+    if place is None or place.total < 2:
         return {}
-    return {
+    fields: dict[str, Any] = {
         "groupId": job.group_id,
-        "groupTaskIndex": job.group_index,
-        "groupTaskTotal": job.group.total,
+        "groupTaskIndex": place.index,
+        "groupTaskTotal": place.total,
     }
+    if place.again:
+        fields["groupTaskAgain"] = True
+    return fields
 
 
 def created_fields(job: Job) -> dict[str, Any]:

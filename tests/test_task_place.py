@@ -19,11 +19,15 @@ from jobs.alerts import job_alert, named_for_alert
 from jobs.models import UserPreference
 from jobs.services import jobs_submit
 
+from . import test_api as v1
 from .conftest import run_queued_tasks
 from .runner_helpers import make_spec, runner_settings  # noqa: F401
 from .test_alerts import alerting_spec, hook_server  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
+
+# The v1 API tests' fixtures: the console as a WSGI transport, Alice's key and AIHC client.
+wsgi, alice_key, api = v1.wsgi, v1.alice_key, v1.api
 
 
 def sweep_task_run_again(owner, spec=None):
@@ -90,3 +94,29 @@ def test_a_task_run_agains_alerts_name_that_task_in_each_readers_language_and_js
         ("bob@example.com",): "[AI Job Console] sweep 2/3 (again) failed",
     }
     assert "sweep 2/3 (again): exit 1" in sent[("bob@example.com",)].body
+
+
+def test_a_task_run_agains_api_answer_names_that_task_and_that_it_runs_again(alice, api):
+    tasks, again = sweep_task_run_again(alice)
+
+    rerun = api.request(
+        "GET",
+        f"/api/v1/aijobs/{again.public_id}",
+        params=[("resourcePoolId", "local")],
+        idempotent=True,
+    )["result"]
+    first = api.request(
+        "GET",
+        f"/api/v1/aijobs/{tasks[1].public_id}",
+        params=[("resourcePoolId", "local")],
+        idempotent=True,
+    )["result"]
+
+    assert (rerun["groupTaskIndex"], rerun["groupTaskTotal"], rerun["groupTaskAgain"]) == (
+        2,
+        3,
+        True,
+    )
+    assert rerun["groupId"] == again.group_id != tasks[1].group_id
+    assert (first["groupTaskIndex"], first["groupTaskTotal"]) == (2, 3)
+    assert "groupTaskAgain" not in first
