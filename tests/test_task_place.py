@@ -120,3 +120,24 @@ def test_a_task_run_agains_api_answer_names_that_task_and_that_it_runs_again(ali
     assert rerun["groupId"] == again.group_id != tasks[1].group_id
     assert (first["groupTaskIndex"], first["groupTaskTotal"]) == (2, 3)
     assert "groupTaskAgain" not in first
+
+
+@pytest.mark.parametrize(("language", "place"), [("en", "2/3 (again)"), ("zh-hans", "2/3（再次）")])
+def test_a_task_run_again_is_named_as_that_task_on_the_pools_page_and_in_compare(
+    alice, alice_client: Client, language, place
+):
+    tasks, again = sweep_task_run_again(alice)
+    alice_client.cookies["django_language"] = language
+    alice_client.get(reverse("pool-list"))  # warm the session
+
+    pools = alice_client.get(reverse("pool-list")).content.decode()
+    compared = alice_client.get(
+        reverse("job-compare"), {"job": [tasks[1].public_id, again.public_id]}
+    ).content.decode()
+
+    own = pools[pools.index(f'id="pool-job-{again.public_id}"') :]
+    badge = re.search(r'class="badge text-bg-light border group-task"[^>]*>([^<]*)<', own)[1]
+    assert html.unescape(badge) == place
+    headers = re.findall(r'<th scope="col" class="compare-job".*?</th>', compared, re.S)
+    badges = [re.search(r'group-task">([^<]*)<', h)[1] for h in headers]
+    assert [html.unescape(b) for b in badges] == ["2/3", place]
