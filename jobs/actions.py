@@ -21,11 +21,21 @@ from django.utils.translation import gettext_lazy, gettext_noop
 
 from .backends import BackendError, get_backend
 from .backends.remote import STOP_LOOKING_AT, console_time
-from .models import FINAL_STATUSES, DeletedJob, Job, JobStatus, LocalRun, ReviewState
+from .models import (
+    FINAL_STATUSES,
+    DeletedJob,
+    EventType,
+    Job,
+    JobEvent,
+    JobGroup,
+    JobStatus,
+    LocalRun,
+    ReviewState,
+)
 from .runtime_env import GROUP_INDEX, GROUP_TOTAL, GROUP_VARIABLES, group_task_of
 from .services import job_event, job_transition, jobs_submit, recorded, signing_key
 from .spec import MAX_ENVS, PRIORITIES, SUBMIT_QUEUE, Env, JobSpec, SpecError, validate
-from .texts import Term
+from .texts import Term, source_of
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +112,7 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "", send: bo
     platform (jobs_stop), so the worker sends the stop (Backend.stop_unsent)."""
     by = actor.get_username() if actor is not None else ""
     key = signing_key()  # asked through the API: which of the owner's keys
+    stopped = message or _stopped_by(by=by, key=key)
     for _attempt in range(2):
         if not job_stoppable(job):
             return False
@@ -114,15 +125,6 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "", send: bo
             # up: its backend's stop now withdraws it and looks for it (Stopping).
             and not get_backend(job.backend).create_unsettled(job)
         ):
-            stopped = message or (
-                recorded(
-                    gettext_noop("Stopped by %(user)s with API key %(key)s."), user=by, key=key
-                )
-                if by and key
-                else recorded(gettext_noop("Stopped by %(user)s."), user=by)
-                if by
-                else recorded(gettext_noop("Stopped by its owner."))
-            )
             # One that waited for review waits no more: off the reviewers' pending list.
             withdrawn = (
                 {"review_state": ReviewState.WITHDRAWN} if job.status == S.PENDING_REVIEW else {}
@@ -155,6 +157,93 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "", send: bo
             raise ActionError(exc.message) from exc
         return True
     return False
+
+
+def _stopped_by(*, by: str, key: str) -> str:
+    """The reason (and event) of a job stopped before it started, by whom."""
+    if by and key:
+        return recorded(gettext_noop("Stopped by %(user)s with API key %(key)s."), user=by, key=key)
+    if by:
+        return recorded(gettext_noop("Stopped by %(user)s."), user=by)
+    return recorded(gettext_noop("Stopped by its owner."))
+
+
+@dataclass(frozen=True)
+class GroupStopped:
+    """What Stop the group did: the tasks stopped before they started, and the outcomes of
+    those stopped one by one (running, or on another platform)."""
+
+    stopped: list[str]  # public ids of the local tasks stopped before they started
+    outcomes: list[Outcome]
+
+    @property
+    def done(self) -> int:
+        return len(self.stopped) + sum(1 for o in self.outcomes if o.done)
+
+
+# The local tasks Stop the group stops in one UPDATE: not started, nothing sent anywhere.
+GROUP_UNSTARTED = (S.QUEUED, S.PENDING_REVIEW, S.SUBMIT_FAILED)
+
+
+# The statuses of a task a Stop changes (job_stoppable's).
+GROUP_STOPPABLE = frozenset({S.RUNNING, S.SUBMITTING, S.QUEUED, S.PENDING_REVIEW, S.SUBMIT_FAILED})
+
+
+def group_stoppable(group: JobGroup) -> Any:
+    """The tasks of `group` a Stop would change."""
+    return Job.objects.filter(group=group, status__in=GROUP_STOPPABLE)
+
+
+def group_stop(*, group: JobGroup, actor: User) -> GroupStopped:
+    """Stops every unfinished task of a queue group at once (qa93: a 1,000-task sweep took
+    ten rounds of Stop selected's 100). Its work does not grow with the group's size: the
+    local tasks not started yet (all but `concurrency` of a big sweep) are Stopped by one
+    UPDATE per status, their events written by one INSERT per 500, as job_stop writes them
+    one by one; the rest (the running ones, at most the group's concurrency, and any on
+    another platform) go through jobs_stop, the runner's own stop, its platform asked within
+    BULK_ACTION_SECONDS. Sent again it stops nothing twice and records no event twice: the
+    UPDATE matches only tasks still not started, and job_stop passes over a Stopping one."""
+    by, key = actor.get_username(), signing_key()
+    message = _stopped_by(by=by, key=key)
+    now = timezone.now()
+    unstarted = Job.objects.filter(group=group, backend="local", status__in=GROUP_UNSTARTED)
+    with transaction.atomic():
+        for status in GROUP_UNSTARTED:
+            fields: dict[str, Any] = {
+                "status": S.STOPPED,
+                "status_reason": str(message),
+                "status_reason_source": source_of(message),
+                "updated_at": now,
+                "finished_at": now,
+            }
+            if status == S.PENDING_REVIEW:  # off the reviewers' pending list, as job_stop
+                fields["review_state"] = ReviewState.WITHDRAWN
+            unstarted.filter(status=status).update(**fields)
+        # The rows these UPDATEs stopped: their time stamp is theirs alone.
+        stopped = list(
+            Job.objects.filter(group=group, status=S.STOPPED, updated_at=now).values_list(
+                "pk", "public_id"
+            )
+        )
+        JobEvent.objects.bulk_create(
+            [
+                JobEvent(
+                    job_id=pk,
+                    reason="Stopped",
+                    message=str(message),
+                    message_source=source_of(message),
+                    type=EventType.NORMAL,
+                    actor=actor,
+                )
+                for pk, _public_id in stopped
+            ],
+            batch_size=500,
+        )
+    rest = group_stoppable(group).select_related("group").order_by("group_index")
+    return GroupStopped(
+        stopped=[public_id for _pk, public_id in stopped],
+        outcomes=jobs_stop(jobs=rest, actor=actor),
+    )
 
 
 def stop_look_time(job: Job) -> str:

@@ -8,7 +8,8 @@ channel: ALERT_EMAILS_PER_HOUR, ALERT_WEBHOOKS_PER_HOUR, of which routine alerts
 half, URGENT_ITEMS the rest); delivery never raises.
 
 Webhook body (JSON): {"jobId", "name", "event", "time", "message", "link"}, and for a queue
-group's task "groupTaskIndex" and "groupTaskTotal"; a chat bot's
+group's task "groupTaskIndex" and "groupTaskTotal" (a sweep's task run again: the task's,
+and "groupTaskAgain": true); a chat bot's
 webhook (Feishu/Lark, WeCom, DingTalk, Slack: jobs.chat_bots) gets a message in its own format
 instead, in the job owner's language, and its answer is read.
 """
@@ -350,12 +351,17 @@ def alert_payload(job: Job, item: str, message: str, time: str) -> dict[str, Any
         "message": message,
         "link": job_link(job),
     }
-    if job.group_id is not None:
+    if (place := job.task_place) is not None:
         # A queue group's tasks share a name: which task alerts, as the job list's `2/3`
         # (1-based; the task's AIHC_GROUP_TASK_INDEX is this minus 1). Keys added for a
-        # group's task only, so a standalone job's body is as it was (qa76).
-        payload["groupTaskIndex"] = job.group_index
-        payload["groupTaskTotal"] = job.group.total
+        # group's task only, so a standalone job's body is as it was (qa76). A sweep's task
+        # run again says the task it runs as (its pinned index and total, so a receiver maps
+        # it to its parameter as it did the first run's) and groupTaskAgain: true, so it is
+        # not taken for that run (qa93: it said 1/1).
+        payload["groupTaskIndex"] = place.index
+        payload["groupTaskTotal"] = place.total
+        if place.again:
+            payload["groupTaskAgain"] = True
     return payload
 
 

@@ -94,6 +94,7 @@ from .monitoring import (
 )
 from .plain_secrets import secrets_in_plain_text
 from .pools import QueueCounts, queue_counts
+from .scheduler import queues_held
 from .services import FIELDS_NOT_READ, fields_not_read, jobs_submit, signed_with
 
 logger = logging.getLogger(__name__)
@@ -404,16 +405,22 @@ def group_fields(job: Job) -> dict[str, Any]:
     task answered the same name): the group's id (the job list's `?group=`), the task's
     place from 1 as the list's "3/8" and the alert webhook's groupTaskIndex say it (one key,
     one meaning in every JSON the console sends; its AIHC_GROUP_TASK_INDEX is one less), and
-    the group's total. None for any other job,
+    the group's total. A sweep's task run again (Job.task_place) answers the task it runs
+    as, with groupTaskAgain: true, as its alert webhook does (qa93), and its own group's id.
+    None for any other job,
     whose answer stays AIHC's own (a body of AIHC's never asks for a group: a local job it
     makes is a queue task of one). Reads the group (select it with the job)."""
-    if job.group_id is None or job.group.total < 2 or job.group_index is None:
+    place = job.task_place
+    if place is None or place.total < 2:
         return {}
-    return {
+    fields: dict[str, Any] = {
         "groupId": job.group_id,
-        "groupTaskIndex": job.group_index,
-        "groupTaskTotal": job.group.total,
+        "groupTaskIndex": place.index,
+        "groupTaskTotal": place.total,
     }
+    if place.again:
+        fields["groupTaskAgain"] = True
+    return fields
 
 
 def created_fields(job: Job) -> dict[str, Any]:
@@ -1334,10 +1341,34 @@ def _pool_v1(pool: Pool) -> dict[str, Any]:
     }
 
 
-def _queue_v1(name: str, counts: QueueCounts) -> dict[str, Any]:
+def queues_held_fields(pool: Pool, owner: Any) -> dict[str, dict[str, Any]]:
+    """Each of `pool`'s queues held by its first job, as v1's and v2's queue calls say it
+    beside AIHC's keys ("console": {"held": ...}), from the plan the pools page, the wizard and
+    the admission read (jobs.scheduler.queues_held), and said as they say it (qa93: an API
+    user saw 2 idle cards and no reason a job waited): the holder's job ID and name for its
+    owner only (null for anyone else's), the cards it lacks per type (none: it waits for CPU
+    cores), the priority at or below which the queue's jobs wait behind it, and the note in
+    the answer's language. No plan (a pool of another platform): none."""
+    if pool.next_pass is None:
+        return {}
+    return {
+        name: {
+            "jobId": held.job[0] if held.job else None,
+            "jobName": held.job[1] if held.job else None,
+            "shortCards": held.short_cards,
+            "priority": held.priority.value,
+            "note": held.note(link=False),
+        }
+        for name, held in queues_held(pool.next_pass(), viewer_id=owner.pk).items()
+    }
+
+
+def _queue_v1(
+    name: str, counts: QueueCounts, held: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """A queue as AIHC's v1 queue APIs show it: every queue the console offers takes jobs;
     quotas are not known to it (see README). The job counts are the console's own jobs, every
-    user's, as numbers only, as the Resource pools page shows them."""
+    user's, as numbers only, as the Resource pools page shows them; `held`: queues_held_fields."""
     return {
         "name": name,
         "description": "",
@@ -1358,6 +1389,7 @@ def _queue_v1(name: str, counts: QueueCounts) -> dict[str, Any]:
         "pending": counts.pending_review,
         "createdTime": None,
         "children": [],
+        "console": {"held": (held or {}).get(name)},
     }
 
 
@@ -1769,11 +1801,12 @@ def queues(request: HttpRequest, owner: Any, pool_id: str) -> dict[str, Any]:
     keyword = text_param(params, "keyword").lower()
     names = [name for name in pool.queues if keyword in name.lower()]
     counts = queue_counts(pool=pool)
+    held = queues_held_fields(pool, owner)
     return {
         "result": {
             "total": len(names),
             "queues": [
-                _queue_v1(name, counts.get(name, QueueCounts()))
+                _queue_v1(name, counts.get(name, QueueCounts()), held)
                 for name in page_of(names, page_no, page_size)
             ],
             "orderBy": "createdTime",
@@ -1789,7 +1822,7 @@ def queue(request: HttpRequest, owner: Any, pool_id: str, queue_name: str) -> di
     pool = pool_found(pool_id)
     name = queue_found(pool, queue_name)
     counts = queue_counts(pool=pool).get(name, QueueCounts())
-    return {"result": {"queue": _queue_v1(name, counts)}}
+    return {"result": {"queue": _queue_v1(name, counts, queues_held_fields(pool, owner))}}
 
 
 @api_view("GET", "POST", "PUT", "DELETE")

@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop, ngettext, pgettext_lazy
 
 from . import spec as spec_module
+from .runtime_env import TaskPlace, task_place
 from .texts import display_text, list_words
 
 
@@ -312,11 +313,22 @@ class Job(models.Model):
     @property
     def task_name(self) -> str:
         """Its name as the job list shows it: a queue group's tasks share a name, so a task
-        has its place in the group after it, `qa-grp 2/3` (1-based; its AIHC_GROUP_TASK_INDEX
-        is this minus 1). Reads the group (one query unless selected with it)."""
-        if self.group_id is None:
-            return self.name
-        return f"{self.name} {self.group_index}/{self.group.total}"
+        has its place in the group after it, `qa-grp 2/3`, or `qa-grp 6/8 (again)` (task_place).
+        Reads the group (one query unless selected with it)."""
+        place = self.task_place
+        return self.name if place is None else place.named(self.name)
+
+    @property
+    def task_place(self) -> TaskPlace | None:
+        """Which task of its queue group it is (runtime_env.task_place). A queue task of one
+        reads its envs: a list annotates them as `env_items` so that no row loads its spec."""
+        return task_place(self, self._stored_envs)
+
+    def _stored_envs(self) -> Any:
+        if "env_items" in self.__dict__:
+            return self.__dict__["env_items"]
+        job_spec = self.spec.get("jobSpec") if isinstance(self.spec, dict) else None
+        return job_spec.get("envs") if isinstance(job_spec, dict) else None
 
     def job_spec(self) -> spec_module.JobSpec:
         return spec_module.parse_document(self.spec)

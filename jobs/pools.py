@@ -47,6 +47,7 @@ from django.db.models import (
     When,
     Window,
 )
+from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import RowNumber
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
@@ -225,6 +226,8 @@ def _own_jobs_shown(own: Any) -> list[Job]:
         # A queue group's tasks share a name: each says which task it is ("2/3"), as the job
         # list's rows do; the group joined in the same query.
         .select_related("group")
+        # Their envs too, for the task a queue task of one runs again (Job.task_place).
+        .annotate(env_items=KeyTransform("envs", KeyTransform("jobSpec", "spec")))
         .only(
             "public_id",
             "name",

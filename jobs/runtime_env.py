@@ -33,8 +33,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from .spec import CUSTOM, MPI, PYTORCH, SUBMIT_QUEUE, TENSORFLOW, Env, JobSpec, mask
+from .texts import said_here
 
 if TYPE_CHECKING:
     from .models import Job
@@ -160,6 +162,45 @@ def pinned_task(envs: Any) -> tuple[int, int] | None:
     if int(total) < 2 or int(index) >= int(total):
         return None
     return (int(index), int(total))
+
+
+@dataclass(frozen=True)
+class TaskPlace:
+    """Which task of a queue group a job is, as every page, list, alert and answer names it:
+    its place from 1 (its AIHC_GROUP_TASK_INDEX is one less) of the group's total, "2/3". A
+    queue task of one whose envs pin a sweep's task (Run this task again, Copy this task &
+    edit: pinned_task) is named as that task run again, "6/8 (again)", with `again`: until
+    qa93 its page said so and its bulk rows, selection bar and alerts said "1/1"."""
+
+    index: int
+    total: int
+    again: bool = False
+
+    @property
+    def at(self) -> str:
+        return f"{self.index}/{self.total}"
+
+    def __str__(self) -> str:
+        return (
+            said_here(gettext_noop("%(place)s (again)"), place=self.at) if self.again else self.at
+        )
+
+    def named(self, name: str) -> str:
+        """`name` with this place after it, as a task's name reads ("sweep 6/8 (again)")."""
+        if self.again:
+            return said_here(gettext_noop("%(name)s %(place)s (again)"), name=name, place=self.at)
+        return f"{name} {self.at}"
+
+
+def task_place(job: Job, envs: Callable[[], Any]) -> TaskPlace | None:
+    """The one answer to which task of its group `job` is (None for a job of no group).
+    `envs` gives its envs as stored, asked only of a queue task of one (a list of jobs reads
+    them in its query, a job page from its spec)."""
+    if job.group_id is None or job.group_index is None:
+        return None
+    if job.group.total == 1 and (pinned := pinned_task(envs())):
+        return TaskPlace(pinned[0] + 1, pinned[1], again=True)
+    return TaskPlace(job.group_index, job.group.total)
 
 
 def shown_group_task(

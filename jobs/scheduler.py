@@ -364,18 +364,69 @@ def held_for_waiting_note(plan: NextPass) -> str:
 RANK_PRIORITIES = (Priority.HIGH, Priority.NORMAL, Priority.LOW)
 
 
-def queue_held_notes(plan: NextPass, *, viewer_id: int | None) -> dict[str, str]:
-    """For each queue a job blocks in `plan` (no back-filling), what a page showing the idle
-    cards read from that plan says beside them, in the reader's language, as HTML: the job
-    that holds the queue, what it waits for, and that the jobs of that queue of its priority
-    or lower wait behind it and a standalone one is refused (jobs.wizard._queue_blocked, from
-    the same plan). qa91: 2 of 4 cards showed idle in the wizard and on the pools page while
-    a 3-card task held the only queue; a 1-card queue task waited, and a standalone job,
-    even a CPU-only one, was refused only once its form was filled.
+@dataclass(frozen=True)
+class QueueHeld:
+    """A queue a job blocks in a pass's plan (no back-filling), as a reader of that plan is
+    told: the job that holds it (its ID and name for its owner only, None for anyone else),
+    what it waits for, and the priority at or below which the queue's jobs wait behind it."""
 
-    The holder is named, and linked to its page, for its owner only (a job's page is its
-    owner's); anyone else reads "a job of another user". No query unless the viewer holds a
-    queue: then one, for the names of their jobs that do."""
+    queue: str
+    job: tuple[str, str] | None  # (public_id, name): the reader's own job
+    short_cards: dict[str, int]  # per card type, how many it lacks; none: the CPU cores
+    priority: Priority
+
+    def note(self, *, link: bool) -> str:
+        """The sentence, in the language active now: as HTML with the reader's job linked to
+        its page (`link`: the pools page, the wizard), or as plain text (the API)."""
+        say = conditional_escape if link else str
+        if self.short_cards:
+            need = pgettext("between list items", "; ").join(
+                ngettext("%(count)d %(card)s card", "%(count)d %(card)s cards", count)
+                % {"count": count, "card": card}
+                for card, count in sorted(self.short_cards.items())
+            )
+        else:
+            need = _("the CPU cores it needs")
+        figures = {
+            "queue": say(self.queue),
+            "need": say(need),
+            "priority": say(self.priority.label),
+        }
+        if self.job is None:
+            message = _(
+                "Queue “%(queue)s” is held by a job of another user, which waits for "
+                "%(need)s: until it starts, no job of this queue of priority %(priority)s or "
+                "lower starts, even one asking for no card, and a standalone job of such a "
+                "priority is refused in this queue."
+            )
+        else:
+            public_id, name = self.job
+            figures["job"] = (
+                format_html(
+                    '<a href="{}" id="queue-held-by-{}">{}</a>',
+                    reverse("job-detail", args=[public_id]),
+                    public_id,
+                    name,
+                )
+                if link
+                else name
+            )
+            message = _(
+                "Queue “%(queue)s” is held by your job %(job)s, which waits for %(need)s: "
+                "until it starts, no job of this queue of priority %(priority)s or lower "
+                "starts, even one asking for no card, and a standalone job of such a priority "
+                "is refused in this queue."
+            )
+        if not link:
+            return message % figures
+        return mark_safe(conditional_escape(message) % figures)
+
+
+def queues_held(plan: NextPass, *, viewer_id: int | None) -> dict[str, QueueHeld]:
+    """Each queue a job blocks in `plan`, as QueueHeld tells it to `viewer_id`. The holder is
+    named for its owner only (a job's page is its owner's); anyone else is told "a job of
+    another user". No query unless the viewer holds a queue: then one, for the names of their
+    jobs that do."""
     if not plan.blocked:
         return {}
     own = [held.job_id for held in plan.blocked.values() if held.owner_id == viewer_id]
@@ -387,45 +438,28 @@ def queue_held_notes(plan: NextPass, *, viewer_id: int | None) -> dict[str, str]
                 "pk", "public_id", "name"
             )
         }
-    notes: dict[str, str] = {}
-    for queue, held in plan.blocked.items():
-        if held.short_cards:
-            need = pgettext("between list items", "; ").join(
-                ngettext("%(count)d %(card)s card", "%(count)d %(card)s cards", count)
-                % {"count": count, "card": card}
-                for card, count in sorted(held.short_cards.items())
-            )
-        else:
-            need = _("the CPU cores it needs")
-        figures = {
-            "queue": conditional_escape(queue),
-            "need": conditional_escape(need),
-            "priority": conditional_escape(RANK_PRIORITIES[min(held.rank, 2)].label),
-        }
-        found = names.get(held.job_id)
-        if found is None:
-            message = _(
-                "Queue “%(queue)s” is held by a job of another user, which waits for "
-                "%(need)s: until it starts, no job of this queue of priority %(priority)s or "
-                "lower starts, even one asking for no card, and a standalone job of such a "
-                "priority is refused in this queue."
-            )
-        else:
-            public_id, name = found
-            figures["job"] = format_html(
-                '<a href="{}" id="queue-held-by-{}">{}</a>',
-                reverse("job-detail", args=[public_id]),
-                public_id,
-                name,
-            )
-            message = _(
-                "Queue “%(queue)s” is held by your job %(job)s, which waits for %(need)s: "
-                "until it starts, no job of this queue of priority %(priority)s or lower "
-                "starts, even one asking for no card, and a standalone job of such a priority "
-                "is refused in this queue."
-            )
-        notes[queue] = mark_safe(conditional_escape(message) % figures)
-    return notes
+    return {
+        queue: QueueHeld(
+            queue=queue,
+            job=names.get(held.job_id) if held.owner_id == viewer_id else None,
+            short_cards=dict(held.short_cards),
+            priority=RANK_PRIORITIES[min(held.rank, 2)],
+        )
+        for queue, held in plan.blocked.items()
+    }
+
+
+def queue_held_notes(plan: NextPass, *, viewer_id: int | None) -> dict[str, str]:
+    """For each queue a job blocks in `plan` (no back-filling), what a page showing the idle
+    cards read from that plan says beside them, in the reader's language, as HTML: the job
+    that holds the queue, what it waits for, and that the jobs of that queue of its priority
+    or lower wait behind it and a standalone one is refused (jobs.wizard._queue_blocked, from
+    the same plan). qa91: 2 of 4 cards showed idle in the wizard and on the pools page while
+    a 3-card task held the only queue; a 1-card queue task waited, and a standalone job,
+    even a CPU-only one, was refused only once its form was filled. The API says the same of
+    its queues from the same plan (queues_held; jobs.api_views.queue_held_fields)."""
+    held = queues_held(plan, viewer_id=viewer_id)
+    return {queue: h.note(link=True) for queue, h in held.items()}
 
 
 @dataclass(frozen=True)

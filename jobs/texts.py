@@ -179,9 +179,25 @@ def _kept(value: Any, said: Any) -> Any:
     return said
 
 
+class SaidHere(RecordedText):
+    """A text with its source in the language active where it was made (said_here)."""
+
+
+def said_here(message: str, /, **params: Any) -> RecordedText:
+    """`message` (gettext_noop-marked) in the language active now (a page's), with its source:
+    a text recorded with it as a parameter says it in the console's language and in each
+    reader's, whoever's request made it (a queue task's name run again, "6/8 (again)")."""
+    out = SaidHere(gettext(message) % params)
+    out.source = {"key": message, "params": params}
+    return out
+
+
 def _said(value: Any) -> Any:
     if isinstance(value, Term):
         return _term_shown(value.msgid, value.context)
+    if isinstance(value, SaidHere):
+        # In the language being recorded in, whichever it was made in (said_here).
+        return _said_again(str(value), value.source)
     return value if isinstance(value, int | float) else str(value)
 
 
@@ -212,6 +228,12 @@ def display_text(text: str, source: dict[str, Any] | None) -> str:
     language is another; as stored when it is the same, or when it cannot be said again."""
     if not source or translation.get_language() == settings.LANGUAGE_CODE:
         return text
+    return _said_again(text, source)
+
+
+def _said_again(text: str, source: dict[str, Any]) -> str:
+    """A recorded text said from its message in the language active now (`text` if it
+    cannot be)."""
     try:
         if "parts" in source:
             parts = [display_text(part["text"], part["source"]) for part in source["parts"]]

@@ -11,6 +11,8 @@ urlpatterns = [
     path("jobs/bulk/", views.job_bulk_view, name="job-bulk"),
     # Compare jobs (对比任务): 2 to 8 jobs by their ids in the query (?job=a&job=b).
     path("compare/", views.job_compare, name="job-compare"),
+    # Stop the group: every unfinished task of a queue group (a task's page, the list by group).
+    path("groups/<int:group_id>/stop/", views.group_stop_view, name="group-stop"),
     path("jobs/<str:public_id>/", views.job_detail, name="job-detail"),
     path("jobs/<str:public_id>/live/", views.job_live, name="job-live"),
     path("jobs/<str:public_id>/metrics/", views.job_metrics, name="job-metrics"),

@@ -44,10 +44,13 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from . import job_users
 from .actions import (
+    GROUP_STOPPABLE,
     MAX_SELECTED,
     ActionError,
     Outcome,
     deletion_left_secret,
+    group_stop,
+    group_stoppable,
     job_delete,
     job_delete_looked_for,
     job_delete_only_stops,
@@ -128,7 +131,7 @@ from .runner import (
     STOP_WAITS_MESSAGE,
     outbound_lost_notice,
 )
-from .runtime_env import group_task_of, pinned_task, with_group_task
+from .runtime_env import group_task_of, with_group_task
 from .scheduler import queue_position, why_waiting
 from .selection import (
     MAX_CARRIED,
@@ -474,17 +477,6 @@ def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm, *, sort:
     return ordered(jobs, sort=sort)
 
 
-def _task_again(job: Job, envs: Any) -> str:
-    """ "6/8" for a queue task of one that runs as task 6/8 of a sweep (its envs pin the
-    group's variables: Run this task again, Copy this task & edit), shown in its row and on
-    its page as that task run again, the place its page says it was copied from: until qa91
-    it read "1/1", hiding which point it ran. "" for any other job."""
-    if job.group_id is None or job.group.total != 1:
-        return ""
-    place = pinned_task(envs)
-    return f"{place[0] + 1}/{place[1]}" if place else ""
-
-
 def _group_filter(
     request: AuthenticatedHttpRequest, form: JobFilterForm, kept: list[tuple[str, str]]
 ) -> dict[str, str] | None:
@@ -498,15 +490,29 @@ def _group_filter(
     number = form.cleaned_data.get("group")
     if not number:
         return None
-    group = JobGroup.objects.filter(pk=number, owner=request.user).only("name", "total").first()
+    group = (
+        JobGroup.objects.filter(pk=number, owner=request.user)
+        .only("name", "total")
+        # Its tasks Stop the group would change, in the same query (group_stoppable's).
+        .annotate(stoppable=Count("jobs", filter=Q(jobs__status__in=GROUP_STOPPABLE)))
+        .first()
+    )
     if group is None:  # another user's or gone: the list shows none of its tasks
         text = _("No. %(number)d") % {"number": number}
-    else:
-        text = ngettext("%(name)s (%(total)d task)", "%(name)s (%(total)d tasks)", group.total) % {
-            "name": group.name,
-            "total": group.total,
-        }
-    return {"text": text, "without": without, "error": ""}
+        return {"text": text, "without": without, "error": ""}
+    text = ngettext("%(name)s (%(total)d task)", "%(name)s (%(total)d tasks)", group.total) % {
+        "name": group.name,
+        "total": group.total,
+    }
+    # Stop the group, offered while it has a task to stop.
+    return {
+        "text": text,
+        "without": without,
+        "error": "",
+        "id": group.pk,
+        "stoppable": group.stoppable,
+        "stop_question": _group_stop_question(group.stoppable),
+    }
 
 
 # A queue group's progress, its tasks counted by status: the ended first, as one reads a
@@ -544,12 +550,77 @@ def group_progress(*, job: Job) -> dict[str, Any] | None:
         for status in PROGRESS_ORDER
         if counts.get(status)
     ]
+    # Stop the group's count, from the same counts: the tasks a Stop would change.
+    stoppable = sum(n for status, n in counts.items() if status in GROUP_STOPPABLE)
     return {
         "counts": list_words(shown),
         "deleted": max(job.group.total - sum(counts.values()), 0),
         "total": job.group.total,
         "url": f"{reverse('job-list')}?{urlencode({'group': job.group_id})}",
+        "stoppable": stoppable,
+        "stop_question": _group_stop_question(stoppable),
     }
+
+
+def _group_stop_question(count: int) -> str:
+    return ngettext(
+        "Stop this queue group's %(count)d unfinished task? One not started yet is stopped at "
+        "once, a running one is ended; it cannot be resumed.",
+        "Stop this queue group's %(count)d unfinished tasks? Those not started yet are stopped "
+        "at once, the running ones are ended; they cannot be resumed.",
+        count,
+    ) % {"count": count}
+
+
+def _group_task_page(request: HttpRequest) -> str:
+    """The task whose page Stop the group was pressed on (its `job` field), "" for the list."""
+    job = request.POST.get("job", "")
+    return job if re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", job) else ""
+
+
+def _group_back(request: HttpRequest, group_id: int) -> str:
+    """Where Stop the group returns: the task's page it was pressed on, or the job list
+    filtered by the group (a local path either way: it may be a log-in's `next`)."""
+    if job := _group_task_page(request):
+        return reverse("job-detail", args=[job])
+    return f"{reverse('job-list')}?{urlencode({'group': group_id})}"
+
+
+@post_only(
+    lambda group_id: f"{reverse('job-list')}?{urlencode({'group': group_id})}",
+    form_page=_group_back,
+)
+@login_required
+def group_stop_view(request: AuthenticatedHttpRequest, group_id: int) -> HttpResponse:
+    """Stop the group (a task's page, the list filtered by its group): every unfinished task of
+    the user's queue group at once (jobs.actions.group_stop); first asked, by the browser, or
+    without JavaScript on a page of its own naming how many. Another user's group is one that
+    does not exist (404)."""
+    group = get_object_or_404(JobGroup, pk=group_id, owner=request.user)
+    back = _group_back(request, group_id)
+    if request.POST.get("confirmed") != "1":
+        count = group_stoppable(group).count()
+        context = {
+            "group": group,
+            "count": count,
+            "question": _group_stop_question(count),
+            "job": _group_task_page(request),
+            "back": back,
+        }
+        return render(request, "jobs/group_stop_confirm.html", context)
+    stopped = group_stop(group=group, actor=request.user)
+    if not stopped.stopped and not stopped.outcomes:
+        messages.info(
+            request, _("Nothing to stop: every task of this group has ended or is stopping.")
+        )
+        return redirect(back)
+    # Said as Stop selected says it; the tasks stopped at once as stopped jobs.
+    at_once = [
+        Outcome(job=Job(public_id=public_id, status=JobStatus.STOPPED), done=True)
+        for public_id in stopped.stopped
+    ]
+    _say_stopped(request, [*at_once, *stopped.outcomes], 0)
+    return redirect(back)
 
 
 def _filters_said(form: JobFilterForm, *, pool: str, labels: list[str], group: str = "") -> str:
@@ -682,7 +753,6 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     # the selection kept with them (console.js brings its links up to date with the boxes).
     kept = [(name, value) for name, values in query.lists() for value in values if value]
     for job in page.object_list:
-        job.task_again = _task_again(job, job.env_items)
         label = labels.get(job.resource_pool)
         job.pool_label = label.text if label else ""
         job.reason_listed = reason_listed(job.status_reason_source)
@@ -1320,11 +1390,6 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
     context["hang"] = _hang_context(request, job, request.GET.get("capture", ""))
     context["list_back"] = _list_left(request)
     context["group_progress"] = group_progress(job=job)
-    # From the stored document as the list reads it, whatever shape an old spec has.
-    job_spec = job.spec.get("jobSpec") if isinstance(job.spec, dict) else None
-    context["task_again"] = _task_again(
-        job, job_spec.get("envs") if isinstance(job_spec, dict) else None
-    )
     return render(
         request, "jobs/job_detail.html", context, status=429 if context["search_busy"] else 200
     )

@@ -22,8 +22,11 @@ from django.urls import reverse
 
 from jobs import spec as S
 from jobs import wizard as W
+from jobs.api_keys import api_key_create
 from jobs.models import Job, JobStatus, LocalRun
 from jobs.services import jobs_submit
+from tests import test_api
+from tests.signed_requests import signed_request
 from tests.test_wizard import (
     V100,
     _local_pool,  # noqa: F401 (autouse fixture)
@@ -38,6 +41,8 @@ from tests.test_wizard import (
     submission_data,
 )
 
+# The console as a WSGI transport, for the API's calls (the v1 tests' fixture).
+wsgi = test_api.wsgi
 POOLS = reverse("pool-list")
 HTMX = {"HX-Request": "true"}
 HELD_BY_OTHER = (
@@ -216,3 +221,63 @@ def test_the_submission_step_says_it_before_a_cpu_only_standalone_job_is_refused
         for m in field_errors(refused, "id_mode")
     ), field_errors(refused, "id_mode")
     assert "queue-held" not in ahead  # a high-priority job goes before Bob's
+
+
+# -- The API's queue calls (qa93) -----------------------------------------------------------
+
+
+def _api_queue(wsgi, owner, *, version: str, language: str = "en") -> dict[str, dict]:
+    """The local pool's queues as `owner`'s script reads them: v1's list and each queue's
+    describe, or v2's DescribeQueues and DescribeQueue, by name (the list's and the describe's
+    answers must agree)."""
+    key = api_key_create(owner=owner, description="sweep script")
+    headers = {"Accept-Language": language}
+
+    def call(path: str, query: list[tuple[str, str]]) -> dict:
+        sent = {**headers, **({"X-API-Version": "v2"} if version == "v2" else {})}
+        r = signed_request(wsgi, key, method="GET", path=path, query=query, headers=sent)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    if version == "v1":
+        listed = call("/api/v1/resourcepools/local/queue", [])["result"]["queues"]
+        one = [
+            call(f"/api/v1/resourcepools/local/queue/{q['name']}", [])["result"]["queue"]
+            for q in listed
+        ]
+        named = "name"
+    else:
+        listed = call("/", [("action", "DescribeQueues"), ("resourcePoolId", "local")])["queues"]
+        one = [call("/", [("action", "DescribeQueue"), ("queueId", q["queueId"])]) for q in listed]
+        named = "queueName"
+    assert [q["console"] for q in listed] == [q["console"] for q in one]
+    return {q[named]: q["console"]["held"] for q in listed}
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_the_api_says_which_queue_is_held_by_whose_job_for_how_many_cards(
+    alice, bob, boss_holds_two, wsgi, version
+):
+    before = _api_queue(wsgi, alice, version=version)
+    held = _queued(bob, 3)
+
+    to_alice = _api_queue(wsgi, alice, version=version)
+    to_bob = _api_queue(wsgi, bob, version=version)
+    in_chinese = _api_queue(wsgi, alice, version=version, language="zh-CN")
+
+    assert before == {"default": None, "research": None}
+    # Another user's job is not named; the note is the pools page's, as text.
+    assert to_alice == {
+        "default": {
+            "jobId": None,
+            "jobName": None,
+            "shortCards": {V100: 3},
+            "priority": "normal",
+            "note": HELD_BY_OTHER,
+        },
+        "research": None,
+    }
+    assert to_bob["default"]["jobId"] == held.public_id
+    assert to_bob["default"]["jobName"] == "big-run"
+    assert to_bob["default"]["note"].startswith("Queue “default” is held by your job big-run,")
+    assert in_chinese["default"]["note"].startswith("队列“default”")
