@@ -1141,8 +1141,13 @@ def volume_mounts(
                 raise SandboxError(problem)
             if ds.type != "hostpath" or ds.name not in roots:
                 raise SandboxError(
-                    gettext("Volume %(volume)s (%(type)s) is not available on this machine.")
-                    % {"volume": ds.name, "type": ds.type}
+                    recorded(
+                        gettext_noop(
+                            "Volume %(volume)s (%(type)s) is not available on this machine."
+                        ),
+                        volume=ds.name,
+                        type=ds.type,
+                    )
                 )
             roots[ds.name].mkdir(parents=True, exist_ok=True)
             try:
@@ -1168,8 +1173,11 @@ def volume_mounts(
                 source, state=state, roots=[os.path.realpath(r) for r in roots.values()]
             ):
                 raise SandboxError(
-                    gettext("%(path)s in volume %(volume)s holds the console's own files")
-                    % {"path": ds.source_path or "/", "volume": ds.name}
+                    recorded(
+                        gettext_noop("%(path)s in volume %(volume)s holds the console's own files"),
+                        path=ds.source_path or "/",
+                        volume=ds.name,
+                    )
                 )
         # Checked at submit too (LocalBackend.check_spec); the folder may have gone since.
         layout = [(m.dest, m.source, m.read_only) for m in mounts]
@@ -1192,15 +1200,22 @@ def _opened_or_made(root: Path, ds: Any, *, as_user: tuple[int, int] | None) -> 
             raise SandboxError(read_only_missing_message(ds.source_path or "/", ds.name)) from None
     except OSError:
         raise SandboxError(
-            gettext("%(path)s is not a folder in volume %(volume)s")
-            % {"path": ds.source_path or "/", "volume": ds.name}
+            recorded(
+                gettext_noop("%(path)s is not a folder in volume %(volume)s"),
+                path=ds.source_path or "/",
+                volume=ds.name,
+            )
         ) from None
     try:
         return make_in_root(root, ds.source_path, as_user=as_user)
     except OSError as error:  # a full disk, a folder the worker may not write
         raise SandboxError(
-            gettext("%(path)s cannot be made in volume %(volume)s: %(reason)s")
-            % {"path": ds.source_path, "volume": ds.name, "reason": error.strerror}
+            recorded(
+                gettext_noop("%(path)s cannot be made in volume %(volume)s: %(reason)s"),
+                path=ds.source_path,
+                volume=ds.name,
+                reason=error.strerror,
+            )
         ) from None
 
 
@@ -1237,8 +1252,12 @@ def launch_attempt(
     """
     if not os.access(settings.LOCAL_BWRAP, os.X_OK):
         raise SandboxError(
-            gettext("bubblewrap is not installed at %(path)s (apt-get install bubblewrap)")
-            % {"path": settings.LOCAL_BWRAP}
+            recorded(
+                gettext_noop(
+                    "bubblewrap is not installed at %(path)s (apt-get install bubblewrap)"
+                ),
+                path=settings.LOCAL_BWRAP,
+            )
         )
     launched = any(
         read_state(replica_state_dir(job.public_id, run.attempt, ref.label)).phase != "unlaunched"
