@@ -1165,12 +1165,18 @@ MountFormSet = formset_factory(
 )
 
 
+class NamedWithId(str):
+    """A pool's label that says its id already (one no longer offered: jobs.pools'
+    no_longer_offered): pool_with_id adds none after it."""
+
+
 def pool_with_id(name: str, pool_id: str) -> str:
     """A pool's name followed by its id, "name (id)", or the name alone when it says the id
-    already: "本机 Local (local)" named the local pool three times (qa92)."""
+    already: "本机 Local (local)" named the local pool three times (qa92), and a pool no longer
+    offered is named with its id (jobs.pools.no_longer_offered)."""
     if not name:
         return pool_id
-    if pool_id.casefold() in name.casefold().split():
+    if isinstance(name, NamedWithId) or pool_id.casefold() in name.casefold().split():
         return name
     return f"{name} ({pool_id})"
 

@@ -48,15 +48,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.utils.translation import gettext
+from django.utils.translation import gettext_noop
 
 from . import cgroups, runner
 from . import logs as job_logs
+from .health import problem_recorded
 from .sandbox import SandboxError
+from .texts import recorded
 
 logger = logging.getLogger(__name__)
 
 HOLDER = Path(__file__).resolve().parent / "netns_holder.py"
+# Why a job could not start, recorded with its message (jobs.texts), as every refusal below:
+# an English API reader of a job failed by a worker set to Chinese reads it in English.
+NOT_SET_UP_IN_TIME = gettext_noop("its network namespace could not be set up in time")
 # How long a new (or adopted, still starting) holder may take to set its namespace up.
 READY_SECONDS = 10.0
 # How long ending a holder waits for it to be gone (SIGKILL: well under a second).
@@ -125,9 +130,11 @@ def job_network(
     if found is None:
         if launched:
             raise SandboxError(
-                gettext(
-                    "the network namespace of its replicas already running is gone (its "
-                    "holder process ended), so the others cannot join them"
+                recorded(
+                    gettext_noop(
+                        "the network namespace of its replicas already running is gone (its "
+                        "holder process ended), so the others cannot join them"
+                    )
                 )
             )
         found = _spawn_holder(state, children)
@@ -157,7 +164,7 @@ def _ready_holder(state: Path) -> tuple[int, str] | None:
                 return found
         if time.monotonic() >= deadline:
             _kill(*found, children=None, state=state)
-            raise SandboxError(gettext("its network namespace could not be set up in time"))
+            raise SandboxError(recorded(NOT_SET_UP_IN_TIME))
         time.sleep(0.01)
 
 
@@ -167,10 +174,16 @@ class HolderFailed(SandboxError):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(
-            gettext(
-                "its network namespace (LOCAL_JOB_NETWORK=%(setting)s) cannot be created: %(error)s"
+            recorded(
+                gettext_noop(
+                    "its network namespace (LOCAL_JOB_NETWORK=%(setting)s) cannot be created: "
+                    "%(error)s"
+                ),
+                # In the check's own words (slirp4netns missing, an exit code) said in each
+                # reader's language too; the kernel's as they are.
+                error=problem_recorded(reason),
+                setting=settings.LOCAL_JOB_NETWORK,
             )
-            % {"error": reason, "setting": settings.LOCAL_JOB_NETWORK}
         )
 
 
@@ -195,7 +208,7 @@ def _spawn_holder(state: Path, children: runner.Children | None) -> tuple[int, s
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # a holder that started since _ready_holder looked
             raise SandboxError(
-                gettext("another process is setting up its network namespace")
+                recorded(gettext_noop("another process is setting up its network namespace"))
             ) from None
         with open(state / "err", "wb") as err:
             child = subprocess.Popen(
@@ -233,7 +246,7 @@ def _spawn_holder(state: Path, children: runner.Children | None) -> tuple[int, s
         if time.monotonic() >= deadline:
             child.kill()
             child.wait()
-            raise SandboxError(gettext("its network namespace could not be set up in time"))
+            raise SandboxError(recorded(NOT_SET_UP_IN_TIME))
         time.sleep(0.01)
 
 
@@ -261,7 +274,9 @@ def _open_namespaces(pid: int, start: str, *, state: Path) -> JobNetwork:
     except OSError:
         for fd in fds:
             os.close(fd)
-        raise SandboxError(gettext("its network namespace could not be opened")) from None
+        raise SandboxError(
+            recorded(gettext_noop("its network namespace could not be opened"))
+        ) from None
     resolv_conf = state / "resolv.conf"
     return JobNetwork(
         fds=tuple(fds), resolv_conf=resolv_conf if resolv_conf.exists() else None, user=as_user

@@ -53,7 +53,7 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from .backends import BackendError, Pool, enabled_backends
-from .forms import STORAGE_LABELS
+from .forms import STORAGE_LABELS, NamedWithId
 from .models import ACTIVE_STATUSES, Job, JobStatus, KnownPool
 from .quotas import QuotaLine, over_quota_note, quota_lines
 from .scheduler import queue_held_notes
@@ -342,9 +342,15 @@ class PoolLabel:
     offered: bool
 
 
-def no_longer_offered(label: str) -> str:
-    """A pool the console no longer offers, marked as the pools page marks such a queue."""
-    return str(_("%(pool)s (no longer offered)") % {"pool": label})
+def no_longer_offered(name: str, pool_id: str = "") -> NamedWithId:
+    """A pool the console no longer offers, named the one way every page names it: its last
+    known name, then its id and the mark in one pair of brackets, the reader's (“旧训练池
+    （cce-old，已不再提供）”, “Old pool (cce-old, no longer offered)”); its id alone, marked,
+    when no name of it is known. (Its name, then the mark, then the id, each in brackets of
+    their own, read “旧训练池（已不再提供） (cce-old)”: full-width, then half-width.)"""
+    if not pool_id or name == pool_id:
+        return NamedWithId(_("%(pool)s (no longer offered)") % {"pool": name})
+    return NamedWithId(_("%(name)s (%(id)s, no longer offered)") % {"name": name, "id": pool_id})
 
 
 def pool_labels(
@@ -383,7 +389,7 @@ def pool_labels(
         if last.backend in unread:
             shown[pool_id] = PoolLabel(last.name, True)
         else:
-            shown[pool_id] = PoolLabel(no_longer_offered(last.name), False)
+            shown[pool_id] = PoolLabel(no_longer_offered(last.name, pool_id), False)
     return shown
 
 
@@ -458,7 +464,7 @@ def pool_filter_choices(
         elif last.backend in unread:
             choices.append((pool_id, labels[pool_id]))
         else:
-            choices.append((pool_id, no_longer_offered(labels[pool_id])))
+            choices.append((pool_id, no_longer_offered(last.name, pool_id)))
     wanted = chosen.strip()
     values = [value for value, _label in choices[1:]]
     selected = next((v for v in values if v.casefold() == wanted.casefold()), wanted)

@@ -137,6 +137,13 @@ DEFAULT_RESTART_LIMIT = 3
 
 # How long one worker tick waits for killed processes to die before looking again later.
 STRAGGLER_WAIT_SECONDS = 1.0
+# How long a SIGKILL waits for a sandbox's pid 1 that left its replica's group to die (it
+# dies only once every process of its pid namespace has) before its group is killed too,
+# and how long after the stop's SIGKILL such a pid 1 may hold its group (and the job) so.
+# Hundreds of processes on a busy machine take seconds; one alive after a minute is stuck in
+# the kernel (a hung network file system), and the job ends without it.
+ESCAPED_WAIT_SECONDS = 0.5
+ESCAPED_HOLD_SECONDS = 60
 
 TARGET_RESTART = "restart"
 TARGET_STOPPED = S.STOPPED.value
@@ -171,9 +178,12 @@ def process_start(pid: int) -> str | None:
     return f"{_boot_id()}:{fields[19]}"
 
 
-def signal_group(replica: JobReplica, sig: int) -> None:
+def signal_group(replica: JobReplica, sig: int, *, hold_escaped: bool = False) -> None:
     """Signals the replica's process group, unless its leader pid now names another process,
-    and every child of the group's processes that has left it (see _processes)."""
+    and every child of the group's processes that has left it (see _processes).
+
+    With `hold_escaped`, a SIGKILL spares the group while such a child still lives after
+    ESCAPED_WAIT_SECONDS: the caller signals again on a later tick (see _escaped_children)."""
     if not replica.pid:
         return
     current = process_start(replica.pid)
@@ -183,11 +193,27 @@ def signal_group(replica: JobReplica, sig: int) -> None:
     # their parent. Only for SIGKILL: the one such child is a pid namespace's init, which
     # takes no other signal from outside it anyway.
     if sig == signal.SIGKILL:
-        for pid in _escaped_children(_processes(), replica.pid):
+        escaped = _escaped_children(_processes(), replica.pid)
+        for pid in escaped:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
+        if hold_escaped and escaped and not _ended(escaped, wait=ESCAPED_WAIT_SECONDS):
+            return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(replica.pid, sig)
+
+
+def _ended(pids: list[int], *, wait: float) -> bool:
+    """Whether the processes `pids` (children of a live process: not reaped, so none of the
+    pids can have been recycled yet) are all dead (zombies or gone) within `wait` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        alive = {p.pid for p in _processes() if p.alive}
+        if not alive.intersection(pids):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
 
 
 def groups_still_alive(replicas: list[JobReplica], *, wait: float) -> list[JobReplica]:
@@ -243,7 +269,13 @@ def _processes() -> list[_Process]:
 # next job). Its parent stays in the group (the outer bwrap, or once that has ended the
 # shim, a subreaper), so the children of the group's processes that are outside it are
 # signalled and waited for too. Only pid 1 is such a child: the sandbox's other processes
-# are pid 1's descendants, and die with it.
+# are pid 1's descendants, and die with it. Its death takes a while: a pid namespace's init
+# dies only once it has killed and reaped every other process of the namespace (the kernel's
+# zap_pid_ns_processes), which takes longer the more processes there are and the busier the
+# machine. Its group is killed only after that (signal_group's `hold_escaped`): killed
+# before, its parent (the shim) dies first, it goes to init, out of the worker's sight, and
+# the job read Stopped while processes of it still ran (seen once in a full CI run, and every
+# time with 400 processes in the sandbox: tests/test_runner_job_users.py).
 def _escaped_children(processes: list[_Process], pgid: int) -> list[int]:
     members = {p.pid for p in processes if p.pgid == pgid}
     return [p.pid for p in processes if p.ppid in members and p.pgid != pgid and p.alive]
@@ -1109,8 +1141,13 @@ def volume_mounts(
                 raise SandboxError(problem)
             if ds.type != "hostpath" or ds.name not in roots:
                 raise SandboxError(
-                    gettext("Volume %(volume)s (%(type)s) is not available on this machine.")
-                    % {"volume": ds.name, "type": ds.type}
+                    recorded(
+                        gettext_noop(
+                            "Volume %(volume)s (%(type)s) is not available on this machine."
+                        ),
+                        volume=ds.name,
+                        type=ds.type,
+                    )
                 )
             roots[ds.name].mkdir(parents=True, exist_ok=True)
             try:
@@ -1136,8 +1173,11 @@ def volume_mounts(
                 source, state=state, roots=[os.path.realpath(r) for r in roots.values()]
             ):
                 raise SandboxError(
-                    gettext("%(path)s in volume %(volume)s holds the console's own files")
-                    % {"path": ds.source_path or "/", "volume": ds.name}
+                    recorded(
+                        gettext_noop("%(path)s in volume %(volume)s holds the console's own files"),
+                        path=ds.source_path or "/",
+                        volume=ds.name,
+                    )
                 )
         # Checked at submit too (LocalBackend.check_spec); the folder may have gone since.
         layout = [(m.dest, m.source, m.read_only) for m in mounts]
@@ -1160,15 +1200,22 @@ def _opened_or_made(root: Path, ds: Any, *, as_user: tuple[int, int] | None) -> 
             raise SandboxError(read_only_missing_message(ds.source_path or "/", ds.name)) from None
     except OSError:
         raise SandboxError(
-            gettext("%(path)s is not a folder in volume %(volume)s")
-            % {"path": ds.source_path or "/", "volume": ds.name}
+            recorded(
+                gettext_noop("%(path)s is not a folder in volume %(volume)s"),
+                path=ds.source_path or "/",
+                volume=ds.name,
+            )
         ) from None
     try:
         return make_in_root(root, ds.source_path, as_user=as_user)
     except OSError as error:  # a full disk, a folder the worker may not write
         raise SandboxError(
-            gettext("%(path)s cannot be made in volume %(volume)s: %(reason)s")
-            % {"path": ds.source_path, "volume": ds.name, "reason": error.strerror}
+            recorded(
+                gettext_noop("%(path)s cannot be made in volume %(volume)s: %(reason)s"),
+                path=ds.source_path,
+                volume=ds.name,
+                reason=error.strerror,
+            )
         ) from None
 
 
@@ -1205,8 +1252,12 @@ def launch_attempt(
     """
     if not os.access(settings.LOCAL_BWRAP, os.X_OK):
         raise SandboxError(
-            gettext("bubblewrap is not installed at %(path)s (apt-get install bubblewrap)")
-            % {"path": settings.LOCAL_BWRAP}
+            recorded(
+                gettext_noop(
+                    "bubblewrap is not installed at %(path)s (apt-get install bubblewrap)"
+                ),
+                path=settings.LOCAL_BWRAP,
+            )
         )
     launched = any(
         read_state(replica_state_dir(job.public_id, run.attempt, ref.label)).phase != "unlaunched"
@@ -3116,8 +3167,11 @@ def _tear_down(
             run.kill_at = now + timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
             run.save(update_fields=["kill_at"])
         elif now >= run.kill_at:
+            # An escaped pid 1 that will not die holds its group only so long (see
+            # ESCAPED_HOLD_SECONDS): then the job ends without it, as below.
+            patient = now < run.kill_at + timedelta(seconds=ESCAPED_HOLD_SECONDS)
             for replica in alive:
-                signal_group(replica, signal.SIGKILL)
+                signal_group(replica, signal.SIGKILL, hold_escaped=patient)
                 _record_killed(job, run, replica)
         else:
             for replica in adopted:  # its pid was unknown when the others got SIGTERM

@@ -116,11 +116,11 @@ class Mount:
 # with their message and parameters, so each reader of the job's event, page or API answer
 # gets them in theirs (qa90: an English API reply said "Could not start: 挂载点 /data（存储卷
 # scratch）：swap3 解析到了存储卷根目录之外"). Where the same reason is said at submit, on a
-# form's field, it is said again in the request's language (_said_here).
+# form's field, it is said again in the request's language (said_here).
 OUTSIDE_ROOT = gettext_noop("%(path)s resolves outside the volume root")
 
 
-def _said_here(text: str) -> str:
+def said_here(text: str) -> str:
     """A recorded reason in the language active now (a form's, an API request's)."""
     return display_text(text, source_of(text))
 
@@ -207,7 +207,7 @@ def missing_folder_problem(root: Path, sub_path: str | None) -> str | None:
             reason = _not_made_reason(
                 sub_path, "/".join(parts[: index + 1]), link=stat.S_ISLNK(mode)
             )
-            return _said_here(reason)
+            return said_here(reason)
     return None
 
 
@@ -225,12 +225,16 @@ def read_only_missing_message(path: str, volume: str) -> str:
     """Why a read-only mount of a folder that does not exist is refused rather than made:
     an empty folder the job may not write gives it nothing, so the path is most likely a
     typo (Kubernetes' kubelet would make it all the same)."""
-    return gettext(
-        "“%(path)s” does not exist in volume “%(volume)s”, and the mount is read-only: a "
-        "folder made for it would be empty and could not be written, so the path is most "
-        "likely mistyped. Choose a folder that exists (blank or / for the whole volume), or "
-        "mount it read-write to have it made when the job starts."
-    ) % {"path": path, "volume": volume}
+    return recorded(
+        gettext_noop(
+            "“%(path)s” does not exist in volume “%(volume)s”, and the mount is read-only: a "
+            "folder made for it would be empty and could not be written, so the path is most "
+            "likely mistyped. Choose a folder that exists (blank or / for the whole volume), or "
+            "mount it read-write to have it made when the job starts."
+        ),
+        path=path,
+        volume=volume,
+    )
 
 
 def _not_made_reason(sub_path: str | None, part: str, *, link: bool) -> str:
@@ -462,7 +466,7 @@ def reach_problem(
         fd, source = open_in_root(root, sub_path)
     except FileNotFoundError:
         problem = None if read_only else _missing_folder_reach_problem(root, sub_path, as_user)
-        return _said_here(problem) if problem else None
+        return said_here(problem) if problem else None
     except (OSError, ValueError, SandboxError):
         return None  # the submit's own checks say what is wrong with the path
     try:
@@ -470,7 +474,7 @@ def reach_problem(
     except FolderMoved:
         return None
     except SandboxError as error:
-        return _said_here(error.args[0])
+        return said_here(error.args[0])
     except OSError:
         return None
     finally:
@@ -612,11 +616,16 @@ def read_only_parent_lacking(dest: str, mounts: list[tuple[str, str, bool]]) -> 
 
 
 def read_only_parent_message(dest: str, parent: str) -> str:
-    return gettext(
-        "%(path)s lies inside the read-only mount %(parent)s, which has no folder "
-        "“%(folder)s” to mount it on, and a read-only mount cannot get one. Create the folder "
-        "in the volume first, or choose a path outside %(parent)s."
-    ) % {"path": dest, "parent": parent, "folder": os.path.relpath(dest, parent)}
+    return recorded(
+        gettext_noop(
+            "%(path)s lies inside the read-only mount %(parent)s, which has no folder "
+            "“%(folder)s” to mount it on, and a read-only mount cannot get one. Create the "
+            "folder in the volume first, or choose a path outside %(parent)s."
+        ),
+        path=dest,
+        parent=parent,
+        folder=os.path.relpath(dest, parent),
+    )
 
 
 def _shadowed_dirs(dests: list[str]) -> set[str]:

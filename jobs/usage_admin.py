@@ -195,8 +195,9 @@ def pool_rows(rows: list[PoolUsage], *, labels: dict[str, str]) -> list[dict[str
 
 def csv_pool_names(*, names: dict[str, str], pool_ids: Iterable[str]) -> dict[str, str]:
     """`pool_name` of the CSV downloads, by pool id: an offered pool's name today; one no
-    longer offered, its last known name marked " (no longer offered)" (the table is in
-    English, whatever the page's language), or blank when its name was never seen. Decided:
+    longer offered, its last known name with its id, marked, "Old (cce-old, no longer
+    offered)" (the table is in English, whatever the page's language), or blank when its
+    name was never seen. Decided:
     marked, so a reader does not take a pool gone for one offered; scripts match on `pool`,
     the id. One query when some pool is not offered now, as the pages."""
     with translation.override("en"):

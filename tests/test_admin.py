@@ -325,15 +325,26 @@ def test_the_job_list_shows_each_pool_by_name_with_its_id_and_filters_by_name(al
     assert cells[str(gone.pk)] == "cce-retired / default"
     # A pool no longer offered by its last known name, marked as the console's job list does.
     assert cells[str(named.pk)] == (
-        '<span class="job-pool" title="资源池 ID：cce-old">旧训练池（已不再提供）</span> / default'
+        '<span class="job-pool" title="资源池 ID：cce-old">旧训练池（cce-old，已不再提供）</span> / default'
     )
     # The pool filter by the same names; a pool no longer offered by its last known name or
     # its id, marked so.
     assert re.search(r'href="\?pool=local"[^>]*>本机 Local</a>', html)
     assert re.search(r'href="\?pool=cce-retired"[^>]*>cce-retired（已不再提供）</a>', html)
-    assert re.search(r'href="\?pool=cce-old"[^>]*>旧训练池（已不再提供）</a>', html)
+    assert re.search(r'href="\?pool=cce-old"[^>]*>旧训练池（cce-old，已不再提供）</a>', html)
     # Their names for the filter and the rows: one query.
     assert sum("jobs_knownpool" in q["sql"] for q in queries.captured_queries) == 1
+    # Session 49: in English, the name, its id and the mark in one pair of brackets.
+    english = client_for(reviewer)
+    english.cookies["django_language"] = "en"
+    html = english.get(CHANGELIST).content.decode()
+    assert (
+        '<span class="job-pool" title="Pool ID: cce-old">旧训练池 (cce-old, no longer offered)'
+        "</span> / default"
+    ) in html
+    assert re.search(
+        r'href="\?pool=cce-old"[^>]*>旧训练池 \(cce-old, no longer offered\)</a>', html
+    )
 
 
 def test_an_aihc_pool_is_named_and_not_marked_gone_before_any_other_page_read_aihc(
@@ -483,10 +494,14 @@ def test_the_job_page_names_the_specs_pool_as_the_wizards_review_step_does(alice
     assert pool_row(here) == "本机 Local"  # its name says its id (local) already
     # No longer offered: by its last known name, marked as the admin's job list marks it, with
     # its id; by its id alone when its name was never seen.
-    assert pool_row(named) == "旧训练池（已不再提供） (cce-old)"
+    assert pool_row(named) == "旧训练池（cce-old，已不再提供）"
     assert pool_row(gone) == "cce-retired"
     # The last known name costs one query, only for a pool no longer offered.
     assert known_reads == {here.pk: 0, named.pk: 1, gone.pk: 1}
+    # Session 49: in English, the name, its id and the mark in one pair of brackets.
+    client.cookies["django_language"] = "en"
+    english = client.get(f"{CHANGELIST}{named.pk}/change/").content.decode()
+    assert '<div class="readonly spec-value">旧训练池 (cce-old, no longer offered)<' in english
 
 
 def test_the_job_page_is_read_only(alice, superuser):

@@ -703,13 +703,16 @@ def test_a_pool_aihc_no_longer_offers_keeps_its_last_name_marked_so(
 
     from tests.test_job_pages import pool_cells, pool_options
 
-    assert pool_cells(full)[job.public_id] == ("资源池 ID：cce-pool1", "百舸训练池（已不再提供）")
-    assert ("cce-pool1", "百舸训练池（已不再提供）", False) in pool_options(full)
-    assert row == "百舸训练池（已不再提供） [资源池 ID：cce-pool1]"
+    assert pool_cells(full)[job.public_id] == (
+        "资源池 ID：cce-pool1",
+        "百舸训练池（cce-pool1，已不再提供）",
+    )
+    assert ("cce-pool1", "百舸训练池（cce-pool1，已不再提供）", False) in pool_options(full)
+    assert row == "百舸训练池（cce-pool1，已不再提供） [资源池 ID：cce-pool1]"
     # Named, not linked: the pools page does not list it.
     assert element == (
-        '<span class="job-pool" title="资源池 ID：cce-pool1">百舸训练池（已不再提供）</span>'
+        '<span class="job-pool" title="资源池 ID：cce-pool1">百舸训练池（cce-pool1，已不再提供）</span>'
     )
     alice_client.cookies["django_language"] = "en"
     english = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
-    assert "百舸训练池 (no longer offered)</span>" in english
+    assert "百舸训练池 (cce-pool1, no longer offered)</span>" in english

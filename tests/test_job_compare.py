@@ -1140,3 +1140,28 @@ def test_jobs_all_without_tensorboard_are_not_also_said_to_have_none_to_draw_yet
     assert 'id="compare-no-charts"' not in both_off
     assert 'id="compare-no-charts"' in one_on
     assert "运行参数只显示与之不同的行" in chinese and "启动命令" not in chinese
+
+
+def test_a_pool_no_longer_offered_is_named_with_its_id_in_one_pair_of_the_readers_brackets(
+    alice, alice_client
+):
+    """Session 49: a compared job's retired pool read “旧训练池（已不再提供） (cce-old)”, a
+    full-width bracket and then a half-width one."""
+    from jobs.pools import known_pools_keep
+
+    here = tuned(alice, "here")
+    gone = tuned(alice, "gone")
+    spec = gone.job_spec()
+    spec.resource_pool_id = "cce-old"
+    Job.objects.filter(pk=gone.pk).update(resource_pool="cce-old", spec=spec.to_document())
+    known_pools_keep(backend="aihc", names={"cce-old": "旧训练池"})  # as AIHC last named it
+
+    chinese = rows(alice_client.get(compare_url(here, gone)).content.decode())
+    alice_client.cookies["django_language"] = "en"
+    english = rows(alice_client.get(compare_url(here, gone)).content.decode())
+
+    assert chinese["基础信息 · 资源池"] == ["本机 Local", "旧训练池（cce-old，已不再提供）"]
+    assert english["Basic info · Resource pool"] == [
+        "本机 Local",
+        "旧训练池 (cce-old, no longer offered)",
+    ]

@@ -513,7 +513,7 @@ def test_a_hostile_pool_name_from_aihc_is_kept_without_control_characters_and_sh
     html = alice_client.get(reverse("job-list")).content.decode()
     assert pool_cells(html)[job.public_id] == (
         "资源池 ID：cce-evil",
-        "&lt;b&gt;坏池&lt;/b&gt;[31m（已不再提供）",
+        "&lt;b&gt;坏池&lt;/b&gt;[31m（cce-evil，已不再提供）",
     )
     assert "<b>坏池" not in html
 
@@ -538,17 +538,30 @@ def test_pools_no_longer_offered_are_named_by_their_last_names_at_most_one_query
         poll = alice_client.get(reverse("job-list"), headers={"HX-Request": "true"})
 
     named = {
-        jobs[0].public_id: ("资源池 ID：cce-old0", "旧池（已不再提供）"),
-        jobs[1].public_id: ("资源池 ID：cce-old1", "旧池（已不再提供）"),
+        jobs[0].public_id: ("资源池 ID：cce-old0", "旧池（cce-old0，已不再提供）"),
+        jobs[1].public_id: ("资源池 ID：cce-old1", "旧池（cce-old1，已不再提供）"),
         jobs[2].public_id: ("", "cce-old2"),  # never seen by name: its id, as before
     }
     assert {k: v for k, v in pool_cells(html).items() if k in named} == named
     assert {k: v for k, v in pool_cells(poll.content.decode()).items() if k in named} == named
     # In the filter, two pools of one name are told apart by their ids.
     assert pool_options(html)[2:] == [
-        ("cce-old0", "旧池 (cce-old0)（已不再提供）", False),
-        ("cce-old1", "旧池 (cce-old1)（已不再提供）", False),
+        ("cce-old0", "旧池（cce-old0，已不再提供）", False),
+        ("cce-old1", "旧池（cce-old1，已不再提供）", False),
         ("cce-old2", "cce-old2（已不再提供）", False),
+    ]
+    # Session 49: in English, the same one pair of brackets, the reader's (the filter said
+    # “旧池 (cce-old0)（已不再提供）”, the rows “旧池（已不再提供）” for both pools).
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(reverse("job-list")).content.decode()
+    assert pool_cells(english)[jobs[0].public_id] == (
+        "Pool ID: cce-old0",
+        "旧池 (cce-old0, no longer offered)",
+    )
+    assert pool_options(english)[2:] == [
+        ("cce-old0", "旧池 (cce-old0, no longer offered)", False),
+        ("cce-old1", "旧池 (cce-old1, no longer offered)", False),
+        ("cce-old2", "cce-old2 (no longer offered)", False),
     ]
 
 

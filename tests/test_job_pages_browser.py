@@ -1094,21 +1094,21 @@ def test_a_pool_no_longer_offered_shows_its_last_name_marked_in_the_list_its_ref
     page = logged_in_page
     page.goto("/")
     cell = page.locator(f'tr[data-job="{gone.public_id}"] .job-pool')
-    expect(cell).to_have_text("旧训练池（已不再提供）")
+    expect(cell).to_have_text("旧训练池（cce-retired，已不再提供）")
     expect(cell).to_have_attribute("title", "资源池 ID：cce-retired")
 
-    page.select_option("#id_pool", label="旧训练池（已不再提供）")
+    page.select_option("#id_pool", label="旧训练池（cce-retired，已不再提供）")
     page.click("#job-filters button[type=submit]")
     page.wait_for_url("**/?*pool=cce-retired*")
     # The table's 3-second refresh names it the same way.
     with page.expect_response(lambda r: r.request.headers.get("hx-request") == "true"):
         pass
-    expect(cell).to_have_text("旧训练池（已不再提供）")
+    expect(cell).to_have_text("旧训练池（cce-retired，已不再提供）")
     page.click(f'tr[data-job="{gone.public_id}"] a:has-text("on-retired")')
 
     page.wait_for_url(f"**/jobs/{gone.public_id}/")
     shown = page.locator(".job-pool")
-    expect(shown).to_have_text("旧训练池（已不再提供）")
+    expect(shown).to_have_text("旧训练池（cce-retired，已不再提供）")
     expect(shown).to_have_attribute("title", "资源池 ID：cce-retired")
     expect(page.locator("a.job-pool")).to_have_count(0)  # the pools page does not list it
 

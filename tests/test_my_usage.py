@@ -391,16 +391,17 @@ def test_pools_no_longer_offered_show_their_last_known_name_for_one_query(
     assert sum("jobs_knownpool" in q["sql"] for q in counted.captured_queries) == 1
     html = page.content.decode()
     assert (
-        '<span class="usage-pool" title="资源池 ID：cce-gone">旧训练池（已不再提供）</span>' in html
+        '<span class="usage-pool" title="资源池 ID：cce-gone">旧训练池（cce-gone，已不再提供）</span>'
+        in html
     )
     assert '<span class="usage-pool">cce-nameless</span>' in html
     rows = list(csv.DictReader(io.StringIO(sheet.content.decode("utf-8-sig"))))
     named = {(r["scope"], r["pool"], r["pool_name"]) for r in rows if r["scope"] != "total"}
     assert named == {
-        ("job", "cce-gone", "旧训练池 (no longer offered)"),
+        ("job", "cce-gone", "旧训练池 (cce-gone, no longer offered)"),
         ("job", "cce-nameless", ""),
         ("job", "local", "本机 Local"),
-        ("pool", "cce-gone", "旧训练池 (no longer offered)"),
+        ("pool", "cce-gone", "旧训练池 (cce-gone, no longer offered)"),
         ("pool", "cce-nameless", ""),
         ("pool", "local", "本机 Local"),
     }

@@ -96,7 +96,7 @@ def test_my_usage_names_a_pool_no_longer_offered_by_its_last_known_name(logged_i
         page.locator("#usage-pools .usage-pool"),
         page.locator(f"#usage-jobs-table tr[data-job='{gone.public_id}'] .usage-pool"),
     ):
-        expect(pool).to_have_text("旧训练池（已不再提供）")
+        expect(pool).to_have_text("旧训练池（cce-old，已不再提供）")
         pool.hover()
         expect(pool).to_have_attribute("title", "资源池 ID：cce-old")
 

@@ -402,9 +402,11 @@ def numbers_said() -> list[str]:
         # The job list and the pools page.
         f"(the count the page's own query makes), {views.PAGE_SIZE} a page",
         f"(the first {pools.OWN_JOBS_SHOWN} per queue;",
-        f"by their last known name (below; with the ID when two share a name) or else their ID, "
+        f"by their last known name (below) with their ID, or else their ID, "
         f'marked "（已不再提供）" / "(no longer offered)" (the words the pools page uses for a '
-        f"queue no longer offered, one wording for both; at most {pools.USED_POOLS_LISTED};",
+        f"queue no longer offered, one wording for both), the ID and the mark in one pair of the "
+        f'reader\'s brackets: "旧训练池（cce-old，已不再提供）" / "旧训练池 (cce-old, no longer '
+        f'offered)", "cce-old（已不再提供）" (at most {pools.USED_POOLS_LISTED};',
         # Alerts: a task a killed db_worker left Running.
         f"Once it has been Running for {worker.STALE_TASK_MINUTES} minutes (`STALE_TASK_MINUTES`",
         f"within the mail server's {settings.MAIL_TIMEOUT_SECONDS} s (`MAIL_TIMEOUT_SECONDS` in "

@@ -663,6 +663,27 @@ def test_a_job_run_as_its_user_that_leaves_its_group_and_goes_quiet_still_dies_o
     )
 
 
+def test_a_job_run_as_its_user_that_leaves_its_group_with_400_processes_is_stopped_only_once_all_are_gone(
+    job_users_on, alice
+):
+    """Session 49's CI run: the test above once found a process of the job after it read
+    Stopped. Pid 1 of the sandbox, moved out of the replica's group, dies only once it has
+    killed every other process of its pid namespace; the stop killed the group (the shim)
+    meanwhile, pid 1 went to init, out of the worker's sight, and the job read Stopped while
+    its processes still ran. With 400 of them that took long enough every time."""
+    from .test_runner_hostile import LEAVE_AND_GO_QUIET, assert_stopped_without_a_trace
+
+    many = LEAVE_AND_GO_QUIET.replace(
+        "while True:\n    time.sleep(0.1)",
+        "for _ in range(400):\n    if os.fork() == 0:\n        break\n"
+        "while True:\n    time.sleep(0.1)",
+    )
+    assert many != LEAVE_AND_GO_QUIET
+    assert_stopped_without_a_trace(
+        alice, job_users_on, source=many, name="leave-with-400", command="/usr/bin/python3"
+    )
+
+
 def test_an_mpi_jobs_hostfile_is_read_by_its_user_under_a_worker_with_umask_077(
     job_users_on, alice
 ):

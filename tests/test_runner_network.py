@@ -23,6 +23,7 @@ from jobs.network import network_dir
 from jobs.runner import live_shim, process_start
 from jobs.worker import Worker
 
+from . import test_api as v1
 from .runner_helpers import (
     CARD,
     PY,
@@ -38,8 +39,10 @@ from .runner_helpers import (
     volume,
 )
 from .test_runner_races import AfterSpawn, WorkerKilled, wait_for
+from .test_volume_subfolders import start_refusal_as_read
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
+wsgi, alice_key, api = v1.wsgi, v1.alice_key, v1.api
 
 # Rank 0 listens on MASTER_ADDR:MASTER_PORT (127.0.0.1), rank 1 connects to it; each prints
 # the network namespace it is in.
@@ -305,6 +308,71 @@ def test_a_replica_whose_running_peers_namespace_is_gone_fails_the_job_instead_o
         "无法启动：已在运行的实例所在的网络命名空间已不存在（其持有进程已结束），其余实例无法加入"
     )
     assert [r.status for r in job.replicas.order_by("role")] == ["stopped", "stopped"]
+
+
+@pytest.mark.usefixtures("isolated")
+def test_a_peer_namespace_gone_at_start_is_said_in_english_by_the_api_and_in_chinese_on_the_page(
+    alice, alice_client, api
+):
+    """Session 49: jobs.network's refusals were worded as they were raised, in the worker's
+    language: an English API reader got "无法启动：已在运行的实例所在的网络命名空间已不存在"."""
+    job = submit(alice, make_spec(UNTIL_THE_GATE_OPENS, roles=TWO_ROLES))
+    doomed = Worker()
+
+    def kill_the_worker():
+        raise WorkerKilled
+
+    doomed.children = AfterSpawn(2, then=kill_the_worker)  # the holder, then master-0
+    with pytest.raises(WorkerKilled):
+        doomed.tick()
+    found = holder(job)
+    assert found is not None
+    os.kill(found[0], signal.SIGKILL)
+    wait_for(lambda: holder(job) is None, what="the holder to die")
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    read = start_refusal_as_read(job, api=api, client=alice_client)
+
+    english = (
+        "Could not start: the network namespace of its replicas already running is gone (its "
+        "holder process ended), so the others cannot join them"
+    )
+    assert read["v1"] == read["v1 events"] == read["v2"] == english
+    assert (
+        "无法启动：已在运行的实例所在的网络命名空间已不存在（其持有进程已结束），其余实例无法加入"
+        in read["page"]
+    )
+
+
+@pytest.mark.skipif(
+    not os.access("/usr/bin/slirp4netns", os.X_OK),
+    reason="slirp4netns is not installed (apt-get install slirp4netns)",
+)
+def test_slirp4netns_gone_since_the_worker_started_is_said_in_english_by_the_api_and_in_chinese_on_the_page(
+    alice, alice_client, api, settings
+):
+    """Session 49: the holder's refusal (jobs.network.HolderFailed) was worded as it was
+    raised, in the worker's language, and its reason, the check's own words, in English."""
+    settings.LOCAL_JOB_NETWORK = "isolated-outbound"
+    settings.LOCAL_SLIRP4NETNS = "/usr/bin/slirp4netns"
+    worker = Worker()
+    worker.tick()  # its start-up check passed: slirp4netns was there
+    settings.LOCAL_SLIRP4NETNS = "/nonexistent/slirp4netns"  # removed since (an upgrade)
+    job = submit(alice, make_spec("true"))
+    run_until(worker, lambda: status_of(job) == JobStatus.FAILED)
+
+    read = start_refusal_as_read(job, api=api, client=alice_client)
+
+    english = (
+        "Could not start: its network namespace (LOCAL_JOB_NETWORK=isolated-outbound) cannot be "
+        "created: slirp4netns is not installed at /nonexistent/slirp4netns (apt-get install "
+        "slirp4netns)"
+    )
+    assert read["v1"] == read["v1 events"] == read["v2"] == english
+    assert (
+        "无法启动：无法创建其网络命名空间（LOCAL_JOB_NETWORK=isolated-outbound）：未安装 "
+        "slirp4netns（/nonexistent/slirp4netns；apt-get install slirp4netns）" in read["page"]
+    )
 
 
 def test_a_jobs_pages_say_the_network_it_ran_on_not_the_one_set_since(alice, superuser, settings):

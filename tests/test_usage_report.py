@@ -371,7 +371,7 @@ def test_pools_are_shown_by_name_with_their_id_in_the_title_and_the_csv_adds_the
     shown = [
         ("Pool ID: cce-a", "训练池 (cce-a)"),
         ("Pool ID: cce-b", "训练池 (cce-b)"),
-        ("Pool ID: cce-gone", "旧训练池 (no longer offered)"),
+        ("Pool ID: cce-gone", "旧训练池 (cce-gone, no longer offered)"),
         ("", "cce-nameless"),
         ("Pool ID: local", "本机 Local"),
     ]
@@ -384,12 +384,12 @@ def test_pools_are_shown_by_name_with_their_id_in_the_title_and_the_csv_adds_the
     assert [(r["pool"], r["pool_name"]) for r in rows if r["scope"] == "pool"] == [
         ("cce-a", "训练池"),
         ("cce-b", "训练池"),
-        ("cce-gone", "旧训练池 (no longer offered)"),
+        ("cce-gone", "旧训练池 (cce-gone, no longer offered)"),
         ("cce-nameless", ""),
         ("local", "本机 Local"),
     ]
     chinese = client_for(reviewer).get(URL, APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="zh-hans")
-    assert ("资源池 ID：cce-gone", "旧训练池（已不再提供）") in pool_cells(
+    assert ("资源池 ID：cce-gone", "旧训练池（cce-gone，已不再提供）") in pool_cells(
         chinese.content.decode(), "usage-pools"
     )
 
@@ -410,7 +410,7 @@ def test_pools_no_longer_offered_cost_the_report_one_query_for_their_names(
         sheet = client.get(URL, {**APRIL_QUERY, "format": "csv"})
 
     assert sum("jobs_knownpool" in q["sql"] for q in page.captured_queries) == 1
-    assert "更旧的池 (no longer offered)" in sheet.content.decode("utf-8-sig")
+    assert "更旧的池 (cce-old, no longer offered)" in sheet.content.decode("utf-8-sig")
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,13 @@ without following a link. Real folders under tmp, a real worker and bubblewrap."
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import stat
 
 import pytest
+from django.urls import reverse
 from django.utils import translation
 
 from jobs import spec as S
@@ -17,6 +19,7 @@ from jobs.models import JobStatus
 from jobs.sandbox import SandboxError, make_in_root
 from jobs.worker import Worker
 
+from . import test_api as v1
 from .runner_helpers import (
     log_text,
     make_spec,
@@ -26,9 +29,50 @@ from .runner_helpers import (
     submit,
     volume,
 )
+from .test_api_v2 import action
 from .test_runner_job_users import BASE, GID, job_users_on  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
+wsgi, alice_key, api = v1.wsgi, v1.alice_key, v1.api
+
+
+def start_refusal_as_read(job, *, api, client) -> dict[str, str]:
+    """Why `job` could not start, as an API script reads it (English: the API's language
+    without Accept-Language) through v1's job and events and v2's DescribeJob, and as its
+    owner's job page (Chinese, the console's default) shows it."""
+    pool = [("resourcePoolId", "local")]
+    got = api.request("GET", f"/api/v1/aijobs/{job.public_id}", params=pool, idempotent=True)
+    events = api.request(
+        "GET", f"/api/v1/aijobs/{job.public_id}/events", params=pool, idempotent=True
+    )
+    described = action(api, "DescribeJob", resourcePoolId="local", body={"jobId": job.public_id})
+    page = client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    return {
+        "v1": got["result"]["statusReason"],
+        "v1 events": next(
+            e["message"] for e in events["result"]["events"] if e["reason"] == "StartFailed"
+        ),
+        "v2": described["job"]["statusReason"],
+        "page": html.unescape(re.sub(r"\s+", " ", page)),
+    }
+
+
+def test_a_mount_that_became_a_file_before_the_start_is_said_in_english_by_the_api_and_in_chinese_on_the_page(
+    alice, alice_client, api, settings
+):
+    """Session 49: the runner's own refusals of a mount were worded as they were raised, in
+    the worker's language: an English API reader got them in Chinese."""
+    (volume(settings) / "data").mkdir()
+    job = submit(alice, make_spec("true", datasources=[mount("data")]))
+    (volume(settings) / "data").rmdir()
+    (volume(settings) / "data").write_text("not a folder any more")
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    read = start_refusal_as_read(job, api=api, client=alice_client)
+
+    english = "Could not start: The mount /out (volume work): data is not a folder in volume work"
+    assert read["v1"] == read["v1 events"] == read["v2"] == english
+    assert "无法启动：挂载点 /out（存储卷 work）：data 不是存储卷 work 中的目录" in read["page"]
 
 
 def mount(source: str, *, at: str = "/out", read_only: bool = False) -> S.Datasource:

@@ -1668,7 +1668,7 @@ def test_a_copy_of_a_job_in_a_retired_pool_says_which_pool_to_change_and_the_dif
     known_pools_keep(backend="aihc", names={"cce-old": "旧训练池"})  # as AIHC last named it
     page = logged_in_page
     page.goto(f"/jobs/{job.public_id}/")
-    expect(page.locator(".job-pool").first).to_have_text("旧训练池（已不再提供）")
+    expect(page.locator(".job-pool").first).to_have_text("旧训练池（cce-old，已不再提供）")
 
     page.click("#job-copy")
     page.wait_for_url(re.compile(r"/basic/$"))
@@ -1684,7 +1684,7 @@ def test_a_copy_of_a_job_in_a_retired_pool_says_which_pool_to_change_and_the_dif
 
     # (The local pool's host network row says 本机资源池 too: it differs, and rightly.)
     row = page.locator("#copy-diff tr", has_text="基础信息 · 资源池")
-    expect(row).to_contain_text("旧训练池（已不再提供） (cce-old)")
+    expect(row).to_contain_text("旧训练池（cce-old，已不再提供）")
     expect(row).to_contain_text("本机 Local")
     expect(row).not_to_contain_text("(local)")  # its name says it (qa92)
 

@@ -1382,12 +1382,12 @@ def test_the_review_of_a_copy_of_a_job_in_a_retired_pool_names_it_as_the_job_lis
     moved, moved_reads = review()
 
     # Still in the retired pool: its last known name, marked, with its id (not its id alone).
-    assert '<dd class="col-7 text-break">旧训练池（已不再提供） (cce-old)</dd>' in kept
+    assert '<dd class="col-7 text-break">旧训练池（cce-old，已不再提供）</dd>' in kept
     # Moved to an offered pool: the diff names both sides the same way.
     row = re.search(r'<td class="diff-field">基础信息 · 资源池</td>(.*?)</tr>', moved, re.S)
     assert row is not None
     before, after = re.findall(r"<td[^>]*>(?:<pre[^>]*>)?(.*?)(?:</pre>)?</td>", row.group(1))
-    assert (before, after) == ("旧训练池（已不再提供） (cce-old)", "本机 Local")
+    assert (before, after) == ("旧训练池（cce-old，已不再提供）", "本机 Local")
     # The last known name: one query for the sections and the diff together.
     assert kept_reads == moved_reads == 1
 

@@ -35,6 +35,7 @@ from jobs.sandbox import (
     read_only_parent_lacking,
     read_only_parent_message,
     resolve_in_root,
+    said_here,
 )
 from jobs.spec import (
     CORES_PER_CARD,
@@ -537,7 +538,10 @@ class LocalBackend(Backend):
                 )
                 continue
             if not found and ds.read_only:
-                err(f"{path}.sourcePath", read_only_missing_message(ds.source_path, ds.name))
+                err(
+                    f"{path}.sourcePath",
+                    said_here(read_only_missing_message(ds.source_path, ds.name)),
+                )
                 continue
             # A read-write mount's missing folder is made at start, as the kubelet makes a
             # missing subPath (a team from seed 004, whose NAS 路径 names a new run's folder,
@@ -552,7 +556,9 @@ class LocalBackend(Backend):
         for i, dest, _folder, _read_only in mounted:
             parent = read_only_parent_lacking(dest, [m[1:] for m in mounted])
             if parent:
-                err(f"datasources[{i}].mountPath", read_only_parent_message(dest, parent))
+                err(
+                    f"datasources[{i}].mountPath", said_here(read_only_parent_message(dest, parent))
+                )
         # The worker delivers this pool's webhooks itself: refuse destinations it would refuse
         # at send time (SSRF guard), so nobody learns it only from an AlertFailed event.
         from jobs.alerts import (
