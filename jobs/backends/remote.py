@@ -329,11 +329,10 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
     def _unusable(self, exc: BackendError) -> list[Pool]:
         """No pools while the settings cannot be used; said in the log once, not on every
         poll."""
-        if exc.message not in self._warned:
-            self._warned.add(exc.message)
-            self.logger.warning(
-                "%s backend is enabled but unusable: %s", self.platform, exc.message
-            )
+        said = logged_error(exc)
+        if said not in self._warned:
+            self._warned.add(said)
+            self.logger.warning("%s backend is enabled but unusable: %s", self.platform, said)
         return []
 
     # -- submission ----------------------------------------------------------------
