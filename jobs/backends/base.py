@@ -409,6 +409,11 @@ class Backend(ABC):
         missing from it may still be offered (jobs.pools.pool_labels)."""
         return True
 
+    def inventory_problem(self) -> str | None:
+        """Why its pools cannot be read now, for staff's notice (jobs.backends
+        .inventory_problems), in the reader's language; None when they can (the default)."""
+        return None
+
     def check_spec(self, spec: JobSpec) -> dict[str, list[str]]:
         """Refusals particular to this backend (field path -> messages)."""
         return {}
