@@ -894,7 +894,7 @@ class Worker:
                         "a minute",
                         secret_left,
                         public_id,
-                        exc,
+                        logged_error(exc),
                     )
                     if exc.code in UNANSWERED_CODES:
                         return  # the cluster does not answer: the others would wait as long

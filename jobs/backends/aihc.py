@@ -374,7 +374,12 @@ def _error_without_words(exc: AihcError) -> str:
 
 def _sync_error(exc: AihcError, secrets: list[str]) -> BackendError:
     """A read of a job's sync that failed, as the worker is told it (secrets masked)."""
-    return BackendError(scrub(str(exc), secrets), code=exc.code, request_id=exc.request_id)
+    return BackendError(
+        scrub(str(exc), secrets),
+        code=exc.code,
+        request_id=exc.request_id,
+        logged=scrub(logged_error(exc), secrets),
+    )
 
 
 def _shown(what: str, exc: AihcError, secrets: list[str]) -> BackendError:
@@ -1689,7 +1694,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                     "AIHC: usage of job %s (%s) not read: %s; its page says so",
                     job.public_id,
                     job.external_id,
-                    error,
+                    scrub(logged_error(exc), secrets),
                 )
             self._write_unavailable(job.public_id, error)
             if got_no_answer(exc):

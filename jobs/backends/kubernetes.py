@@ -185,7 +185,9 @@ def _shown(what: str, exc: KubeError, secrets: list[str]) -> BackendError:
 
 def _sync_error(exc: KubeError, secrets: list[str]) -> BackendError:
     """A read of a job's sync that failed, as the worker is told it (secrets masked)."""
-    return BackendError(scrub(str(exc), secrets), code=exc.reason)
+    return BackendError(
+        scrub(str(exc), secrets), code=exc.reason, logged=scrub(logged_error(exc), secrets)
+    )
 
 
 def _refused(exc: KubeError) -> bool:
@@ -603,7 +605,7 @@ class Inventory(BackgroundInventory):
                     "Kubernetes: the console may not list resourcequotas in %s (%s); its pool "
                     "shows the cluster's idle cards, not counting the namespace's quotas",
                     namespace,
-                    exc,
+                    logged_error(exc),
                 )
             return Quota(forbidden=True, as_of=timezone.now())
         self._forbidden_said.discard(namespace)
@@ -1760,7 +1762,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     if exc.status == 403
                     else "the Metrics API (metrics-server) is not served",
                     namespace,
-                    exc,
+                    logged_error(exc),
                 )
         else:
             self._metrics_said.discard(key)
@@ -2143,7 +2145,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     namespace,
                     secret,
                     job.public_id,
-                    exc,
+                    logged_error(exc),
                 )
                 return f"{namespace}/{secret}"
         return ""
