@@ -62,6 +62,7 @@ from . import cgroups, job_users, network
 from .alerts import jobs_with_alerts_pending
 from .backends import BACKEND_MODULES, BackendError, get_backend
 from .backends.base import UNANSWERED_CODES
+from .backends.remote import logged_error
 from .health import (
     HEARTBEAT_PK,
     RemoteProgress,
@@ -738,7 +739,9 @@ class Worker:
                 get_backend(job.backend).sync(job)
             except BackendError as exc:
                 # Expected (the platform is slow or down): one line, tried again next round.
-                logger.warning("syncing %s with %s failed: %s", job.public_id, job.backend, exc)
+                logger.warning(
+                    "syncing %s with %s failed: %s", job.public_id, job.backend, logged_error(exc)
+                )
                 if exc.code in UNANSWERED_CODES:
                     lane.round_unanswered[job.backend] = 0
                     lane.sync_unanswered[job.pk] = time.monotonic()
@@ -891,7 +894,7 @@ class Worker:
                         "a minute",
                         secret_left,
                         public_id,
-                        exc,
+                        logged_error(exc),
                     )
                     if exc.code in UNANSWERED_CODES:
                         return  # the cluster does not answer: the others would wait as long
@@ -911,7 +914,7 @@ class Worker:
         try:
             get_backend("aihc").stop_duplicates(go_on=go_on)
         except BackendError as exc:
-            logger.warning("looking on AIHC for duplicate jobs failed: %s", exc)
+            logger.warning("looking on AIHC for duplicate jobs failed: %s", logged_error(exc))
         except Exception:
             logger.exception("looking on AIHC for duplicate jobs failed")
 

@@ -273,6 +273,11 @@ def test_aihc_failing_to_give_metrics_leaves_the_job_running_and_the_page_says_w
     assert len(fake.calls("DescribeJobMetrics")) == 3 + 3
     logged = [r.getMessage() for r in caplog.records if "not read" in r.getMessage()]
     assert len(logged) == 1 and job.public_id in logged[0] and said.split(" (")[1] in logged[0]
+    # In English, the console's Chinese aside (qa94: it read 百舸 AIHC 未及时响应).
+    assert said in logged[0]
+    if kind == "timeout":  # the sync ended on it: the worker's line says it in English too
+        synced = [m for m in caplog.messages if m.startswith(f"syncing {job.public_id}")]
+        assert synced and all(said in m for m in synced)
     assert fake.secret_key not in caplog.text and fake.access_key not in caplog.text
     assert 'id="usage-unavailable"' in failing and 'id="usage"' not in failing
     shown = failing.split('id="usage-unavailable">')[1].split("</p>")[0]

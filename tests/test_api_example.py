@@ -97,3 +97,23 @@ def test_both_examples_run_on_the_python_of_an_older_machine_too(live_server, al
         )
         assert run.returncode == 0, run.stderr
         assert run.stdout.startswith("created ")
+
+
+def test_both_examples_say_in_one_line_that_the_console_cannot_be_reached(tmp_path):
+    # Found in QA (qa94): with the console down each printed a 30-line URLError traceback.
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "CONSOLE_URL": "http://127.0.0.1:9",  # nothing listens on the discard port
+        "CONSOLE_AK": "0" * 32,
+        "CONSOLE_SK": "0" * 32,
+    }
+    for marker in ("api-example", "api-example-v2"):
+        script = tmp_path / f"{marker}.py"
+        script.write_text(readme_example(marker))
+
+        run = subprocess.run(
+            [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
+        )
+
+        assert run.returncode == 1
+        assert run.stderr == "Cannot reach http://127.0.0.1:9: [Errno 111] Connection refused\n"

@@ -3,6 +3,7 @@ submission (idempotent), sync, stop (also racing the worker's sync), delete, log
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -715,6 +716,25 @@ def test_an_unreachable_api_server_keeps_the_job_queued_and_pauses_submits(
     assert job.status == JobStatus.QUEUED
     assert reasons(job) == ["Created", "Submitting", "SubmitDeferred"]
     assert "could not be reached" in job.events.get(reason="SubmitDeferred").message
+
+
+def test_the_log_says_an_unreachable_api_server_in_english_under_the_default_chinese(
+    fake, k8s, settings, caplog
+):
+    """What is written for the operator is English in either language (README, "First
+    log-in"): the client's words for a transport failure are translated (qa94)."""
+    settings.KUBERNETES_API_URL = "http://127.0.0.1:9"  # nothing listens there
+    settings.LANGUAGE_CODE = "zh-hans"
+    k8s._inventories.clear()  # read afresh: another test may have read this address
+
+    with translation.override("zh-hans"), caplog.at_level(logging.WARNING, "jobs.kubernetes"):
+        k8s.pools()
+        wait_for_inventory(k8s)
+
+    [said] = [m for m in caplog.messages if m.startswith("Kubernetes inventory read failed")]
+    assert said.startswith(
+        "Kubernetes inventory read failed: The Kubernetes API server could not be reached"
+    )
 
 
 def test_an_api_server_that_does_not_answer_holds_up_the_workers_round_for_one_job_only(

@@ -71,6 +71,13 @@ def all_pools() -> list[Pool]:
     return pools
 
 
+def inventory_problems() -> list[str]:
+    """Why an enabled platform's pools cannot be read now, one text each, for staff's notice
+    (templates/jobs/_inventory_notice.html): a pool list that just misses its platform's
+    pools does not say that the platform is broken (qa94)."""
+    return [p for backend in enabled_backends() if (p := backend.inventory_problem())]
+
+
 def find_pool(pool_id: str) -> Pool | None:
     for pool in all_pools():
         if pool.id == pool_id:

@@ -47,6 +47,7 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
@@ -373,7 +374,12 @@ def _error_without_words(exc: AihcError) -> str:
 
 def _sync_error(exc: AihcError, secrets: list[str]) -> BackendError:
     """A read of a job's sync that failed, as the worker is told it (secrets masked)."""
-    return BackendError(scrub(str(exc), secrets), code=exc.code, request_id=exc.request_id)
+    return BackendError(
+        scrub(str(exc), secrets),
+        code=exc.code,
+        request_id=exc.request_id,
+        logged=scrub(logged_error(exc), secrets),
+    )
 
 
 def _shown(what: str, exc: AihcError, secrets: list[str]) -> BackendError:
@@ -459,6 +465,11 @@ class Inventory(BackgroundInventory):
         self.pools: list[Pool] = []
         self.as_of: datetime | None = None  # last successful read
         self.error = ""
+        # What made the reads fail since `failing_since` (None: the last read succeeded, or
+        # none has ended yet): for staff's notice (AihcBackend.inventory_problem), which says
+        # it in each reader's language when it is read.
+        self.failure: Exception | None = None
+        self.failing_since: datetime | None = None
         # The names of the pools last kept in the database (AihcBackend._keep_names).
         self.kept_names: dict[str, str] | None = None
 
@@ -474,12 +485,23 @@ class Inventory(BackgroundInventory):
             pools = self._read()
         except AihcError as exc:
             self.error = _("AIHC inventory could not be read: %(error)s") % {"error": exc}
-            logger.warning("AIHC inventory refresh failed: %s", exc)
-        except Exception:  # never let a refresh thread die silently
+            self._failed(exc)
+            # The endpoint named: "could not be reached" alone did not say where (qa94).
+            logger.warning(
+                "AIHC inventory refresh from %s failed: %s", self.config.endpoint, logged_error(exc)
+            )
+        except Exception as exc:  # never let a refresh thread die silently
             self.error = _("AIHC inventory could not be read.")
-            logger.exception("AIHC inventory refresh failed")
+            self._failed(exc)
+            logger.exception("AIHC inventory refresh from %s failed", self.config.endpoint)
         else:
             self.pools, self.as_of, self.error = pools, timezone.now(), ""
+            self.failure = self.failing_since = None
+
+    def _failed(self, exc: Exception) -> None:
+        self.failure = exc
+        if self.failing_since is None:
+            self.failing_since = timezone.now()
 
     def _read(self) -> list[Pool]:
         cfg = self.config
@@ -622,6 +644,55 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             and known_pools_keep(backend=NAME, names=names)
         ):
             inventory.kept_names = names
+
+    def inventory_problem(self) -> str | None:
+        """Why this server process cannot read AIHC's pools now, for staff, in the reader's
+        language: what failed (the address that could not be reached, or AIHC's refusal with
+        its code and requestId) and since when; None while the reads succeed or settings
+        that cannot be used keep AIHC off (pools() logs those). Found in QA (qa94): with an
+        unreachable endpoint or a refused key the AIHC pools just were not there, on every
+        page. Starts a read when one is due, without waiting for it: the page after shows it."""
+        try:
+            config, _client = self._setup()
+            inventory = self._inventory()
+        except BackendError:
+            return None
+        inventory._start_refresh(config)
+        failure, since = inventory.failure, inventory.failing_since
+        if failure is None or since is None:
+            return None
+        values = {
+            "since": date_format(timezone.localtime(since), "Y-m-d H:i:s"),
+            "endpoint": config.endpoint,
+            "error": failure,
+            "access_key": config.access_key,
+            "cause": getattr(failure, "cause", "") or type(failure).__name__,
+        }
+        if isinstance(failure, AihcUnavailable):
+            return (
+                _(
+                    "AIHC's pools cannot be read since %(since)s: %(endpoint)s could not be "
+                    "reached (%(cause)s). No AIHC pool is offered until it answers: check "
+                    "AIHC_ENDPOINT (or AIHC_REGION) and that this machine can reach it."
+                )
+                % values
+            )
+        if isinstance(failure, AihcError) and failure.status in (401, 403):
+            return (
+                _(
+                    "AIHC's pools cannot be read since %(since)s: AIHC at %(endpoint)s refused "
+                    "the access key %(access_key)s: %(error)s. No AIHC pool is offered until "
+                    "it accepts it: check AIHC_ACCESS_KEY and AIHC_SECRET_KEY."
+                )
+                % values
+            )
+        return (
+            _(
+                "AIHC's pools cannot be read since %(since)s from %(endpoint)s: %(error)s. "
+                "The pools last read are offered, marked with their age, or none."
+            )
+            % values
+        )
 
     def pool_names(self) -> dict[str, str]:
         # The pools of the inventory's last read, as they are: no refresh started, no wait (a
@@ -1623,7 +1694,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                     "AIHC: usage of job %s (%s) not read: %s; its page says so",
                     job.public_id,
                     job.external_id,
-                    error,
+                    scrub(logged_error(exc), secrets),
                 )
             self._write_unavailable(job.public_id, error)
             if got_no_answer(exc):

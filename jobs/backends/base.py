@@ -40,13 +40,22 @@ class BackendError(Exception):
     the message says to ask again in a moment, as for no answer at all (got_no_answer)."""
 
     def __init__(
-        self, message: str, *, code: str = "", request_id: str = "", try_again: bool = False
+        self,
+        message: str,
+        *,
+        code: str = "",
+        request_id: str = "",
+        try_again: bool = False,
+        logged: str = "",
     ):
         super().__init__(message)
         self.message = message
         self.code = code
         self.request_id = request_id
         self.try_again = try_again
+        # The same in English for the server log (jobs.backends.remote.logged_error), when
+        # `message` was rendered in a language already ("": it is `message`, or renders so).
+        self.logged = logged
 
 
 class NoLog(BackendError):
@@ -408,6 +417,11 @@ class Backend(ABC):
         has not read a remote list yet (AIHC before its first inventory read), when a pool
         missing from it may still be offered (jobs.pools.pool_labels)."""
         return True
+
+    def inventory_problem(self) -> str | None:
+        """Why its pools cannot be read now, for staff's notice (jobs.backends
+        .inventory_problems), in the reader's language; None when they can (the default)."""
+        return None
 
     def check_spec(self, spec: JobSpec) -> dict[str, list[str]]:
         """Refusals particular to this backend (field path -> messages)."""

@@ -109,6 +109,7 @@ from .remote import (
     UNANSWERED_SYNCS_BEFORE_STATUS,
     BackgroundInventory,
     RemoteBackend,
+    logged_error,
     recorded_error,
     scrub,
     unanswered_creates,
@@ -184,7 +185,9 @@ def _shown(what: str, exc: KubeError, secrets: list[str]) -> BackendError:
 
 def _sync_error(exc: KubeError, secrets: list[str]) -> BackendError:
     """A read of a job's sync that failed, as the worker is told it (secrets masked)."""
-    return BackendError(scrub(str(exc), secrets), code=exc.reason)
+    return BackendError(
+        scrub(str(exc), secrets), code=exc.reason, logged=scrub(logged_error(exc), secrets)
+    )
 
 
 def _refused(exc: KubeError) -> bool:
@@ -572,7 +575,7 @@ class Inventory(BackgroundInventory):
             stock = self._read_cluster(config, client)
             quotas = {ns: self._read_quota(config, client, ns) for ns in config.namespaces}
         except KubeError as exc:
-            logger.warning("Kubernetes inventory read failed: %s", exc)
+            logger.warning("Kubernetes inventory read failed: %s", logged_error(exc))
             self.figures = replace(last, error=exc)
         except Exception as exc:  # never let a refresh thread die silently
             logger.exception("Kubernetes inventory read failed")
@@ -590,7 +593,9 @@ class Inventory(BackgroundInventory):
             found = client.list(f"/api/v1/namespaces/{namespace}/resourcequotas")
         except KubeError as exc:
             if exc.status != 403:
-                logger.warning("Kubernetes ResourceQuotas of %s not read: %s", namespace, exc)
+                logger.warning(
+                    "Kubernetes ResourceQuotas of %s not read: %s", namespace, logged_error(exc)
+                )
                 return replace(self.figures.quotas.get(namespace) or Quota(), error=exc)
             # RBAC grants no list of resourcequotas: the pool shows the cluster's figures and
             # says so; the log says it once, not at every refresh.
@@ -600,7 +605,7 @@ class Inventory(BackgroundInventory):
                     "Kubernetes: the console may not list resourcequotas in %s (%s); its pool "
                     "shows the cluster's idle cards, not counting the namespace's quotas",
                     namespace,
-                    exc,
+                    logged_error(exc),
                 )
             return Quota(forbidden=True, as_of=timezone.now())
         self._forbidden_said.discard(namespace)
@@ -1746,7 +1751,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     self._pod_metrics[key] = (time.monotonic(), found)
                 raise _sync_error(exc, []) from None
             if exc.status not in (403, 404):
-                logger.info("Kubernetes pod metrics of %s not read: %s", namespace, exc)
+                logger.info(
+                    "Kubernetes pod metrics of %s not read: %s", namespace, logged_error(exc)
+                )
             elif key not in self._metrics_said:
                 self._metrics_said.add(key)
                 logger.warning(
@@ -1755,7 +1762,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     if exc.status == 403
                     else "the Metrics API (metrics-server) is not served",
                     namespace,
-                    exc,
+                    logged_error(exc),
                 )
         else:
             self._metrics_said.discard(key)
@@ -1879,7 +1886,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         except KubeError as exc:
             if got_no_answer(exc):
                 raise _sync_error(exc, secrets) from None
-            logger.info("pods of %s unavailable: %s", job.public_id, exc)
+            logger.info("pods of %s unavailable: %s", job.public_id, logged_error(exc))
             return []
 
     def _sync_replicas(self, job: Job, roles: set[str], pods: list[dict[str, Any]]) -> None:
@@ -1953,7 +1960,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             except KubeError as exc:
                 if got_no_answer(exc):
                     raise _sync_error(exc, secrets) from None
-                logger.info("events of %s unavailable: %s", job.public_id, exc)
+                logger.info("events of %s unavailable: %s", job.public_id, logged_error(exc))
                 return
             raw.extend((name if kind in ("Pod", "Job") else "", event) for event in found)
         existing = set(
@@ -2008,7 +2015,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             client.delete(path, propagation="Background")
         except KubeError as exc:
             if not _not_found(exc):
-                logger.warning("Kubernetes delete of %s failed: %s", path, exc)
+                logger.warning("Kubernetes delete of %s failed: %s", path, logged_error(exc))
 
     def stop(self, job: Job) -> None:
         """Deletes the job's resource. A clear refusal (403, 422...) raises BackendError and
@@ -2138,7 +2145,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     namespace,
                     secret,
                     job.public_id,
-                    exc,
+                    logged_error(exc),
                 )
                 return f"{namespace}/{secret}"
         return ""
@@ -2164,7 +2171,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if got_no_answer(exc):
                 raise
             if not _not_found(exc):
-                logger.warning("Kubernetes delete of %s failed: %s", path, exc)
+                logger.warning("Kubernetes delete of %s failed: %s", path, logged_error(exc))
 
     def remove_secret_left(self, *, public_id: str, secret_left: str) -> None:
         """Removes the Secret a deletion of job `public_id` left (DeletedJob.secret_left), as

@@ -197,6 +197,8 @@ def logged_error(exc: Exception) -> str:
     """A platform's error as a log line quotes it: the console's own wording of a transport
     failure in English, as the rest of the line (qa80: in the console's language, Chinese
     by default, inside an English line)."""
+    if isinstance(exc, BackendError) and exc.logged:
+        return exc.logged
     with translation.override("en"):
         return str(exc)
 
@@ -329,11 +331,10 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
     def _unusable(self, exc: BackendError) -> list[Pool]:
         """No pools while the settings cannot be used; said in the log once, not on every
         poll."""
-        if exc.message not in self._warned:
-            self._warned.add(exc.message)
-            self.logger.warning(
-                "%s backend is enabled but unusable: %s", self.platform, exc.message
-            )
+        said = logged_error(exc)
+        if said not in self._warned:
+            self._warned.add(said)
+            self.logger.warning("%s backend is enabled but unusable: %s", self.platform, said)
         return []
 
     # -- submission ----------------------------------------------------------------
@@ -353,7 +354,7 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
                     "looking for what %s's create made on %s failed: %s",
                     job.public_id,
                     self.platform,
-                    exc,
+                    logged_error(exc),
                 )
             return
         if job.status != JobStatus.QUEUED:
@@ -508,7 +509,7 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             try:
                 self.sync(job)
             except BackendError as exc:
-                self.logger.info("first sync of %s failed: %s", job.public_id, exc.message)
+                self.logger.info("first sync of %s failed: %s", job.public_id, logged_error(exc))
             return
         if job.status == JobStatus.STOPPING:
             self._adopt(job, external_id, message=message)
@@ -516,7 +517,7 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
                 self.stop(job)
             except BackendError as exc:
                 self.logger.warning(
-                    "%s stop of %s failed: %s", self.platform, job.public_id, exc.message
+                    "%s stop of %s failed: %s", self.platform, job.public_id, logged_error(exc)
                 )
 
     @staticmethod

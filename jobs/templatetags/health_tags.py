@@ -1,4 +1,5 @@
-"""The worker's state on the admin's pages (templates/admin/index.html, the job list)."""
+"""The worker's state on the admin's pages (templates/admin/index.html, the job list), and the
+platforms whose pools cannot be read."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from django import template
 
+from jobs.backends import inventory_problems
 from jobs.health import KnownWorker, WorkerState, known_workers, worker_state
 
 register = template.Library()
@@ -19,6 +21,17 @@ def worker_health(context: Any) -> WorkerState | None:
     if user is None or not user.is_staff:
         return None
     return worker_state()
+
+
+@register.simple_tag(name="inventory_problems", takes_context=True)
+def inventory_problems_tag(context: Any) -> list[str]:
+    """Why an enabled platform's pools cannot be read, for staff; none for anyone else (their
+    pages ask no platform for it)."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_staff:
+        return []
+    return inventory_problems()
 
 
 @register.simple_tag(name="known_workers", takes_context=True)
