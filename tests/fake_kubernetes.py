@@ -345,6 +345,36 @@ class GeneratedLog:
             yield chunk
 
 
+def _mpi_operator_pod(
+    name: str, replica_type: str, index: int, replica: dict
+) -> tuple[str, dict[str, str]]:
+    """An MPIJob pod's name and labels as mpi-operator v2 makes them (kubeflow/mpi-operator
+    pkg/controller/mpi_job_controller.go): defaultLabels gives every pod operator-name,
+    job-name and job-role only (no replica-type); newWorker adds ReplicaIndexLabel to a
+    worker, named <job>-worker-<i>; newLauncherJob runs the launcher as the batch Job
+    <job>-launcher, whose controller names its pod <job>-launcher-<5 random> and adds its
+    own job-name and controller-uid labels, and no replica index."""
+    labels = {
+        **((replica["template"].get("metadata") or {}).get("labels") or {}),
+        "training.kubeflow.org/operator-name": "mpi-operator",
+        "training.kubeflow.org/job-name": name,
+        "training.kubeflow.org/job-role": replica_type.lower(),
+    }
+    if replica_type == "Worker":
+        labels["training.kubeflow.org/replica-index"] = str(index)
+        return f"{name}-worker-{index}", labels
+    launcher_job, uid = f"{name}-launcher", str(uuid.uuid4())
+    labels.update(
+        {
+            "batch.kubernetes.io/job-name": launcher_job,
+            "job-name": launcher_job,
+            "batch.kubernetes.io/controller-uid": uid,
+            "controller-uid": uid,
+        }
+    )
+    return f"{launcher_job}-{uuid.uuid4().hex[:5]}", labels
+
+
 def _container_state(phase: str, exit_code: int | None) -> dict[str, Any]:
     """A container's state in a pod of that phase: a Pending pod's has not started."""
     if exit_code is not None:
@@ -757,7 +787,8 @@ class FakeKubernetes:
         attempt: int = 0,
     ) -> list[str]:
         """The job's pods as the training operator creates them: named <job>-<type>-<i>,
-        with the template's labels and the operator's own. `node` "": not scheduled yet
+        with the template's labels and the operator's own (an MPIJob's as mpi-operator
+        names and labels them: _mpi_operator_pod). `node` "": not scheduled yet
         (unscheduled). `attempt`: a TrainJob's, the restart of Trainer's JobSet they are of
         (a custom job's JobSet says its own: set_jobset_status)."""
         job = self.job(name, namespace)
@@ -782,7 +813,7 @@ class FakeKubernetes:
                     "training.kubeflow.org/replica-index": str(index),
                 }
                 if kind == "MPIJob":
-                    labels["training.kubeflow.org/job-role"] = replica_type.lower()
+                    pod_name, labels = _mpi_operator_pod(name, replica_type, index, replica)
                 state = _container_state(phase, exit_code)
                 containers = replica["template"]["spec"]["containers"]
                 self.pods[(namespace, pod_name)] = {

@@ -2197,6 +2197,45 @@ def test_an_mpi_job_whose_launcher_pod_is_refused_says_why_from_the_launchers_jo
     assert event.message == f"{job.external_id}-launcher: {refusal}"
 
 
+def test_an_mpi_jobs_launcher_pod_is_its_master_0_for_logs_exit_code_and_usage(
+    fake, k8s, alice, settings, tmp_path
+):
+    """qa96: mpi-operator v2 runs the launcher as the batch Job <mpijob>-launcher, its pod
+    <mpijob>-launcher-<random> labelled job-role=launcher and no replica index: master-0
+    (all of mpirun's output, the job's exit code) was never found."""
+    from jobs.backends.kubernetes import usage_file
+    from jobs.shim import read_usage
+
+    settings.VAR_DIR = tmp_path
+    job = submitted(alice, k8s, framework=S.MPI)
+    name = job.external_id
+    fake.set_conditions(name, ("Running", "MPIJob is running."))
+    launcher, worker = fake.run_pods(name)
+    assert launcher.startswith(f"{name}-launcher-") and worker == f"{name}-worker-0"
+    fake.add_logs(launcher, ["rank 0: loss 1.5", "token hf_secret_value"])
+    fake.set_usage(launcher, cpu="1500m", memory="2Gi")
+
+    k8s.sync(job)
+
+    assert k8s.logs(job, "master-0", tail=10) == ["rank 0: loss 1.5", "token ******"]
+    assert "".join(k8s.download_lines(job, "master-0")) == "rank 0: loss 1.5\ntoken ******\n"
+    assert [s["cpu"] for s in read_usage(usage_file(job.public_id, "master-0"))] == [1.5]
+    # Its own environment says it is the master's instance 0 (a field reference to the
+    # replica-index label it does not have resolved empty).
+    env = _resolved(fake.pods[("default", launcher)])
+    assert (env["AIHC_ROLE"], env["AIHC_ROLE_INDEX"]) == ("master", "0")
+    assert _resolved(fake.pods[("default", worker)])["AIHC_ROLE_INDEX"] == "0"
+
+    fake.set_pod_phase(launcher, "Failed")
+    fake.pods[("default", launcher)]["status"]["containerStatuses"][0]["state"] = {
+        "terminated": {"exitCode": 3, "reason": "Error"}
+    }
+    k8s.sync(job)
+
+    master = job.replicas.get(role="master", index=0)
+    assert (master.status, master.exit_code) == ("failed", 3)
+
+
 def test_a_custom_job_whose_pods_are_refused_says_why_from_its_jobs_events(fake, k8s, alice):
     """A pod refused at admission (over the namespace's ResourceQuota, PodSecurity) is never
     made: the only word of it is the Job controller's FailedCreate event on the JobSet's Job,

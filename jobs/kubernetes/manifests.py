@@ -288,11 +288,16 @@ def _env(spec: S.JobSpec, role: S.Role, *, name: str, job_id: str) -> list[dict[
         if spec.framework == S.CUSTOM
         else f"metadata.labels['{REPLICA_INDEX_LABEL}']"
     )
+    role_index: dict[str, Any] = {"valueFrom": {"fieldRef": {"fieldPath": index_field}}}
+    if spec.framework == S.MPI and role.name == "master":
+        # mpi-operator labels only its workers with a replica index (qa96): the one launcher
+        # is 0.
+        role_index = {"value": "0"}
     platform: list[dict[str, Any]] = [
         {"name": "AIHC_JOB_NAME", "value": spec.name},
         {"name": "AIHC_JOB_ID", "value": job_id},
         {"name": "AIHC_ROLE", "value": role.name},
-        {"name": "AIHC_ROLE_INDEX", "valueFrom": {"fieldRef": {"fieldPath": index_field}}},
+        {"name": "AIHC_ROLE_INDEX", **role_index},
     ]
     platform.extend(
         {"name": variable, "value": count}
@@ -668,6 +673,11 @@ def pod_replica(
     else:
         role = replica_role(framework, labels)
         index = labels.get(REPLICA_INDEX_LABEL, "")
+        if framework == S.MPI and role == "master":
+            # mpi-operator v2 runs the launcher as the batch Job <job>-launcher, its pod named
+            # <job>-launcher-<random> with no replica-index label (newLauncherPodTemplate
+            # gives it defaultLabels alone): the one launcher is master 0 (qa96).
+            index = "0"
     if not role or not str(index).isdigit():
         return None
     return role, int(index)
