@@ -739,18 +739,35 @@ class FakeKubernetes:
         *conditions: tuple[str, str] | tuple[str, str, str],
         namespace: str = "default",
     ) -> None:
-        """Conditions as the operator writes them: (type, message[, reason]), each True."""
+        """Conditions as the operator writes them: (type, message[, reason]), each True. The
+        reason by default is the operators' <Kind><type> (training-operator's
+        commonutil.NewReason(jobKind, ...), mpi-operator's mpiJob*Reason: PyTorchJobFailed)."""
         job = self.job(name, namespace)
         job.setdefault("status", {})["conditions"] = [
             {
                 "type": c[0],
                 "status": "True",
                 "message": c[1],
-                "reason": c[2] if len(c) > 2 else f"Job{c[0]}",
+                "reason": c[2] if len(c) > 2 else f"{job['kind']}{c[0]}",
                 "lastTransitionTime": now_stamp(),
             }
             for c in conditions
         ]
+
+    def fail_past_deadline(self, name: str, *, namespace: str = "default") -> None:
+        """The Failed condition the operator writes once the job is past its
+        runPolicy.activeDeadlineSeconds. training-operator (pkg/controller.v1/common/job.go,
+        ReconcileJobs): reason <Kind>Failed, "Job <name> has failed because it was active
+        longer than specified deadline". mpi-operator v2 (updateMPIJobFailedStatus) copies
+        its launcher Job's, which the Job controller failed with DeadlineExceeded, "Job was
+        active longer than specified deadline"."""
+        kind = self.job(name, namespace)["kind"]
+        if kind == "MPIJob":
+            reason, message = "DeadlineExceeded", "Job was active longer than specified deadline"
+        else:
+            reason = f"{kind}Failed"
+            message = f"Job {name} has failed because it was active longer than specified deadline"
+        self.set_conditions(name, ("Failed", message, reason), namespace=namespace)
 
     def set_jobset_status(
         self,

@@ -1506,19 +1506,31 @@ def kube_stamp(moment) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def test_a_job_past_its_deadline_is_timed_out_and_a_failed_one_failed(fake, k8s, alice):
-    late = submitted(alice, k8s)
-    broken = submitted(alice, k8s)
-    fake.set_conditions(late.external_id, ("Failed", "active too long", "DeadlineExceeded"))
+@pytest.mark.parametrize("framework", [S.PYTORCH, S.TENSORFLOW, S.MPI])
+def test_a_job_past_its_deadline_is_timed_out_and_a_failed_one_failed(fake, k8s, alice, framework):
+    """qa96: training-operator fails a PyTorchJob/TFJob past its deadline with reason
+    PyTorchJobFailed/TFJobFailed, as any failure, saying so only in its message; the console
+    looked for DeadlineExceeded (mpi-operator's, from its launcher Job) and showed Failed."""
+    roles = {
+        S.TENSORFLOW: [S.Role("chief", 1, A800, 8), S.Role("worker", 1, A800, 8)],
+    }.get(framework, spec().roles)
+    late = submitted(alice, k8s, framework=framework, roles=roles)
+    broken = submitted(alice, k8s, framework=framework, roles=roles)
+    limit = submitted(alice, k8s, framework=framework, roles=roles)
+    fake.fail_past_deadline(late.external_id)
     fake.set_conditions(broken.external_id, ("Failed", "worker-0 exited with 1 hf_secret_value"))
+    backoff = (
+        f"Job {limit.external_id} has failed because it has reached the specified backoff limit"
+    )
+    fake.set_conditions(limit.external_id, ("Failed", backoff))
 
-    k8s.sync(late)
-    k8s.sync(broken)
+    for job in (late, broken, limit):
+        k8s.sync(job)
+        job.refresh_from_db()
 
-    late.refresh_from_db()
-    broken.refresh_from_db()
     assert late.status == JobStatus.TIMED_OUT
-    assert broken.status == JobStatus.FAILED
+    assert "active longer than specified deadline" in late.status_reason
+    assert broken.status == limit.status == JobStatus.FAILED
     assert "worker-0 exited with 1 ******" in broken.status_reason
 
 

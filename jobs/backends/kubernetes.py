@@ -207,6 +207,11 @@ def _true_conditions(resource: dict[str, Any]) -> tuple[dict[str, Any], dict[str
     return status, true
 
 
+# What training-operator's and the Job controller's messages say of a job failed for being
+# active longer than its activeDeadlineSeconds (the operators write it in English alone).
+PAST_DEADLINE = "active longer than specified deadline"
+
+
 def status_from_conditions(resource: dict[str, Any]) -> tuple[str, str, str]:
     """(console status, condition type, its message) of a training-operator resource."""
     _, true = _true_conditions(resource)
@@ -218,7 +223,11 @@ def status_from_conditions(resource: dict[str, Any]) -> tuple[str, str, str]:
         return JobStatus.SUCCEEDED, "Succeeded", said("Succeeded")
     if "Failed" in true:
         reason = str(true["Failed"].get("reason") or "")
-        if "DeadlineExceeded" in reason:
+        # mpi-operator copies its launcher Job's reason, DeadlineExceeded; training-operator
+        # (pkg/controller.v1/common/job.go, ReconcileJobs) fails a PyTorchJob/TFJob past
+        # activeDeadlineSeconds with <Kind>Failed, as any failure, saying it only in its
+        # message (qa96: shown Failed until then).
+        if "DeadlineExceeded" in reason or PAST_DEADLINE in said("Failed"):
             return JobStatus.TIMED_OUT, "Failed", said("Failed")
         return JobStatus.FAILED, "Failed", said("Failed")
     if "Suspended" in true:
