@@ -73,7 +73,8 @@ replicatedJobsStatus follows its pods, as its controllers count them), `add_even
 for inventory, `forbid(verb, plural)` for RBAC, `fail_next(op)` / `drop_next(op)` /
 `delay_next(op)` / `block_next(op)` / `trickle_next(op)` for the next call of one operation ("create pytorchjobs",
 "get secrets", "list pods", "list resourcequotas", "log pods", ...), and `hold_deletions`
-(Foreground deletes mark the object deleting until `finish_deletions`).
+(a job's delete marks its pods terminating, and a Foreground one the job deleting too,
+until `finish_deletions`).
 """
 
 from __future__ import annotations
@@ -1259,7 +1260,12 @@ class FakeKubernetes:
         self.generated_logs[(namespace, pod)] = GeneratedLog(line_of, count, end)
 
     def finish_deletions(self) -> None:
+        """The held deletions done: pods being deleted gone, and with them the jobs a
+        Foreground delete kept."""
         with self._lock:
+            for pod_key, pod in list(self.pods.items()):
+                if pod["metadata"].get("deletionTimestamp"):
+                    del self.pods[pod_key]
             for key, obj in list(self.objects.items()):
                 if obj["metadata"].get("deletionTimestamp"):
                     self._remove(key)
@@ -2399,25 +2405,44 @@ class FakeKubernetes:
                 "BadRequest",
                 f"propagationPolicy {policy!r} is not Foreground, Background or Orphan",
             )
-        if policy == "Foreground" and self.hold_deletions and key[0] in JOB_PLURALS:
-            found["metadata"].setdefault("deletionTimestamp", now_stamp())
-            found["metadata"]["finalizers"] = ["foregroundDeletion"]
-            return found
+        if self.hold_deletions and key[0] in JOB_PLURALS:
+            # The garbage collector deletes the job's pods, which terminate as their kubelet
+            # lets them (until finish_deletions; never, on a node that is not ready). The
+            # operators make them with blockOwnerDeletion (training-operator's and
+            # mpi-operator's metav1.NewControllerRef), so a Foreground delete keeps the job,
+            # deletionTimestamp and foregroundDeletion finalizer set, until they are gone;
+            # a Background one removes it at once (kubernetes garbage collection docs,
+            # "Foreground cascading deletion").
+            for pod in self._owned_pods(key).values():
+                pod["metadata"].setdefault("deletionTimestamp", now_stamp())
+            if policy == "Foreground":
+                found["metadata"].setdefault("deletionTimestamp", now_stamp())
+                found["metadata"]["finalizers"] = ["foregroundDeletion"]
+                return found
+            self.objects.pop(key, None)
+            return status(200, "", "")
         self._remove(key)
         return status(200, "", "")
 
-    def _remove(self, key: tuple[str, str, str]) -> None:
+    def _owned_pods(self, key: tuple[str, str, str]) -> dict[tuple[str, str], dict]:
         plural, namespace, name = key
+        if plural not in JOB_PLURALS:
+            return {}
+        owner = (
+            "jobset.sigs.k8s.io/jobset-name"  # a TrainJob's JobSet is named after it
+            if plural in ("jobsets", "trainjobs")
+            else "training.kubeflow.org/job-name"
+        )
+        return {
+            pod_key: pod
+            for pod_key, pod in self.pods.items()
+            if pod["metadata"]["labels"].get(owner) == name and pod_key[0] == namespace
+        }
+
+    def _remove(self, key: tuple[str, str, str]) -> None:
         self.objects.pop(key, None)
-        if plural in JOB_PLURALS:
-            owner = (
-                "jobset.sigs.k8s.io/jobset-name"  # a TrainJob's JobSet is named after it
-                if plural in ("jobsets", "trainjobs")
-                else "training.kubeflow.org/job-name"
-            )
-            for pod_key, pod in list(self.pods.items()):
-                if pod["metadata"]["labels"].get(owner) == name and pod_key[0] == namespace:
-                    del self.pods[pod_key]
+        for pod_key in self._owned_pods(key):
+            del self.pods[pod_key]
 
 
 def configure(settings: Any, fake: FakeKubernetes, **overrides: Any) -> None:

@@ -1553,15 +1553,16 @@ def test_stopping_deletes_the_job_and_it_is_stopped_once_gone_never_failed(fake,
     fake.run_pods(name)
     k8s.sync(job)
 
+    # The operator marks the job failed as its pods are killed (before the delete lands):
+    # the console stays Stopping.
+    fake.set_conditions(name, ("Failed", "master-0 killed"))
     k8s.stop(job)
     job.refresh_from_db()
-    # The operator marks the job failed as its pods are killed: the console stays Stopping.
-    fake.set_conditions(name, ("Failed", "master-0 killed"))
     k8s.sync(job)
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPING
     [delete] = fake.calls("delete pytorchjobs")
-    assert delete.param("propagationPolicy") == "Foreground"
+    assert delete.param("propagationPolicy") == "Background"
     assert fake.secret(f"{name}-env") is None
 
     fake.finish_deletions()
@@ -1570,6 +1571,38 @@ def test_stopping_deletes_the_job_and_it_is_stopped_once_gone_never_failed(fake,
     assert job.status == JobStatus.STOPPED
     assert set(job.replicas.values_list("status", flat=True)) == {"stopped"}
     assert len(fake.calls("delete pytorchjobs")) == 1
+
+
+def test_a_stopped_job_whose_pod_is_stuck_terminating_is_stopped_after_a_while_naming_it(
+    fake, k8s, alice
+):
+    """qa96: Stop deleted the job with propagationPolicy=Foreground, which the API server
+    holds until every pod made with blockOwnerDeletion is gone: a pod stuck Terminating on a
+    node that is not ready held the job Stopping for good."""
+    fake.hold_deletions = True  # the pods' kubelet never confirms them gone
+    job = submitted(alice, k8s)
+    name = job.external_id
+    fake.set_conditions(name, ("Running", "running"))
+    master, worker = fake.run_pods(name)
+    k8s.sync(job)
+
+    k8s.stop(job)
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING  # its pods are still going
+
+    Job.objects.filter(pk=job.pk).update(stop_sent_at=timezone.now() - timedelta(minutes=5))
+    k8s.sync(job)
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.STOPPED
+    assert job.status_reason == (
+        f"Kubernetes deleted {name}; after 5 minutes these of its pods are still terminating: "
+        f"{master}, {worker}. Their node may not be ready: what they hold there is not free "
+        "until they are gone."
+    )
+    with translation.override("zh-hans"):
+        assert "仍在终止" in job.events.get(reason="Stopped").message_shown
 
 
 def test_a_job_stopped_while_its_create_was_in_flight_is_found_and_deleted(fake, k8s, alice):
@@ -2329,13 +2362,13 @@ def test_stopping_a_custom_job_deletes_its_jobset_and_it_is_stopped_once_gone(fa
     fake.set_jobset_status(name, {"trainer": {"active": 1}})
     k8s.sync(job)
 
-    k8s.stop(job)
     fake.set_conditions(name, ("Failed", "jobset failed", "FailedJobs"))
+    k8s.stop(job)
     k8s.sync(job)
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPING
     [delete] = fake.calls("delete jobsets")
-    assert delete.param("propagationPolicy") == "Foreground"
+    assert delete.param("propagationPolicy") == "Background"
     assert fake.secret(f"{name}-env") is None
 
     fake.finish_deletions()

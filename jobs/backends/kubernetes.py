@@ -16,10 +16,11 @@ pods the JobEvent rows ("K8s:<reason>"). All of it is read by the job's row (ext
 framework, pool), not its spec, so a job whose stored spec no longer reads is followed all the
 same (job_spec_or_noted says so once).
 
-Stopping deletes the custom resource (propagationPolicy=Foreground: its pods go first) and
-the Secret; the job stays Stopping while the resource is being deleted, whatever conditions
-the operator writes meanwhile (a master killed by the stop reads Failed), and is Stopped once
-the API server no longer has it. Deleting, rather than runPolicy.suspend, because a console
+Stopping deletes the custom resource (propagationPolicy=Background: the garbage collector
+deletes its pods) and the Secret; the job stays Stopping while the resource and its pods are
+being deleted, whatever conditions the operator writes meanwhile (a master killed by the stop
+reads Failed), and is Stopped once the API server no longer has them, or STOP_PODS_WAIT after
+the stop with pods still terminating, naming them. Deleting, rather than runPolicy.suspend, because a console
 Stopped job never runs again, and suspend is not honoured by every operator version.
 
 Inventory: the configured namespaces, queues and volumes, and for each configured card type
@@ -55,7 +56,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -151,6 +152,12 @@ UNANSWERED_EVENT = "SubmitTimedOut"
 MAX_EVENT_PODS = 32
 SUBMIT_PAUSE = (5.0, 300.0)  # seconds: first pause after an unreachable API server, maximum
 STOP_REQUESTED = gettext_noop("Stop requested.")
+# How long a stopped job whose resource is gone stays Stopping while its pods terminate. Stop
+# deletes the resource in the background (qa96): a Foreground delete waits for every pod,
+# which the operators make with blockOwnerDeletion, and a pod stuck Terminating on a node
+# that is not ready held the job Stopping for good. Past this the job is Stopped, naming the
+# pods still terminating.
+STOP_PODS_WAIT = timedelta(minutes=5)
 PRIVILEGED_REFUSED = gettext_noop(
     "Privileged containers are not allowed in this pool: the operator allows them per "
     "namespace (KUBERNETES_PRIVILEGED_NAMESPACES). Turn privileged mode off, or choose a pool "
@@ -1787,6 +1794,28 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         )
         if stopping:
             message = recorded(gettext_noop("Kubernetes deleted %(name)s."), name=job.external_id)
+            left = sorted(
+                name
+                for pod in self._pods(job, client, namespace, job.secret_values())
+                if (name := str((pod.get("metadata") or {}).get("name") or ""))
+            )
+            if left:
+                since = (
+                    Job.objects.filter(pk=job.pk).values_list("stop_sent_at", flat=True).first()
+                    or job.updated_at
+                )
+                if timezone.now() - since < STOP_PODS_WAIT:
+                    return  # Stopping while its pods terminate
+                message = recorded(
+                    gettext_noop(
+                        "Kubernetes deleted %(name)s; after %(minutes)d minutes these of its "
+                        "pods are still terminating: %(pods)s. Their node may not be ready: "
+                        "what they hold there is not free until they are gone."
+                    ),
+                    name=job.external_id,
+                    minutes=STOP_PODS_WAIT.seconds // 60,
+                    pods=", ".join(left),
+                )
         elif spec is not None and spec.retention_period:
             message = recorded(
                 gettext_noop(
@@ -1998,12 +2027,14 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     def _send_delete(
         self, client: KubeClient, namespace: str, name: str, job: Job
     ) -> KubeError | None:
-        """Deletes the resource (its pods first) and its Secret; the error, if the resource's
-        delete did not take (404 counts as done). A TrainJob too is deleted, not suspended:
-        the console's Stopped job never runs again."""
+        """Deletes the resource and its Secret; the error, if the resource's delete did not
+        take (404 counts as done). A TrainJob too is deleted, not suspended: the console's
+        Stopped job never runs again. In the background: the resource goes at once and the
+        garbage collector deletes its pods, which the job waits for (_gone, STOP_PODS_WAIT)."""
         try:
             client.delete(
-                M.resource_path(job.framework, namespace, name, training_api=job.training_api)
+                M.resource_path(job.framework, namespace, name, training_api=job.training_api),
+                propagation="Background",
             )
         except KubeError as exc:
             if not _not_found(exc):
