@@ -615,6 +615,10 @@ def job_manifest(
     if spec.framework == S.CUSTOM:
         return jobset_manifest(spec, cluster, name=name, namespace=namespace, job_id=job_id)
     kind = KINDS[spec.framework]
+    # Not a restart of the whole job (qa96, README "runPolicy"): the kubelet restarts the
+    # failed container in place, and training-operator fails the job once its pods' restarts
+    # together pass backoffLimit. Kept over the operator's other policies, none of which
+    # restarts the whole job either.
     restart = "OnFailure" if spec.fault_tolerance else "Never"
     replicas: dict[str, Any] = {}
     for role in spec.roles:
