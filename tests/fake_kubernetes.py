@@ -30,7 +30,8 @@ training operator's CRDs and validating webhook) checks before it stores an obje
   never start: CreateContainerConfigError; refusing is how the fake makes that visible), and
   a container's securityContext.privileged a boolean, true only in a namespace whose Pod
   Security Admission level (`add_namespace(pod_security=...)`) is "privileged" (elsewhere
-  admission forbids the pods: refused, likewise);
+  admission forbids the pods: refused, likewise); a namespace's GET answers that level as its
+  pod-security.kubernetes.io/enforce label (none when privileged);
 - 409 AlreadyExists, 404 NotFound, answered as Status objects; each write gives its object
   the next resourceVersion, and a patch carrying an older one is 409 Conflict;
 - JobSets as the CRD's schema and JobSet's webhook check them: spec, replicatedJobs (a
@@ -1381,6 +1382,11 @@ class FakeKubernetes:
             and r.method == "GET"
         ):
             return ("list", p[2], "", "", "")
+        if p[:3] == ["api", "v1", "namespaces"] and len(p) == 4:
+            if r.method != "GET":
+                raise Refusal(405, "MethodNotAllowed", "not served by this fake")
+            # A namespace is authorized as in itself: a RoleBinding there may grant its get.
+            return ("get", "namespaces", p[3], p[3], "")
         if (
             self.metrics_server
             and p[:4] == ["apis", "metrics.k8s.io", "v1beta1", "namespaces"]
@@ -1471,6 +1477,18 @@ class FakeKubernetes:
             raise Refusal(404, "NotFound", f'namespaces "{namespace}" not found')
         if plural == METRICS:
             return 200, self._pod_metrics(r, namespace, name)
+        if plural == "namespaces":
+            level = self.pod_security.get(namespace, "privileged")
+            # Unlabelled when privileged, the admission's default level.
+            labels = {"kubernetes.io/metadata.name": namespace}
+            if level != "privileged":
+                labels["pod-security.kubernetes.io/enforce"] = level
+            return 200, {
+                "kind": "Namespace",
+                "apiVersion": "v1",
+                "metadata": {"name": namespace, "labels": labels},
+                "status": {"phase": "Active"},
+            }
         if verb == "list":
             return 200, self._list(r, plural, namespace)
         if verb == "log":

@@ -2229,6 +2229,60 @@ def test_a_custom_job_whose_pods_cannot_start_stays_queued_with_the_schedulers_r
     assert job.status == JobStatus.RUNNING
 
 
+SCRATCH = S.Datasource("hostpath", "scratch", "/scratch", "/run-1")
+
+
+def test_a_pool_whose_namespace_pod_security_refuses_the_jobs_pods_says_so_on_the_field(fake, k8s):
+    """qa96: a namespace labelled pod-security.kubernetes.io/enforce=baseline refuses
+    hostPath volumes, the host network and privileged containers at the pods' admission,
+    and restricted every pod the console makes; the job was taken and sat Queued."""
+    fake.add_namespace("team-a", pod_security="baseline")
+    k8s.pools()  # the inventory reads each namespace's level
+    baseline = spec(resource_pool_id="k8s-team-a", datasources=[SCRATCH], host_network=True)
+
+    errors = k8s.check_spec(baseline)
+
+    refuses = (
+        "The namespace team-a of this pool enforces the Pod Security level “baseline”, which "
+        "refuses {}: the job's pods would never start. Choose a pool whose namespace allows "
+        "it, or ask the operator to label the namespace "
+        "pod-security.kubernetes.io/enforce=privileged."
+    )
+    assert errors["datasources[0].name"] == [refuses.format("hostPath volumes")]
+    assert errors["jobSpec.hostNetwork"][-1] == refuses.format("the host network")
+    with translation.override("zh-hans"):
+        [said] = k8s.check_spec(baseline)["datasources[0].name"]
+    assert "“baseline”" in said and "hostPath 卷" in said
+    # The same job on an unlabelled (privileged) namespace: nothing of the kind.
+    assert "datasources[0].name" not in k8s.check_spec(spec(datasources=[SCRATCH]))
+
+    fake.add_namespace("team-a", pod_security="restricted")
+    k8s._inventories.clear()
+    k8s.pools()
+    [restricted] = k8s.check_spec(spec(resource_pool_id="k8s-team-a"))["resourcePoolId"]
+    assert restricted.startswith(
+        "The namespace team-a of this pool enforces the Pod Security level “restricted”, "
+        "which refuses every pod the console makes"
+    )
+
+
+def test_a_job_its_namespaces_pod_security_now_refuses_fails_at_submit_creating_nothing(
+    fake, k8s, alice
+):
+    """Checked again as the worker sends the job: the label may have changed since it was
+    taken (held for review, waiting in its queue), and the inventory read is a cached one."""
+    job = submitted(alice, k8s, datasources=[SCRATCH])  # no level read yet: taken
+    assert job.status == JobStatus.QUEUED
+    fake.add_namespace("default", pod_security="baseline")
+    later = submitted(alice, k8s, datasources=[SCRATCH])
+
+    assert later.status == JobStatus.SUBMIT_FAILED
+    assert "enforces the Pod Security level “baseline”, which refuses hostPath volumes" in (
+        later.status_reason
+    )
+    assert [j["metadata"]["labels"][M.CONSOLE_JOB_LABEL] for j in fake.jobs()] == [job.public_id]
+
+
 def test_an_mpi_job_whose_launcher_pod_is_refused_says_why_from_the_launchers_job(fake, k8s, alice):
     """The MPI operator v2 runs the launcher as a batch Job (<mpijob>-launcher): a launcher
     pod refused at admission is said only in that Job's FailedCreate event (qa55)."""

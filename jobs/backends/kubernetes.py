@@ -93,7 +93,7 @@ from jobs.runtime_env import (
 )
 from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, read_usage
-from jobs.texts import joined, list_words
+from jobs.texts import Term, joined, list_words
 
 from .base import (
     AcceleratorStock,
@@ -546,6 +546,65 @@ class Quota:
         )
 
 
+POD_SECURITY_LABEL = "pod-security.kubernetes.io/enforce"
+POD_SECURITY_REFUSES = gettext_noop(
+    "The namespace %(namespace)s of this pool enforces the Pod Security level “%(level)s”, "
+    "which refuses %(what)s: the job's pods would never start. Choose a pool whose namespace "
+    "allows it, or ask the operator to label the namespace "
+    "pod-security.kubernetes.io/enforce=privileged."
+)
+POD_SECURITY_RESTRICTED = gettext_noop(
+    "The namespace %(namespace)s of this pool enforces the Pod Security level “restricted”, "
+    "which refuses every pod the console makes (they do not run as a non-root user with a "
+    "seccomp profile and all capabilities dropped): the job's pods would never start. Choose "
+    "another pool."
+)
+
+
+def pod_security_level(client: KubeClient, namespace: str) -> str:
+    """The namespace's Pod Security Admission enforce level (its label; "privileged" when
+    unlabelled, the admission's default), "" when it cannot be read (RBAC without `get
+    namespaces`, no answer: the job is sent, as before qa96)."""
+    try:
+        found = client.get(f"/api/v1/namespaces/{namespace}")
+    except KubeError as exc:
+        # Unknown is not refused: an API server that does not answer answers the create no
+        # better, which then says so as before.
+        logger.info("Pod Security level of namespace %s not read: %s", namespace, exc)
+        return ""
+    labels = (found.get("metadata") or {}).get("labels") or {}
+    return str(labels.get(POD_SECURITY_LABEL) or "privileged")
+
+
+def pod_security_refusals(spec: spec_module.JobSpec, level: str) -> dict[str, str]:
+    """What the namespace's Pod Security Admission level refuses of the job's pods: the
+    spec's field -> the thing refused (a gettext_noop message; "" for every pod). Baseline
+    refuses privileged containers, the host network and hostPath volumes; restricted every
+    pod the console makes (qa96: the job was created, and its pods, refused at admission,
+    left it Queued until its timeout)."""
+    if level == "restricted":
+        return {"resourcePoolId": ""}
+    if level != "baseline":
+        return {}
+    found: dict[str, str] = {}
+    if spec.privileged:
+        found["jobSpec.privileged"] = gettext_noop("privileged containers")
+    if spec.host_network:
+        found["jobSpec.hostNetwork"] = gettext_noop("the host network")
+    for i, ds in enumerate(spec.datasources):
+        if ds.type == M.HOST_PATH_TYPE:
+            found[f"datasources[{i}].name"] = gettext_noop("hostPath volumes")
+    return found
+
+
+def pod_security_refused(namespace: str, level: str, what: str) -> str:
+    """The refusal of pod_security_refusals' `what` (recorded: said in each reader's
+    language)."""
+    if not what:
+        return recorded(POD_SECURITY_RESTRICTED, namespace=namespace)
+    return recorded(POD_SECURITY_REFUSES, namespace=namespace, level=level, what=Term(what))
+
+
 @dataclass(frozen=True)
 class Figures:
     """One read of an API server's inventory: the cluster's cards per card type (over its
@@ -554,6 +613,8 @@ class Figures:
     stock: tuple[AcceleratorStock, ...] = ()
     resources: dict[str, str] = field(default_factory=dict)  # card type -> resource, as read
     quotas: dict[str, Quota] = field(default_factory=dict)  # namespace -> its quotas
+    # namespace -> its Pod Security Admission enforce level ("" when it could not be read)
+    pod_security: dict[str, str] = field(default_factory=dict)
     as_of: datetime | None = None  # the last successful read of nodes and pods
     error: Exception | None = None  # the last read failed: the figures are the ones before it
 
@@ -587,6 +648,7 @@ class Inventory(BackgroundInventory):
         try:
             stock = self._read_cluster(config, client)
             quotas = {ns: self._read_quota(config, client, ns) for ns in config.namespaces}
+            levels = {ns: pod_security_level(client, ns) for ns in config.namespaces}
         except KubeError as exc:
             logger.warning("Kubernetes inventory read failed: %s", exc)
             self.figures = replace(last, error=exc)
@@ -598,6 +660,7 @@ class Inventory(BackgroundInventory):
                 stock=tuple(stock),
                 resources={card: a.resource for card, a in config.cluster.accelerators.items()},
                 quotas=quotas,
+                pod_security=levels,
                 as_of=timezone.now(),
             )
 
@@ -939,6 +1002,23 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             cluster.privileged_namespaces
         ):
             err("jobSpec.privileged", _(PRIVILEGED_REFUSED))
+        with self._lock:
+            inventory = self._inventories.get(config.key())
+        # The last inventory read's, never waiting for one: the worker reads it again before
+        # it creates the job (_create).
+        level = (
+            inventory.figures.pod_security.get(namespace_of(spec.resource_pool_id), "")
+            if inventory
+            else ""
+        )
+        namespace = namespace_of(spec.resource_pool_id)
+        for path, what in pod_security_refusals(spec, level).items():
+            err(
+                path,
+                _(POD_SECURITY_REFUSES) % {"namespace": namespace, "level": level, "what": _(what)}
+                if what
+                else _(POD_SECURITY_RESTRICTED) % {"namespace": namespace},
+            )
         if spec.enable_rdma:
             err("jobSpec.enableRDMA", _("RDMA is not supported on Kubernetes pools yet."))
         if spec.enable_bccl:
@@ -1278,6 +1358,14 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             # Allowed when it was submitted (check_spec), not any more: an approval or a
             # queue's wait can outlast the operator's setting.
             self._fail(job, recorded(PRIVILEGED_REFUSED), secrets)
+            return
+        # The namespace's Pod Security level as it is now: its admission refuses the pods, not
+        # the job, which would sit Queued until its timeout.
+        level = pod_security_level(client, namespace)
+        if refused := pod_security_refusals(spec, level):
+            self._fail(
+                job, pod_security_refused(namespace, level, next(iter(refused.values()))), secrets
+            )
             return
         # The training API is the job's from its first create on: a create tried again, and
         # every later read, Stop and Delete, ask for the same kind whatever the setting says now.
