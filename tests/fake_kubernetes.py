@@ -30,7 +30,8 @@ training operator's CRDs and validating webhook) checks before it stores an obje
   never start: CreateContainerConfigError; refusing is how the fake makes that visible), and
   a container's securityContext.privileged a boolean, true only in a namespace whose Pod
   Security Admission level (`add_namespace(pod_security=...)`) is "privileged" (elsewhere
-  admission forbids the pods: refused, likewise);
+  admission forbids the pods: refused, likewise); a namespace's GET answers that level as its
+  pod-security.kubernetes.io/enforce label (none when privileged);
 - 409 AlreadyExists, 404 NotFound, answered as Status objects; each write gives its object
   the next resourceVersion, and a patch carrying an older one is 409 Conflict;
 - JobSets as the CRD's schema and JobSet's webhook check them: spec, replicatedJobs (a
@@ -73,7 +74,8 @@ replicatedJobsStatus follows its pods, as its controllers count them), `add_even
 for inventory, `forbid(verb, plural)` for RBAC, `fail_next(op)` / `drop_next(op)` /
 `delay_next(op)` / `block_next(op)` / `trickle_next(op)` for the next call of one operation ("create pytorchjobs",
 "get secrets", "list pods", "list resourcequotas", "log pods", ...), and `hold_deletions`
-(Foreground deletes mark the object deleting until `finish_deletions`).
+(a job's delete marks its pods terminating, and a Foreground one the job deleting too,
+until `finish_deletions`).
 """
 
 from __future__ import annotations
@@ -343,6 +345,36 @@ class GeneratedLog:
             )
             assert len(chunk) == width * (min(start + lines_per_chunk, self.count) - start)
             yield chunk
+
+
+def _mpi_operator_pod(
+    name: str, replica_type: str, index: int, replica: dict
+) -> tuple[str, dict[str, str]]:
+    """An MPIJob pod's name and labels as mpi-operator v2 makes them (kubeflow/mpi-operator
+    pkg/controller/mpi_job_controller.go): defaultLabels gives every pod operator-name,
+    job-name and job-role only (no replica-type); newWorker adds ReplicaIndexLabel to a
+    worker, named <job>-worker-<i>; newLauncherJob runs the launcher as the batch Job
+    <job>-launcher, whose controller names its pod <job>-launcher-<5 random> and adds its
+    own job-name and controller-uid labels, and no replica index."""
+    labels = {
+        **((replica["template"].get("metadata") or {}).get("labels") or {}),
+        "training.kubeflow.org/operator-name": "mpi-operator",
+        "training.kubeflow.org/job-name": name,
+        "training.kubeflow.org/job-role": replica_type.lower(),
+    }
+    if replica_type == "Worker":
+        labels["training.kubeflow.org/replica-index"] = str(index)
+        return f"{name}-worker-{index}", labels
+    launcher_job, uid = f"{name}-launcher", str(uuid.uuid4())
+    labels.update(
+        {
+            "batch.kubernetes.io/job-name": launcher_job,
+            "job-name": launcher_job,
+            "batch.kubernetes.io/controller-uid": uid,
+            "controller-uid": uid,
+        }
+    )
+    return f"{launcher_job}-{uuid.uuid4().hex[:5]}", labels
 
 
 def _container_state(phase: str, exit_code: int | None) -> dict[str, Any]:
@@ -709,18 +741,35 @@ class FakeKubernetes:
         *conditions: tuple[str, str] | tuple[str, str, str],
         namespace: str = "default",
     ) -> None:
-        """Conditions as the operator writes them: (type, message[, reason]), each True."""
+        """Conditions as the operator writes them: (type, message[, reason]), each True. The
+        reason by default is the operators' <Kind><type> (training-operator's
+        commonutil.NewReason(jobKind, ...), mpi-operator's mpiJob*Reason: PyTorchJobFailed)."""
         job = self.job(name, namespace)
         job.setdefault("status", {})["conditions"] = [
             {
                 "type": c[0],
                 "status": "True",
                 "message": c[1],
-                "reason": c[2] if len(c) > 2 else f"Job{c[0]}",
+                "reason": c[2] if len(c) > 2 else f"{job['kind']}{c[0]}",
                 "lastTransitionTime": now_stamp(),
             }
             for c in conditions
         ]
+
+    def fail_past_deadline(self, name: str, *, namespace: str = "default") -> None:
+        """The Failed condition the operator writes once the job is past its
+        runPolicy.activeDeadlineSeconds. training-operator (pkg/controller.v1/common/job.go,
+        ReconcileJobs): reason <Kind>Failed, "Job <name> has failed because it was active
+        longer than specified deadline". mpi-operator v2 (updateMPIJobFailedStatus) copies
+        its launcher Job's, which the Job controller failed with DeadlineExceeded, "Job was
+        active longer than specified deadline"."""
+        kind = self.job(name, namespace)["kind"]
+        if kind == "MPIJob":
+            reason, message = "DeadlineExceeded", "Job was active longer than specified deadline"
+        else:
+            reason = f"{kind}Failed"
+            message = f"Job {name} has failed because it was active longer than specified deadline"
+        self.set_conditions(name, ("Failed", message, reason), namespace=namespace)
 
     def set_jobset_status(
         self,
@@ -757,7 +806,8 @@ class FakeKubernetes:
         attempt: int = 0,
     ) -> list[str]:
         """The job's pods as the training operator creates them: named <job>-<type>-<i>,
-        with the template's labels and the operator's own. `node` "": not scheduled yet
+        with the template's labels and the operator's own (an MPIJob's as mpi-operator
+        names and labels them: _mpi_operator_pod). `node` "": not scheduled yet
         (unscheduled). `attempt`: a TrainJob's, the restart of Trainer's JobSet they are of
         (a custom job's JobSet says its own: set_jobset_status)."""
         job = self.job(name, namespace)
@@ -782,7 +832,7 @@ class FakeKubernetes:
                     "training.kubeflow.org/replica-index": str(index),
                 }
                 if kind == "MPIJob":
-                    labels["training.kubeflow.org/job-role"] = replica_type.lower()
+                    pod_name, labels = _mpi_operator_pod(name, replica_type, index, replica)
                 state = _container_state(phase, exit_code)
                 containers = replica["template"]["spec"]["containers"]
                 self.pods[(namespace, pod_name)] = {
@@ -1211,7 +1261,12 @@ class FakeKubernetes:
         self.generated_logs[(namespace, pod)] = GeneratedLog(line_of, count, end)
 
     def finish_deletions(self) -> None:
+        """The held deletions done: pods being deleted gone, and with them the jobs a
+        Foreground delete kept."""
         with self._lock:
+            for pod_key, pod in list(self.pods.items()):
+                if pod["metadata"].get("deletionTimestamp"):
+                    del self.pods[pod_key]
             for key, obj in list(self.objects.items()):
                 if obj["metadata"].get("deletionTimestamp"):
                     self._remove(key)
@@ -1327,6 +1382,11 @@ class FakeKubernetes:
             and r.method == "GET"
         ):
             return ("list", p[2], "", "", "")
+        if p[:3] == ["api", "v1", "namespaces"] and len(p) == 4:
+            if r.method != "GET":
+                raise Refusal(405, "MethodNotAllowed", "not served by this fake")
+            # A namespace is authorized as in itself: a RoleBinding there may grant its get.
+            return ("get", "namespaces", p[3], p[3], "")
         if (
             self.metrics_server
             and p[:4] == ["apis", "metrics.k8s.io", "v1beta1", "namespaces"]
@@ -1417,6 +1477,18 @@ class FakeKubernetes:
             raise Refusal(404, "NotFound", f'namespaces "{namespace}" not found')
         if plural == METRICS:
             return 200, self._pod_metrics(r, namespace, name)
+        if plural == "namespaces":
+            level = self.pod_security.get(namespace, "privileged")
+            # Unlabelled when privileged, the admission's default level.
+            labels = {"kubernetes.io/metadata.name": namespace}
+            if level != "privileged":
+                labels["pod-security.kubernetes.io/enforce"] = level
+            return 200, {
+                "kind": "Namespace",
+                "apiVersion": "v1",
+                "metadata": {"name": namespace, "labels": labels},
+                "status": {"phase": "Active"},
+            }
         if verb == "list":
             return 200, self._list(r, plural, namespace)
         if verb == "log":
@@ -2351,25 +2423,44 @@ class FakeKubernetes:
                 "BadRequest",
                 f"propagationPolicy {policy!r} is not Foreground, Background or Orphan",
             )
-        if policy == "Foreground" and self.hold_deletions and key[0] in JOB_PLURALS:
-            found["metadata"].setdefault("deletionTimestamp", now_stamp())
-            found["metadata"]["finalizers"] = ["foregroundDeletion"]
-            return found
+        if self.hold_deletions and key[0] in JOB_PLURALS:
+            # The garbage collector deletes the job's pods, which terminate as their kubelet
+            # lets them (until finish_deletions; never, on a node that is not ready). The
+            # operators make them with blockOwnerDeletion (training-operator's and
+            # mpi-operator's metav1.NewControllerRef), so a Foreground delete keeps the job,
+            # deletionTimestamp and foregroundDeletion finalizer set, until they are gone;
+            # a Background one removes it at once (kubernetes garbage collection docs,
+            # "Foreground cascading deletion").
+            for pod in self._owned_pods(key).values():
+                pod["metadata"].setdefault("deletionTimestamp", now_stamp())
+            if policy == "Foreground":
+                found["metadata"].setdefault("deletionTimestamp", now_stamp())
+                found["metadata"]["finalizers"] = ["foregroundDeletion"]
+                return found
+            self.objects.pop(key, None)
+            return status(200, "", "")
         self._remove(key)
         return status(200, "", "")
 
-    def _remove(self, key: tuple[str, str, str]) -> None:
+    def _owned_pods(self, key: tuple[str, str, str]) -> dict[tuple[str, str], dict]:
         plural, namespace, name = key
+        if plural not in JOB_PLURALS:
+            return {}
+        owner = (
+            "jobset.sigs.k8s.io/jobset-name"  # a TrainJob's JobSet is named after it
+            if plural in ("jobsets", "trainjobs")
+            else "training.kubeflow.org/job-name"
+        )
+        return {
+            pod_key: pod
+            for pod_key, pod in self.pods.items()
+            if pod["metadata"]["labels"].get(owner) == name and pod_key[0] == namespace
+        }
+
+    def _remove(self, key: tuple[str, str, str]) -> None:
         self.objects.pop(key, None)
-        if plural in JOB_PLURALS:
-            owner = (
-                "jobset.sigs.k8s.io/jobset-name"  # a TrainJob's JobSet is named after it
-                if plural in ("jobsets", "trainjobs")
-                else "training.kubeflow.org/job-name"
-            )
-            for pod_key, pod in list(self.pods.items()):
-                if pod["metadata"]["labels"].get(owner) == name and pod_key[0] == namespace:
-                    del self.pods[pod_key]
+        for pod_key in self._owned_pods(key):
+            del self.pods[pod_key]
 
 
 def configure(settings: Any, fake: FakeKubernetes, **overrides: Any) -> None:

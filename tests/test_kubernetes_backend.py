@@ -1526,19 +1526,31 @@ def kube_stamp(moment) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def test_a_job_past_its_deadline_is_timed_out_and_a_failed_one_failed(fake, k8s, alice):
-    late = submitted(alice, k8s)
-    broken = submitted(alice, k8s)
-    fake.set_conditions(late.external_id, ("Failed", "active too long", "DeadlineExceeded"))
+@pytest.mark.parametrize("framework", [S.PYTORCH, S.TENSORFLOW, S.MPI])
+def test_a_job_past_its_deadline_is_timed_out_and_a_failed_one_failed(fake, k8s, alice, framework):
+    """qa96: training-operator fails a PyTorchJob/TFJob past its deadline with reason
+    PyTorchJobFailed/TFJobFailed, as any failure, saying so only in its message; the console
+    looked for DeadlineExceeded (mpi-operator's, from its launcher Job) and showed Failed."""
+    roles = {
+        S.TENSORFLOW: [S.Role("chief", 1, A800, 8), S.Role("worker", 1, A800, 8)],
+    }.get(framework, spec().roles)
+    late = submitted(alice, k8s, framework=framework, roles=roles)
+    broken = submitted(alice, k8s, framework=framework, roles=roles)
+    limit = submitted(alice, k8s, framework=framework, roles=roles)
+    fake.fail_past_deadline(late.external_id)
     fake.set_conditions(broken.external_id, ("Failed", "worker-0 exited with 1 hf_secret_value"))
+    backoff = (
+        f"Job {limit.external_id} has failed because it has reached the specified backoff limit"
+    )
+    fake.set_conditions(limit.external_id, ("Failed", backoff))
 
-    k8s.sync(late)
-    k8s.sync(broken)
+    for job in (late, broken, limit):
+        k8s.sync(job)
+        job.refresh_from_db()
 
-    late.refresh_from_db()
-    broken.refresh_from_db()
     assert late.status == JobStatus.TIMED_OUT
-    assert broken.status == JobStatus.FAILED
+    assert "active longer than specified deadline" in late.status_reason
+    assert broken.status == limit.status == JobStatus.FAILED
     assert "worker-0 exited with 1 ******" in broken.status_reason
 
 
@@ -1561,15 +1573,16 @@ def test_stopping_deletes_the_job_and_it_is_stopped_once_gone_never_failed(fake,
     fake.run_pods(name)
     k8s.sync(job)
 
+    # The operator marks the job failed as its pods are killed (before the delete lands):
+    # the console stays Stopping.
+    fake.set_conditions(name, ("Failed", "master-0 killed"))
     k8s.stop(job)
     job.refresh_from_db()
-    # The operator marks the job failed as its pods are killed: the console stays Stopping.
-    fake.set_conditions(name, ("Failed", "master-0 killed"))
     k8s.sync(job)
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPING
     [delete] = fake.calls("delete pytorchjobs")
-    assert delete.param("propagationPolicy") == "Foreground"
+    assert delete.param("propagationPolicy") == "Background"
     assert fake.secret(f"{name}-env") is None
 
     fake.finish_deletions()
@@ -1578,6 +1591,38 @@ def test_stopping_deletes_the_job_and_it_is_stopped_once_gone_never_failed(fake,
     assert job.status == JobStatus.STOPPED
     assert set(job.replicas.values_list("status", flat=True)) == {"stopped"}
     assert len(fake.calls("delete pytorchjobs")) == 1
+
+
+def test_a_stopped_job_whose_pod_is_stuck_terminating_is_stopped_after_a_while_naming_it(
+    fake, k8s, alice
+):
+    """qa96: Stop deleted the job with propagationPolicy=Foreground, which the API server
+    holds until every pod made with blockOwnerDeletion is gone: a pod stuck Terminating on a
+    node that is not ready held the job Stopping for good."""
+    fake.hold_deletions = True  # the pods' kubelet never confirms them gone
+    job = submitted(alice, k8s)
+    name = job.external_id
+    fake.set_conditions(name, ("Running", "running"))
+    master, worker = fake.run_pods(name)
+    k8s.sync(job)
+
+    k8s.stop(job)
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING  # its pods are still going
+
+    Job.objects.filter(pk=job.pk).update(stop_sent_at=timezone.now() - timedelta(minutes=5))
+    k8s.sync(job)
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.STOPPED
+    assert job.status_reason == (
+        f"Kubernetes deleted {name}; after 5 minutes these of its pods are still terminating: "
+        f"{master}, {worker}. Their node may not be ready: what they hold there is not free "
+        "until they are gone."
+    )
+    with translation.override("zh-hans"):
+        assert "仍在终止" in job.events.get(reason="Stopped").message_shown
 
 
 def test_a_job_stopped_while_its_create_was_in_flight_is_found_and_deleted(fake, k8s, alice):
@@ -2204,6 +2249,60 @@ def test_a_custom_job_whose_pods_cannot_start_stays_queued_with_the_schedulers_r
     assert job.status == JobStatus.RUNNING
 
 
+SCRATCH = S.Datasource("hostpath", "scratch", "/scratch", "/run-1")
+
+
+def test_a_pool_whose_namespace_pod_security_refuses_the_jobs_pods_says_so_on_the_field(fake, k8s):
+    """qa96: a namespace labelled pod-security.kubernetes.io/enforce=baseline refuses
+    hostPath volumes, the host network and privileged containers at the pods' admission,
+    and restricted every pod the console makes; the job was taken and sat Queued."""
+    fake.add_namespace("team-a", pod_security="baseline")
+    k8s.pools()  # the inventory reads each namespace's level
+    baseline = spec(resource_pool_id="k8s-team-a", datasources=[SCRATCH], host_network=True)
+
+    errors = k8s.check_spec(baseline)
+
+    refuses = (
+        "The namespace team-a of this pool enforces the Pod Security level “baseline”, which "
+        "refuses {}: the job's pods would never start. Choose a pool whose namespace allows "
+        "it, or ask the operator to label the namespace "
+        "pod-security.kubernetes.io/enforce=privileged."
+    )
+    assert errors["datasources[0].name"] == [refuses.format("hostPath volumes")]
+    assert errors["jobSpec.hostNetwork"][-1] == refuses.format("the host network")
+    with translation.override("zh-hans"):
+        [said] = k8s.check_spec(baseline)["datasources[0].name"]
+    assert "“baseline”" in said and "hostPath 卷" in said
+    # The same job on an unlabelled (privileged) namespace: nothing of the kind.
+    assert "datasources[0].name" not in k8s.check_spec(spec(datasources=[SCRATCH]))
+
+    fake.add_namespace("team-a", pod_security="restricted")
+    k8s._inventories.clear()
+    k8s.pools()
+    [restricted] = k8s.check_spec(spec(resource_pool_id="k8s-team-a"))["resourcePoolId"]
+    assert restricted.startswith(
+        "The namespace team-a of this pool enforces the Pod Security level “restricted”, "
+        "which refuses every pod the console makes"
+    )
+
+
+def test_a_job_its_namespaces_pod_security_now_refuses_fails_at_submit_creating_nothing(
+    fake, k8s, alice
+):
+    """Checked again as the worker sends the job: the label may have changed since it was
+    taken (held for review, waiting in its queue), and the inventory read is a cached one."""
+    job = submitted(alice, k8s, datasources=[SCRATCH])  # no level read yet: taken
+    assert job.status == JobStatus.QUEUED
+    fake.add_namespace("default", pod_security="baseline")
+    later = submitted(alice, k8s, datasources=[SCRATCH])
+
+    assert later.status == JobStatus.SUBMIT_FAILED
+    assert "enforces the Pod Security level “baseline”, which refuses hostPath volumes" in (
+        later.status_reason
+    )
+    assert [j["metadata"]["labels"][M.CONSOLE_JOB_LABEL] for j in fake.jobs()] == [job.public_id]
+
+
 def test_an_mpi_job_whose_launcher_pod_is_refused_says_why_from_the_launchers_job(fake, k8s, alice):
     """The MPI operator v2 runs the launcher as a batch Job (<mpijob>-launcher): a launcher
     pod refused at admission is said only in that Job's FailedCreate event (qa55)."""
@@ -2215,6 +2314,45 @@ def test_an_mpi_job_whose_launcher_pod_is_refused_says_why_from_the_launchers_jo
 
     [event] = job.events.filter(reason="K8s:FailedCreate")
     assert event.message == f"{job.external_id}-launcher: {refusal}"
+
+
+def test_an_mpi_jobs_launcher_pod_is_its_master_0_for_logs_exit_code_and_usage(
+    fake, k8s, alice, settings, tmp_path
+):
+    """qa96: mpi-operator v2 runs the launcher as the batch Job <mpijob>-launcher, its pod
+    <mpijob>-launcher-<random> labelled job-role=launcher and no replica index: master-0
+    (all of mpirun's output, the job's exit code) was never found."""
+    from jobs.backends.kubernetes import usage_file
+    from jobs.shim import read_usage
+
+    settings.VAR_DIR = tmp_path
+    job = submitted(alice, k8s, framework=S.MPI)
+    name = job.external_id
+    fake.set_conditions(name, ("Running", "MPIJob is running."))
+    launcher, worker = fake.run_pods(name)
+    assert launcher.startswith(f"{name}-launcher-") and worker == f"{name}-worker-0"
+    fake.add_logs(launcher, ["rank 0: loss 1.5", "token hf_secret_value"])
+    fake.set_usage(launcher, cpu="1500m", memory="2Gi")
+
+    k8s.sync(job)
+
+    assert k8s.logs(job, "master-0", tail=10) == ["rank 0: loss 1.5", "token ******"]
+    assert "".join(k8s.download_lines(job, "master-0")) == "rank 0: loss 1.5\ntoken ******\n"
+    assert [s["cpu"] for s in read_usage(usage_file(job.public_id, "master-0"))] == [1.5]
+    # Its own environment says it is the master's instance 0 (a field reference to the
+    # replica-index label it does not have resolved empty).
+    env = _resolved(fake.pods[("default", launcher)])
+    assert (env["AIHC_ROLE"], env["AIHC_ROLE_INDEX"]) == ("master", "0")
+    assert _resolved(fake.pods[("default", worker)])["AIHC_ROLE_INDEX"] == "0"
+
+    fake.set_pod_phase(launcher, "Failed")
+    fake.pods[("default", launcher)]["status"]["containerStatuses"][0]["state"] = {
+        "terminated": {"exitCode": 3, "reason": "Error"}
+    }
+    k8s.sync(job)
+
+    master = job.replicas.get(role="master", index=0)
+    assert (master.status, master.exit_code) == ("failed", 3)
 
 
 def test_a_custom_job_whose_pods_are_refused_says_why_from_its_jobs_events(fake, k8s, alice):
@@ -2298,13 +2436,13 @@ def test_stopping_a_custom_job_deletes_its_jobset_and_it_is_stopped_once_gone(fa
     fake.set_jobset_status(name, {"trainer": {"active": 1}})
     k8s.sync(job)
 
-    k8s.stop(job)
     fake.set_conditions(name, ("Failed", "jobset failed", "FailedJobs"))
+    k8s.stop(job)
     k8s.sync(job)
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPING
     [delete] = fake.calls("delete jobsets")
-    assert delete.param("propagationPolicy") == "Foreground"
+    assert delete.param("propagationPolicy") == "Background"
     assert fake.secret(f"{name}-env") is None
 
     fake.finish_deletions()

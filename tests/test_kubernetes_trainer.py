@@ -184,13 +184,13 @@ def test_stopping_a_trainjob_deletes_it_and_it_is_stopped_once_gone(trainer, k8s
     trainer.run_pods(name)
     k8s.sync(job)
 
-    k8s.stop(job)
     trainer.set_conditions(name, ("Failed", "node-0 killed", "JobsFailed"))
+    k8s.stop(job)
     k8s.sync(job)
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPING
     [delete] = trainer.calls("delete trainjobs")
-    assert delete.param("propagationPolicy") == "Foreground"
+    assert delete.param("propagationPolicy") == "Background"
     assert trainer.secret(f"{name}-env") is None
 
     trainer.finish_deletions()

@@ -291,13 +291,15 @@ def test_the_fake_cluster_refuses_a_privileged_pod_its_pod_security_level_forbid
     kubernetes, alice, settings
 ):
     # The operator allowed "web", but its namespace enforces the baseline level: admission
-    # would forbid the pods, which the strict fake makes visible as a refused create.
+    # would forbid the pods, which the strict fake makes visible as a refused create. The
+    # console reads the namespace's level first and fails the job itself, naming the level
+    # (qa96), nothing created.
     settings.KUBERNETES_PRIVILEGED_NAMESPACES = "ml,web"
 
     job = submitted(alice, k8s_spec("web"), "kubernetes")
 
     assert job.status == JobStatus.SUBMIT_FAILED
-    assert "violates PodSecurity" in job.status_reason
+    assert "“baseline”" in job.status_reason and "privileged" in job.status_reason
     assert kubernetes.jobs() == []
 
 

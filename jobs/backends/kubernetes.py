@@ -16,10 +16,11 @@ pods the JobEvent rows ("K8s:<reason>"). All of it is read by the job's row (ext
 framework, pool), not its spec, so a job whose stored spec no longer reads is followed all the
 same (job_spec_or_noted says so once).
 
-Stopping deletes the custom resource (propagationPolicy=Foreground: its pods go first) and
-the Secret; the job stays Stopping while the resource is being deleted, whatever conditions
-the operator writes meanwhile (a master killed by the stop reads Failed), and is Stopped once
-the API server no longer has it. Deleting, rather than runPolicy.suspend, because a console
+Stopping deletes the custom resource (propagationPolicy=Background: the garbage collector
+deletes its pods) and the Secret; the job stays Stopping while the resource and its pods are
+being deleted, whatever conditions the operator writes meanwhile (a master killed by the stop
+reads Failed), and is Stopped once the API server no longer has them, or STOP_PODS_WAIT after
+the stop with pods still terminating, naming them. Deleting, rather than runPolicy.suspend, because a console
 Stopped job never runs again, and suspend is not honoured by every operator version.
 
 Inventory: the configured namespaces, queues and volumes, and for each configured card type
@@ -55,7 +56,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -92,7 +93,7 @@ from jobs.runtime_env import (
 )
 from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, read_usage
-from jobs.texts import joined, list_words
+from jobs.texts import Term, joined, list_words
 
 from .base import (
     AcceleratorStock,
@@ -152,6 +153,12 @@ UNANSWERED_EVENT = "SubmitTimedOut"
 MAX_EVENT_PODS = 32
 SUBMIT_PAUSE = (5.0, 300.0)  # seconds: first pause after an unreachable API server, maximum
 STOP_REQUESTED = gettext_noop("Stop requested.")
+# How long a stopped job whose resource is gone stays Stopping while its pods terminate. Stop
+# deletes the resource in the background (qa96): a Foreground delete waits for every pod,
+# which the operators make with blockOwnerDeletion, and a pod stuck Terminating on a node
+# that is not ready held the job Stopping for good. Past this the job is Stopped, naming the
+# pods still terminating.
+STOP_PODS_WAIT = timedelta(minutes=5)
 PRIVILEGED_REFUSED = gettext_noop(
     "Privileged containers are not allowed in this pool: the operator allows them per "
     "namespace (KUBERNETES_PRIVILEGED_NAMESPACES). Turn privileged mode off, or choose a pool "
@@ -210,6 +217,11 @@ def _true_conditions(resource: dict[str, Any]) -> tuple[dict[str, Any], dict[str
     return status, true
 
 
+# What training-operator's and the Job controller's messages say of a job failed for being
+# active longer than its activeDeadlineSeconds (the operators write it in English alone).
+PAST_DEADLINE = "active longer than specified deadline"
+
+
 def status_from_conditions(resource: dict[str, Any]) -> tuple[str, str, str]:
     """(console status, condition type, its message) of a training-operator resource."""
     _, true = _true_conditions(resource)
@@ -221,7 +233,11 @@ def status_from_conditions(resource: dict[str, Any]) -> tuple[str, str, str]:
         return JobStatus.SUCCEEDED, "Succeeded", said("Succeeded")
     if "Failed" in true:
         reason = str(true["Failed"].get("reason") or "")
-        if "DeadlineExceeded" in reason:
+        # mpi-operator copies its launcher Job's reason, DeadlineExceeded; training-operator
+        # (pkg/controller.v1/common/job.go, ReconcileJobs) fails a PyTorchJob/TFJob past
+        # activeDeadlineSeconds with <Kind>Failed, as any failure, saying it only in its
+        # message (qa96: shown Failed until then).
+        if "DeadlineExceeded" in reason or PAST_DEADLINE in said("Failed"):
             return JobStatus.TIMED_OUT, "Failed", said("Failed")
         return JobStatus.FAILED, "Failed", said("Failed")
     if "Suspended" in true:
@@ -533,6 +549,65 @@ class Quota:
         )
 
 
+POD_SECURITY_LABEL = "pod-security.kubernetes.io/enforce"
+POD_SECURITY_REFUSES = gettext_noop(
+    "The namespace %(namespace)s of this pool enforces the Pod Security level “%(level)s”, "
+    "which refuses %(what)s: the job's pods would never start. Choose a pool whose namespace "
+    "allows it, or ask the operator to label the namespace "
+    "pod-security.kubernetes.io/enforce=privileged."
+)
+POD_SECURITY_RESTRICTED = gettext_noop(
+    "The namespace %(namespace)s of this pool enforces the Pod Security level “restricted”, "
+    "which refuses every pod the console makes (they do not run as a non-root user with a "
+    "seccomp profile and all capabilities dropped): the job's pods would never start. Choose "
+    "another pool."
+)
+
+
+def pod_security_level(client: KubeClient, namespace: str) -> str:
+    """The namespace's Pod Security Admission enforce level (its label; "privileged" when
+    unlabelled, the admission's default), "" when it cannot be read (RBAC without `get
+    namespaces`, no answer: the job is sent, as before qa96)."""
+    try:
+        found = client.get(f"/api/v1/namespaces/{namespace}")
+    except KubeError as exc:
+        # Unknown is not refused: an API server that does not answer answers the create no
+        # better, which then says so as before.
+        logger.info("Pod Security level of namespace %s not read: %s", namespace, exc)
+        return ""
+    labels = (found.get("metadata") or {}).get("labels") or {}
+    return str(labels.get(POD_SECURITY_LABEL) or "privileged")
+
+
+def pod_security_refusals(spec: spec_module.JobSpec, level: str) -> dict[str, str]:
+    """What the namespace's Pod Security Admission level refuses of the job's pods: the
+    spec's field -> the thing refused (a gettext_noop message; "" for every pod). Baseline
+    refuses privileged containers, the host network and hostPath volumes; restricted every
+    pod the console makes (qa96: the job was created, and its pods, refused at admission,
+    left it Queued until its timeout)."""
+    if level == "restricted":
+        return {"resourcePoolId": ""}
+    if level != "baseline":
+        return {}
+    found: dict[str, str] = {}
+    if spec.privileged:
+        found["jobSpec.privileged"] = gettext_noop("privileged containers")
+    if spec.host_network:
+        found["jobSpec.hostNetwork"] = gettext_noop("the host network")
+    for i, ds in enumerate(spec.datasources):
+        if ds.type == M.HOST_PATH_TYPE:
+            found[f"datasources[{i}].name"] = gettext_noop("hostPath volumes")
+    return found
+
+
+def pod_security_refused(namespace: str, level: str, what: str) -> str:
+    """The refusal of pod_security_refusals' `what` (recorded: said in each reader's
+    language)."""
+    if not what:
+        return recorded(POD_SECURITY_RESTRICTED, namespace=namespace)
+    return recorded(POD_SECURITY_REFUSES, namespace=namespace, level=level, what=Term(what))
+
+
 @dataclass(frozen=True)
 class Figures:
     """One read of an API server's inventory: the cluster's cards per card type (over its
@@ -541,6 +616,8 @@ class Figures:
     stock: tuple[AcceleratorStock, ...] = ()
     resources: dict[str, str] = field(default_factory=dict)  # card type -> resource, as read
     quotas: dict[str, Quota] = field(default_factory=dict)  # namespace -> its quotas
+    # namespace -> its Pod Security Admission enforce level ("" when it could not be read)
+    pod_security: dict[str, str] = field(default_factory=dict)
     as_of: datetime | None = None  # the last successful read of nodes and pods
     error: Exception | None = None  # the last read failed: the figures are the ones before it
 
@@ -574,6 +651,7 @@ class Inventory(BackgroundInventory):
         try:
             stock = self._read_cluster(config, client)
             quotas = {ns: self._read_quota(config, client, ns) for ns in config.namespaces}
+            levels = {ns: pod_security_level(client, ns) for ns in config.namespaces}
         except KubeError as exc:
             logger.warning("Kubernetes inventory read failed: %s", logged_error(exc))
             self.figures = replace(last, error=exc)
@@ -585,6 +663,7 @@ class Inventory(BackgroundInventory):
                 stock=tuple(stock),
                 resources={card: a.resource for card, a in config.cluster.accelerators.items()},
                 quotas=quotas,
+                pod_security=levels,
                 as_of=timezone.now(),
             )
 
@@ -928,6 +1007,23 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             cluster.privileged_namespaces
         ):
             err("jobSpec.privileged", _(PRIVILEGED_REFUSED))
+        with self._lock:
+            inventory = self._inventories.get(config.key())
+        # The last inventory read's, never waiting for one: the worker reads it again before
+        # it creates the job (_create).
+        level = (
+            inventory.figures.pod_security.get(namespace_of(spec.resource_pool_id), "")
+            if inventory
+            else ""
+        )
+        namespace = namespace_of(spec.resource_pool_id)
+        for path, what in pod_security_refusals(spec, level).items():
+            err(
+                path,
+                _(POD_SECURITY_REFUSES) % {"namespace": namespace, "level": level, "what": _(what)}
+                if what
+                else _(POD_SECURITY_RESTRICTED) % {"namespace": namespace},
+            )
         if spec.enable_rdma:
             err("jobSpec.enableRDMA", _("RDMA is not supported on Kubernetes pools yet."))
         if spec.enable_bccl:
@@ -1267,6 +1363,14 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             # Allowed when it was submitted (check_spec), not any more: an approval or a
             # queue's wait can outlast the operator's setting.
             self._fail(job, recorded(PRIVILEGED_REFUSED), secrets)
+            return
+        # The namespace's Pod Security level as it is now: its admission refuses the pods, not
+        # the job, which would sit Queued until its timeout.
+        level = pod_security_level(client, namespace)
+        if refused := pod_security_refusals(spec, level):
+            self._fail(
+                job, pod_security_refused(namespace, level, next(iter(refused.values()))), secrets
+            )
             return
         # The training API is the job's from its first create on: a create tried again, and
         # every later read, Stop and Delete, ask for the same kind whatever the setting says now.
@@ -1785,6 +1889,28 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         )
         if stopping:
             message = recorded(gettext_noop("Kubernetes deleted %(name)s."), name=job.external_id)
+            left = sorted(
+                name
+                for pod in self._pods(job, client, namespace, job.secret_values())
+                if (name := str((pod.get("metadata") or {}).get("name") or ""))
+            )
+            if left:
+                since = (
+                    Job.objects.filter(pk=job.pk).values_list("stop_sent_at", flat=True).first()
+                    or job.updated_at
+                )
+                if timezone.now() - since < STOP_PODS_WAIT:
+                    return  # Stopping while its pods terminate
+                message = recorded(
+                    gettext_noop(
+                        "Kubernetes deleted %(name)s; after %(minutes)d minutes these of its "
+                        "pods are still terminating: %(pods)s. Their node may not be ready: "
+                        "what they hold there is not free until they are gone."
+                    ),
+                    name=job.external_id,
+                    minutes=STOP_PODS_WAIT.seconds // 60,
+                    pods=", ".join(left),
+                )
         elif spec is not None and spec.retention_period:
             message = recorded(
                 gettext_noop(
@@ -1996,12 +2122,14 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     def _send_delete(
         self, client: KubeClient, namespace: str, name: str, job: Job
     ) -> KubeError | None:
-        """Deletes the resource (its pods first) and its Secret; the error, if the resource's
-        delete did not take (404 counts as done). A TrainJob too is deleted, not suspended:
-        the console's Stopped job never runs again."""
+        """Deletes the resource and its Secret; the error, if the resource's delete did not
+        take (404 counts as done). A TrainJob too is deleted, not suspended: the console's
+        Stopped job never runs again. In the background: the resource goes at once and the
+        garbage collector deletes its pods, which the job waits for (_gone, STOP_PODS_WAIT)."""
         try:
             client.delete(
-                M.resource_path(job.framework, namespace, name, training_api=job.training_api)
+                M.resource_path(job.framework, namespace, name, training_api=job.training_api),
+                propagation="Background",
             )
         except KubeError as exc:
             if not _not_found(exc):

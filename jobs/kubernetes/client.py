@@ -280,7 +280,7 @@ class KubeClient(PlatformRetries):
             idempotent=False,
         )
 
-    def delete(self, path: str, *, propagation: str = "Foreground") -> dict[str, Any]:
+    def delete(self, path: str, *, propagation: str = "Background") -> dict[str, Any]:
         return self.request(
             "DELETE", path, params=[("propagationPolicy", propagation)], idempotent=False
         )

@@ -288,11 +288,16 @@ def _env(spec: S.JobSpec, role: S.Role, *, name: str, job_id: str) -> list[dict[
         if spec.framework == S.CUSTOM
         else f"metadata.labels['{REPLICA_INDEX_LABEL}']"
     )
+    role_index: dict[str, Any] = {"valueFrom": {"fieldRef": {"fieldPath": index_field}}}
+    if spec.framework == S.MPI and role.name == "master":
+        # mpi-operator labels only its workers with a replica index (qa96): the one launcher
+        # is 0.
+        role_index = {"value": "0"}
     platform: list[dict[str, Any]] = [
         {"name": "AIHC_JOB_NAME", "value": spec.name},
         {"name": "AIHC_JOB_ID", "value": job_id},
         {"name": "AIHC_ROLE", "value": role.name},
-        {"name": "AIHC_ROLE_INDEX", "valueFrom": {"fieldRef": {"fieldPath": index_field}}},
+        {"name": "AIHC_ROLE_INDEX", **role_index},
     ]
     platform.extend(
         {"name": variable, "value": count}
@@ -610,6 +615,10 @@ def job_manifest(
     if spec.framework == S.CUSTOM:
         return jobset_manifest(spec, cluster, name=name, namespace=namespace, job_id=job_id)
     kind = KINDS[spec.framework]
+    # Not a restart of the whole job (qa96, README "runPolicy"): the kubelet restarts the
+    # failed container in place, and training-operator fails the job once its pods' restarts
+    # together pass backoffLimit. Kept over the operator's other policies, none of which
+    # restarts the whole job either.
     restart = "OnFailure" if spec.fault_tolerance else "Never"
     replicas: dict[str, Any] = {}
     for role in spec.roles:
@@ -668,6 +677,11 @@ def pod_replica(
     else:
         role = replica_role(framework, labels)
         index = labels.get(REPLICA_INDEX_LABEL, "")
+        if framework == S.MPI and role == "master":
+            # mpi-operator v2 runs the launcher as the batch Job <job>-launcher, its pod named
+            # <job>-launcher-<random> with no replica-index label (newLauncherPodTemplate
+            # gives it defaultLabels alone): the one launcher is master 0 (qa96).
+            index = "0"
     if not role or not str(index).isdigit():
         return None
     return role, int(index)
