@@ -64,9 +64,11 @@ from . import cgroups, job_users, network
 from . import logs as job_logs
 from .alerts import job_alert, named_for_alert
 from .backends.local import (
+    NVIDIA_RESOURCE,
     accelerator_devices,
     detected_accelerators,
     host_volumes,
+    missing_card_nodes,
     nvidia_driver_cards,
     runner_path_problem,
     tensorflow_without_end,
@@ -1207,6 +1209,23 @@ def launch_attempt(
         raise SandboxError(
             gettext("bubblewrap is not installed at %(path)s (apt-get install bubblewrap)")
             % {"path": settings.LOCAL_BWRAP}
+        )
+    # Before any replica starts: bwrap would fail each one binding a node that is not there,
+    # the job's reason only "worker-0 exited with code 1" (qa95).
+    if missing := [
+        path for card, cards in run.devices.items() for path in missing_card_nodes(card, cards)
+    ]:
+        raise SandboxError(
+            recorded(
+                gettext_noop(
+                    "this machine has no device node %(nodes)s for its %(card)s cards "
+                    "(LOCAL_ACCELERATORS offers them, but no NVIDIA driver made their nodes "
+                    "here). Ask the administrator to install the driver, or to name demo cards "
+                    "by another card type"
+                ),
+                nodes=Words(tuple(missing)),
+                card=NVIDIA_RESOURCE,
+            )
         )
     launched = any(
         read_state(replica_state_dir(job.public_id, run.attempt, ref.label)).phase != "unlaunched"
