@@ -427,6 +427,9 @@ class ReplicaState:
     # something of, each since when (seconds since the epoch). None: no such record.
     rank_failed: dict[str, dict[str, Any]] | None = None
     busy_since: dict[str, float] | None = None
+    # An MPI launcher in it asked rsh for a host that is not the job's and still runs
+    # (jobs/mpi_agent.py's UNKNOWN_HOST): {"host": name, "time": when}. None: no such record.
+    unknown_host: dict[str, Any] | None = None
     # Lost, and it had started before this machine last booted: the machine went down (a
     # power cut, a crash, a reboot) while it ran, taking it and its shim along (QA 69).
     lost_in_restart: bool = False
@@ -467,7 +470,7 @@ def _agent_marks(state: Path) -> dict[str, Any]:
     as numbers or not at all. An agent copied before launches had ids (a job started by an
     earlier version, still running) wrote an empty `busy` and one record, its time the
     file's: read as the launch ""."""
-    marks: dict[str, Any] = {"rank_failed": None, "busy_since": None}
+    marks: dict[str, Any] = {"rank_failed": None, "busy_since": None, "unknown_host": None}
     try:
         folder = os.open(
             state / "tmp" / ".mpi", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_DIRECTORY
@@ -500,6 +503,14 @@ def _agent_marks(state: Path) -> dict[str, Any]:
                     if isinstance(value, int) and 0 < value < 256 and _time(record.get("time")):
                         failed[launch] = {kinds[0]: value, "time": record["time"]}
                 marks["rank_failed"] = failed or None
+        if found := _agent_file(folder, "unknown-host"):
+            with contextlib.suppress(ValueError, AttributeError, TypeError):
+                record = json.loads(found[0])
+                host, when = record["host"], record["time"]
+                if isinstance(host, str) and _time(when):
+                    # Said in the job's reason: printable, and as long as a hostname at most.
+                    shown = "".join(c if c.isprintable() else "?" for c in host[:253])
+                    marks["unknown_host"] = {"host": shown, "time": when}
     finally:
         os.close(folder)
     return marks
@@ -1732,6 +1743,40 @@ def _with_failed_rank(
     )
 
 
+def _mpi_unknown_host_due(
+    replicas: list[JobReplica], states: dict[int, ReplicaState], now: datetime
+) -> dict[int, dict[str, Any]]:
+    """The replicas (their pks, each with its record) where an MPI launcher asked rsh for a
+    host that is not the job's LOCAL_MPI_RANK_GRACE_SECONDS ago or more and still runs
+    (qa95: `mpiexec.hydra -hosts` of names rsh refused waited for ever, the job Running until
+    stopped): the agent removes the record once that launcher ends."""
+    if not any(r.role == "master" and states[r.pk].phase == "alive" for r in replicas):
+        return {}
+    grace = settings.LOCAL_MPI_RANK_GRACE_SECONDS
+    return {
+        replica.pk: record
+        for replica in replicas
+        if (record := states[replica.pk].unknown_host) is not None
+        and states[replica.pk].phase == "alive"
+        and now.timestamp() - record["time"] >= grace
+    }
+
+
+def unknown_host_message(label: str, spec: JobSpec | None, record: dict[str, Any]) -> RecordedText:
+    labels = [ref.label for ref in replica_refs(spec)] if spec is not None else []
+    return recorded(
+        gettext_noop(
+            "The MPI launcher in %(replica)s asked for host %(host)s, which is not a host of "
+            "this job, and did not end the job within %(seconds)s seconds. Its hosts are "
+            "%(hosts)s, or each replica's hostname (the job's name, a hyphen, then the label)."
+        ),
+        replica=label,
+        host=record["host"],
+        seconds=f"{settings.LOCAL_MPI_RANK_GRACE_SECONDS:g}",
+        hosts=Words(tuple(labels)),
+    )
+
+
 def rank_failed_message(label: str, record: dict[str, Any]) -> RecordedText:
     seconds = f"{settings.LOCAL_MPI_RANK_GRACE_SECONDS:g}"
     if "signal" in record:
@@ -2326,6 +2371,9 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     rank_failed_due = (
         _mpi_rank_failure_due(replicas, states, now) if mpi_fail_fast_wanted(spec) else {}
     )
+    unknown_host_due = (
+        _mpi_unknown_host_due(replicas, states, now) if mpi_fail_fast_wanted(spec) else {}
+    )
     failure = None
     after_result = _after_result(job, replicas, states)
     for replica in _in_order_of_failure(replicas, states):
@@ -2376,6 +2424,9 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             break
         if replica.pk in rank_failed_due:
             failure = rank_failed_message(label, rank_failed_due[replica.pk])
+            break
+        if replica.pk in unknown_host_due:
+            failure = unknown_host_message(label, spec, unknown_host_due[replica.pk])
             break
     if failure:
         deadline = _deadline(job, run, spec, now)
