@@ -104,7 +104,7 @@ from .sandbox import (
     read_only_parent_message,
 )
 from .services import job_event, job_spec_or_noted, job_transition, recorded, signing_key
-from .shim import START_GATE, TmpMeter, open_own_folder, remove_tree
+from .shim import CONSOLE_MARK, START_GATE, TmpMeter, open_own_folder, remove_tree
 from .spec import CORES_PER_CARD, MPI, TENSORFLOW, JobSpec, Role
 from .texts import (
     RecordedText,
@@ -2429,6 +2429,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             failure = unknown_host_message(label, spec, unknown_host_due[replica.pk])
             break
     if failure:
+        _hang_cleared_at_end(job, run, replicas)
         deadline = _deadline(job, run, spec, now)
         failed_at = _failed_at(replicas, states)
         if spec and deadline and failed_at and failed_at > deadline:
@@ -2478,6 +2479,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         return
 
     if all(states[r.pk].phase == "exited" for r in replicas):
+        _hang_cleared_at_end(job, run, replicas)
         # The network first: its holder and slirp4netns are in the job's cgroups too.
         network.end_networks(public_id=job.public_id, children=children)
         cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
@@ -3107,6 +3109,47 @@ HANG_CLEARED = gettext_noop(
     "Logs resumed: a replica wrote a line after the hang warning; the job is no longer "
     "suspected to hang."
 )
+
+
+# How much of a replica's log's end is read for the job's last line of its own.
+_LOG_TAIL_BYTES = 65536
+
+
+def _last_job_line_at(path: Path) -> datetime | None:
+    """The stamp of the last line the job itself wrote in a replica's log (the runner's own,
+    marked with CONSOLE_MARK after the stamp, left out: "exited with code 0"), None when the
+    log's end holds none."""
+    try:
+        with path.open("rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - _LOG_TAIL_BYTES))
+            tail = log.read()
+    except OSError:
+        return None
+    for line in reversed(tail.split(b"\n")):
+        stamp, _, text = line.partition(b" ")
+        if not text or text.startswith(CONSOLE_MARK):
+            continue
+        with contextlib.suppress(ValueError, UnicodeDecodeError):
+            return datetime.fromisoformat(stamp.decode())
+    return None
+
+
+def _hang_cleared_at_end(job: Job, run: LocalRun, replicas: list[JobReplica]) -> None:
+    """As the job ends (every replica exited, or one failed): a line the job wrote after the
+    hang warning clears it first, as it does while the job runs (_check_hang). A replica that
+    wrote again and exited before the next tick read as still silent there, and the job's
+    end came with no "hang cleared" (qa95)."""
+    if run.hang_warned_at is None:
+        return
+    for replica in replicas:
+        path = job_logs.replica_log_path(job.public_id, f"{replica.role}-{replica.index}")
+        written = _last_job_line_at(path)
+        if written is not None and written > run.hang_warned_at:
+            with transaction.atomic():
+                run.hang_warned_at = None
+                run.save(update_fields=["hang_warned_at"])
+                job_event(job=job, reason="HangCleared", message=recorded(HANG_CLEARED))
+            return
 
 
 def _check_hang(
