@@ -96,6 +96,38 @@ def local_jobs_run_as_root(app_configs: Any = None, **kwargs: Any) -> list[check
     return found
 
 
+@checks.register(checks.Tags.compatibility, deploy=True)
+def card_nodes_missing(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Said by `manage.py check --deploy`, at the start of `serve` and in the worker's start
+    log (as W002): the local pool offers `nvidia.com/gpu` cards (LOCAL_ACCELERATORS, on a
+    machine whose nvidia-smi found none) whose device nodes do not exist. Each job given one
+    is refused at its start (jobs.runner.launch_attempt); until qa95 each replica failed in
+    bwrap ("Can't find source path /dev/nvidia0"), the job's reason only its exit code.
+    Other card types are demo cards, with no node to find."""
+    from .backends.local import NVIDIA_RESOURCE, detected_accelerators, missing_card_nodes
+
+    if "local" not in settings.CONSOLE_BACKENDS:
+        return []
+    count = detected_accelerators().get(NVIDIA_RESOURCE, 0)
+    missing = missing_card_nodes(NVIDIA_RESOURCE, range(count))
+    if not missing:
+        return []
+    shown = ", ".join(missing[:4]) + (", …" if len(missing) > 4 else "")
+    return [
+        checks.Warning(
+            f"The local pool offers {count} {NVIDIA_RESOURCE} cards, but {len(missing)} of their "
+            f"device nodes do not exist on this machine ({shown}): each local job given such a "
+            f"card is refused at its start, naming the missing node.",
+            hint=(
+                "Install the NVIDIA driver, or give demo cards another card type in "
+                "LOCAL_ACCELERATORS (baidu.com/a800_80g_cgpu=8): a type other than "
+                f"{NVIDIA_RESOURCE} needs no device node. README: Settings, LOCAL_ACCELERATORS."
+            ),
+            id="jobs.W004",
+        )
+    ]
+
+
 def unapplied_migrations() -> list[str]:
     """The migrations of this release the database lacks (`app.name`, in the order `migrate`
     applies them): none once `migrate` has run."""

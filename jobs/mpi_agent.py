@@ -65,6 +65,7 @@ CONNECT_SECONDS = 120  # a worker still starting (a loaded machine) is waited fo
 NO_AGENT = 255  # what ssh exits with when it cannot reach the host
 RANK_FAILED = OWN_FOLDER + "/rank-failed"
 BUSY = OWN_FOLDER + "/busy"
+UNKNOWN_HOST = OWN_FOLDER + "/unknown-host"
 # What starts the ranks in a host (its /proc/<pid>/comm): their children are the ranks, and
 # nothing else a handed command runs (a probe, a rank's own helpers) is watched.
 LAUNCH_DAEMONS = {"hydra_pmi_proxy", "pmi_proxy", "orted", "prted"}
@@ -322,13 +323,61 @@ def launch_id() -> str:
     return f"{parent}-{started}"
 
 
+def replica_label(host: str, own: str) -> str:
+    """The replica `host` names: its label (`worker-0`, the injected hostfile's), or its
+    hostname, `<job>-worker-0` (its pod's name on AIHC, what Kubeflow's hostfile lists), whose
+    `<job>-` this replica's own hostname, `<job>-<own label>`, tells. A label is taken as it
+    is first, whatever the job is named (a job `worker`: `worker-0` is that label)."""
+    if host == own or os.path.isdir(os.path.join(AGENTS, host)):
+        return host
+    mine = socket.gethostname()
+    prefix = mine[: -len(own)] if mine.endswith(f"-{own}") else ""
+    return host[len(prefix) :] if prefix and host.startswith(prefix) else host
+
+
+def _refused(host: str) -> None:
+    """Records, for the runner, that this launch asked for a host that is not the job's
+    (UNKNOWN_HOST, in this replica's /tmp/.mpi), while the launcher that ran this rsh runs:
+    MPICH's mpiexec then waits for ever for the proxy it could not start (qa95: the job stayed
+    Running until stopped). A watcher left behind removes the record once that launcher has
+    ended, so a launcher that ended the job itself (Open MPI's mpirun does) or a script that
+    went on after it is not failed for it. The runner fails the job when the record is older
+    than LOCAL_MPI_RANK_GRACE_SECONDS."""
+    launch = launch_id()
+    try:
+        parent = os.pidfd_open(os.getppid())
+    except OSError:
+        return
+    with contextlib.suppress(OSError):
+        os.makedirs(OWN_FOLDER, exist_ok=True)
+    record = {"host": host[:253], "time": time.time(), "launch": launch}
+    _write(UNKNOWN_HOST, record)
+    if os.fork() != 0:
+        os.close(parent)
+        return
+    # The watcher: nothing of rsh's output held open (the launcher waits for its end).
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        select.select([parent], [], [])
+        with contextlib.suppress(OSError, ValueError), open(UNKNOWN_HOST) as kept:
+            if json.load(kept).get("launch") == launch:
+                os.unlink(UNKNOWN_HOST)
+    finally:
+        os._exit(0)
+
+
 def rsh(host: str, words: list[str]) -> int:
     command = " ".join(words)
     own = f"{os.environ.get('AIHC_ROLE', '')}-{os.environ.get('AIHC_ROLE_INDEX', '')}"
+    asked, host = host, replica_label(host, own)
     if host == own:
         os.execv("/bin/sh", ["/bin/sh", "-c", command])
     if not HOST.fullmatch(host) or not os.path.isdir(os.path.join(AGENTS, host)):
-        print(f"rsh: {host}: not a host of this job", file=sys.stderr)
+        print(f"rsh: {asked}: not a host of this job", file=sys.stderr)
+        _refused(asked)
         return NO_AGENT
     path = os.path.join(AGENTS, host, "agent.sock")
     deadline = time.monotonic() + CONNECT_SECONDS

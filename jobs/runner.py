@@ -64,9 +64,11 @@ from . import cgroups, job_users, network
 from . import logs as job_logs
 from .alerts import job_alert, named_for_alert
 from .backends.local import (
+    NVIDIA_RESOURCE,
     accelerator_devices,
     detected_accelerators,
     host_volumes,
+    missing_card_nodes,
     nvidia_driver_cards,
     runner_path_problem,
     tensorflow_without_end,
@@ -102,7 +104,7 @@ from .sandbox import (
     read_only_parent_message,
 )
 from .services import job_event, job_spec_or_noted, job_transition, recorded, signing_key
-from .shim import START_GATE, TmpMeter, open_own_folder, remove_tree
+from .shim import CONSOLE_MARK, START_GATE, TmpMeter, open_own_folder, remove_tree
 from .spec import CORES_PER_CARD, MPI, TENSORFLOW, JobSpec, Role
 from .texts import (
     RecordedText,
@@ -457,6 +459,9 @@ class ReplicaState:
     # something of, each since when (seconds since the epoch). None: no such record.
     rank_failed: dict[str, dict[str, Any]] | None = None
     busy_since: dict[str, float] | None = None
+    # An MPI launcher in it asked rsh for a host that is not the job's and still runs
+    # (jobs/mpi_agent.py's UNKNOWN_HOST): {"host": name, "time": when}. None: no such record.
+    unknown_host: dict[str, Any] | None = None
     # Lost, and it had started before this machine last booted: the machine went down (a
     # power cut, a crash, a reboot) while it ran, taking it and its shim along (QA 69).
     lost_in_restart: bool = False
@@ -497,7 +502,7 @@ def _agent_marks(state: Path) -> dict[str, Any]:
     as numbers or not at all. An agent copied before launches had ids (a job started by an
     earlier version, still running) wrote an empty `busy` and one record, its time the
     file's: read as the launch ""."""
-    marks: dict[str, Any] = {"rank_failed": None, "busy_since": None}
+    marks: dict[str, Any] = {"rank_failed": None, "busy_since": None, "unknown_host": None}
     try:
         folder = os.open(
             state / "tmp" / ".mpi", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_DIRECTORY
@@ -530,6 +535,14 @@ def _agent_marks(state: Path) -> dict[str, Any]:
                     if isinstance(value, int) and 0 < value < 256 and _time(record.get("time")):
                         failed[launch] = {kinds[0]: value, "time": record["time"]}
                 marks["rank_failed"] = failed or None
+        if found := _agent_file(folder, "unknown-host"):
+            with contextlib.suppress(ValueError, AttributeError, TypeError):
+                record = json.loads(found[0])
+                host, when = record["host"], record["time"]
+                if isinstance(host, str) and _time(when):
+                    # Said in the job's reason: printable, and as long as a hostname at most.
+                    shown = "".join(c if c.isprintable() else "?" for c in host[:253])
+                    marks["unknown_host"] = {"host": shown, "time": when}
     finally:
         os.close(folder)
     return marks
@@ -1259,6 +1272,23 @@ def launch_attempt(
                 path=settings.LOCAL_BWRAP,
             )
         )
+    # Before any replica starts: bwrap would fail each one binding a node that is not there,
+    # the job's reason only "worker-0 exited with code 1" (qa95).
+    if missing := [
+        path for card, cards in run.devices.items() for path in missing_card_nodes(card, cards)
+    ]:
+        raise SandboxError(
+            recorded(
+                gettext_noop(
+                    "this machine has no device node %(nodes)s for its %(card)s cards "
+                    "(LOCAL_ACCELERATORS offers them, but no NVIDIA driver made their nodes "
+                    "here). Ask the administrator to install the driver, or to name demo cards "
+                    "by another card type"
+                ),
+                nodes=Words(tuple(missing)),
+                card=NVIDIA_RESOURCE,
+            )
+        )
     launched = any(
         read_state(replica_state_dir(job.public_id, run.attempt, ref.label)).phase != "unlaunched"
         for ref in replica_refs(spec)
@@ -1761,6 +1791,40 @@ def _with_failed_rank(
         failure=failure,
         replica=label,
         code=code,
+    )
+
+
+def _mpi_unknown_host_due(
+    replicas: list[JobReplica], states: dict[int, ReplicaState], now: datetime
+) -> dict[int, dict[str, Any]]:
+    """The replicas (their pks, each with its record) where an MPI launcher asked rsh for a
+    host that is not the job's LOCAL_MPI_RANK_GRACE_SECONDS ago or more and still runs
+    (qa95: `mpiexec.hydra -hosts` of names rsh refused waited for ever, the job Running until
+    stopped): the agent removes the record once that launcher ends."""
+    if not any(r.role == "master" and states[r.pk].phase == "alive" for r in replicas):
+        return {}
+    grace = settings.LOCAL_MPI_RANK_GRACE_SECONDS
+    return {
+        replica.pk: record
+        for replica in replicas
+        if (record := states[replica.pk].unknown_host) is not None
+        and states[replica.pk].phase == "alive"
+        and now.timestamp() - record["time"] >= grace
+    }
+
+
+def unknown_host_message(label: str, spec: JobSpec | None, record: dict[str, Any]) -> RecordedText:
+    labels = [ref.label for ref in replica_refs(spec)] if spec is not None else []
+    return recorded(
+        gettext_noop(
+            "The MPI launcher in %(replica)s asked for host %(host)s, which is not a host of "
+            "this job, and did not end the job within %(seconds)s seconds. Its hosts are "
+            "%(hosts)s, or each replica's hostname (the job's name, a hyphen, then the label)."
+        ),
+        replica=label,
+        host=record["host"],
+        seconds=f"{settings.LOCAL_MPI_RANK_GRACE_SECONDS:g}",
+        hosts=Words(tuple(labels)),
     )
 
 
@@ -2358,6 +2422,9 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     rank_failed_due = (
         _mpi_rank_failure_due(replicas, states, now) if mpi_fail_fast_wanted(spec) else {}
     )
+    unknown_host_due = (
+        _mpi_unknown_host_due(replicas, states, now) if mpi_fail_fast_wanted(spec) else {}
+    )
     failure = None
     after_result = _after_result(job, replicas, states)
     for replica in _in_order_of_failure(replicas, states):
@@ -2409,7 +2476,11 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         if replica.pk in rank_failed_due:
             failure = rank_failed_message(label, rank_failed_due[replica.pk])
             break
+        if replica.pk in unknown_host_due:
+            failure = unknown_host_message(label, spec, unknown_host_due[replica.pk])
+            break
     if failure:
+        _hang_cleared_at_end(job, run, replicas)
         deadline = _deadline(job, run, spec, now)
         failed_at = _failed_at(replicas, states)
         if spec and deadline and failed_at and failed_at > deadline:
@@ -2459,6 +2530,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         return
 
     if all(states[r.pk].phase == "exited" for r in replicas):
+        _hang_cleared_at_end(job, run, replicas)
         # The network first: its holder and slirp4netns are in the job's cgroups too.
         network.end_networks(public_id=job.public_id, children=children)
         cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
@@ -3088,6 +3160,47 @@ HANG_CLEARED = gettext_noop(
     "Logs resumed: a replica wrote a line after the hang warning; the job is no longer "
     "suspected to hang."
 )
+
+
+# How much of a replica's log's end is read for the job's last line of its own.
+_LOG_TAIL_BYTES = 65536
+
+
+def _last_job_line_at(path: Path) -> datetime | None:
+    """The stamp of the last line the job itself wrote in a replica's log (the runner's own,
+    marked with CONSOLE_MARK after the stamp, left out: "exited with code 0"), None when the
+    log's end holds none."""
+    try:
+        with path.open("rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - _LOG_TAIL_BYTES))
+            tail = log.read()
+    except OSError:
+        return None
+    for line in reversed(tail.split(b"\n")):
+        stamp, _, text = line.partition(b" ")
+        if not text or text.startswith(CONSOLE_MARK):
+            continue
+        with contextlib.suppress(ValueError, UnicodeDecodeError):
+            return datetime.fromisoformat(stamp.decode())
+    return None
+
+
+def _hang_cleared_at_end(job: Job, run: LocalRun, replicas: list[JobReplica]) -> None:
+    """As the job ends (every replica exited, or one failed): a line the job wrote after the
+    hang warning clears it first, as it does while the job runs (_check_hang). A replica that
+    wrote again and exited before the next tick read as still silent there, and the job's
+    end came with no "hang cleared" (qa95)."""
+    if run.hang_warned_at is None:
+        return
+    for replica in replicas:
+        path = job_logs.replica_log_path(job.public_id, f"{replica.role}-{replica.index}")
+        written = _last_job_line_at(path)
+        if written is not None and written > run.hang_warned_at:
+            with transaction.atomic():
+                run.hang_warned_at = None
+                run.save(update_fields=["hang_warned_at"])
+                job_event(job=job, reason="HangCleared", message=recorded(HANG_CLEARED))
+            return
 
 
 def _check_hang(

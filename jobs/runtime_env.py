@@ -265,6 +265,25 @@ def role_counts(spec: JobSpec) -> dict[str, str]:
     }
 
 
+def mpi_launcher_variables(rsh_agent: str) -> dict[str, str]:
+    """How a local MPI job's launcher reaches the hosts of its hostfile, through `rsh_agent`,
+    as training-operator v1 sets it (Open MPI's and Intel MPI's variables) for its kubexec.sh,
+    and MPICH's hydra too. The one source of the wizard's list of them too
+    (jobs.wizard.mpi_launcher_rows): it lacked I_MPI_HYDRA_BOOTSTRAP* (qa95)."""
+    return {
+        "OMPI_MCA_plm_rsh_agent": rsh_agent,
+        "I_MPI_HYDRA_BOOTSTRAP": "rsh",
+        "I_MPI_HYDRA_BOOTSTRAP_EXEC": rsh_agent,
+        "HYDRA_LAUNCHER": "rsh",
+        "HYDRA_LAUNCHER_EXEC": rsh_agent,
+        # Hydra hands its ranks the launcher's whole environment by default, over the
+        # worker's own: each rank then had the launcher's CUDA_VISIBLE_DEVICES (a CPU-only
+        # master's empty one) and AIHC_ROLE=master. Without it a rank keeps its replica's
+        # environment, as OpenMPI's ranks do; -genvlist/-genv/-genvall still choose.
+        "HYDRA_ENV": "none",
+    }
+
+
 def replica_environment(
     spec: JobSpec,
     ref: ReplicaRef,
@@ -335,19 +354,9 @@ def replica_environment(
             env.setdefault("HYDRA_HOST_FILE", hydra_hostfile_path)
             env.setdefault("I_MPI_HYDRA_HOST_FILE", hydra_hostfile_path)
         if mpi_rsh_agent and ref.role == "master":
-            # How the launcher's mpirun reaches the hosts of its hostfile, as training-operator
-            # v1 sets it (OpenMPI's and Intel MPI's variables) for its kubexec.sh, and MPICH's
-            # hydra too, unless the user set them (their own envs are already in `env`).
-            env.setdefault("OMPI_MCA_plm_rsh_agent", mpi_rsh_agent)
-            env.setdefault("I_MPI_HYDRA_BOOTSTRAP", "rsh")
-            env.setdefault("I_MPI_HYDRA_BOOTSTRAP_EXEC", mpi_rsh_agent)
-            env.setdefault("HYDRA_LAUNCHER", "rsh")
-            env.setdefault("HYDRA_LAUNCHER_EXEC", mpi_rsh_agent)
-            # Hydra hands its ranks the launcher's whole environment by default, over the
-            # worker's own: each rank then had the launcher's CUDA_VISIBLE_DEVICES (a CPU-only
-            # master's empty one) and AIHC_ROLE=master. Without it a rank keeps its replica's
-            # environment, as OpenMPI's ranks do; -genvlist/-genv/-genvall still choose.
-            env.setdefault("HYDRA_ENV", "none")
+            # Unless the user set them (their own envs are already in `env`).
+            for name, value in mpi_launcher_variables(mpi_rsh_agent).items():
+                env.setdefault(name, value)
     if visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible_devices
     return env

@@ -303,7 +303,26 @@ def store_capture(*, pk: int, replicas: list[dict[str, Any]]) -> None:
         ended = sum(1 for r in replicas if r.get("error") == "not_running")
         manual = capture.trigger == StackCaptureTrigger.MANUAL
         # Plural forms by the replicas counted ("1 of 1 replica read", qa92).
-        if ended:
+        errors = {r.get("error") for r in replicas}
+        if not read and "no_python" in errors and errors <= {"no_python", "not_running"}:
+            # Nothing failed to be read: there was no Python to read (qa95: an MPI job of a
+            # C program read "0 of 3 replicas read", as if reading had failed).
+            text = (
+                ngettext_noop(
+                    "Call stacks captured on request: no Python process ran in the %(total)s "
+                    "replica, and only Python processes' stacks are read.",
+                    "Call stacks captured on request: no Python process ran in any of the "
+                    "%(total)s replicas, and only Python processes' stacks are read.",
+                )
+                if manual
+                else ngettext_noop(
+                    "Call stacks captured after the hang: no Python process ran in the "
+                    "%(total)s replica, and only Python processes' stacks are read.",
+                    "Call stacks captured after the hang: no Python process ran in any of the "
+                    "%(total)s replicas, and only Python processes' stacks are read.",
+                )
+            )
+        elif ended:
             text = (
                 ngettext_noop(
                     "Call stacks captured on request: %(read)s of %(total)s replica read "

@@ -64,11 +64,13 @@ from .runtime_env import (
     GROUP_INDEX,
     GROUP_TOTAL,
     GROUP_VARIABLES,
+    LOCAL_MPI_RSH_AGENT,
     LOCAL_RUNNER_VARIABLES,
     MPI_HOSTFILE_PATH,
     group_task_of,
     mpi_hostfile,
     mpi_hosts,
+    mpi_launcher_variables,
     replica_refs,
     shown_group_task,
     with_group_envs,
@@ -602,6 +604,38 @@ GROUP_INJECTED: list[tuple[str, Any]] = [
     ("AIHC_GROUP_TASK_TOTAL", gettext_lazy("the number of tasks in a queue task's group")),
 ]
 
+# What the list says of the MPI launcher's variables (runtime_env.mpi_launcher_variables);
+# one named in another's row is not listed again, and one without words here shows its value.
+MPI_LAUNCHER_MEANINGS: dict[str, Any] = {
+    "OMPI_MCA_plm_rsh_agent": gettext_lazy(
+        "/etc/mpi/rsh, the launcher's: how mpirun starts its ranks in the workers"
+    ),
+    "I_MPI_HYDRA_BOOTSTRAP_EXEC": gettext_lazy(
+        "/etc/mpi/rsh, the launcher's, with I_MPI_HYDRA_BOOTSTRAP=rsh: how Intel MPI's "
+        "mpiexec.hydra starts its ranks in the workers"
+    ),
+    "HYDRA_LAUNCHER_EXEC": gettext_lazy(
+        "/etc/mpi/rsh, the launcher's, with HYDRA_LAUNCHER=rsh and HYDRA_ENV=none "
+        "(each rank keeps its own replica's variables)"
+    ),
+}
+MPI_LAUNCHER_NAMED_IN = {
+    "I_MPI_HYDRA_BOOTSTRAP": "I_MPI_HYDRA_BOOTSTRAP_EXEC",
+    "HYDRA_LAUNCHER": "HYDRA_LAUNCHER_EXEC",
+    "HYDRA_ENV": "HYDRA_LAUNCHER_EXEC",
+}
+
+
+def mpi_launcher_rows() -> list[tuple[str, Any]]:
+    """The list's rows of the variables the local runner gives an MPI launcher, from what
+    it sets (the review step's per-replica preview shows them set)."""
+    return [
+        (name, MPI_LAUNCHER_MEANINGS.get(name, value))
+        for name, value in mpi_launcher_variables(LOCAL_MPI_RSH_AGENT).items()
+        if name not in MPI_LAUNCHER_NAMED_IN
+    ]
+
+
 LOCAL_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
     # No variable names a custom job's peers (the seed: the platform writes only generic
     # information), but where they are is what a head/worker command needs first (QA 51).
@@ -616,24 +650,12 @@ LOCAL_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
         ),
     ],
     S.MPI: [
-        (
-            "OMPI_MCA_plm_rsh_agent",
-            gettext_lazy(
-                "/etc/mpi/rsh, the launcher's: how mpirun starts its ranks in the workers"
-            ),
-        ),
+        *mpi_launcher_rows(),
         (
             "HYDRA_HOST_FILE",
             gettext_lazy(
                 "/etc/mpi/hostfile.hydra: the same hosts as host:slots lines, the form MPICH "
                 "and Intel MPI (mpiexec.hydra) read; I_MPI_HYDRA_HOST_FILE too"
-            ),
-        ),
-        (
-            "HYDRA_LAUNCHER_EXEC",
-            gettext_lazy(
-                "/etc/mpi/rsh, the launcher's, with HYDRA_LAUNCHER=rsh and HYDRA_ENV=none "
-                "(each rank keeps its own replica's variables)"
             ),
         ),
         (

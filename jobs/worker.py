@@ -63,6 +63,7 @@ from .alerts import jobs_with_alerts_pending
 from .backends import BACKEND_MODULES, BackendError, get_backend
 from .backends.base import UNANSWERED_CODES
 from .backends.remote import logged_error
+from .checks import card_nodes_missing
 from .health import (
     HEARTBEAT_PK,
     RemoteProgress,
@@ -1651,6 +1652,8 @@ def run_while_holding(
     )
     for warning in job_users.shared_folder_warnings():
         logger.warning("LOCAL_JOB_UID_BASE: %s", warning)
+    for warning in card_nodes_missing():
+        logger.warning("%s (%s) %s", warning.msg, warning.id, warning.hint)
     try:
         worker.note_runs_elsewhere()
         worker.note_followed_again(unfollowed_seconds=unfollowed)

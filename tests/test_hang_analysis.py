@@ -1083,3 +1083,38 @@ def test_native_frames_the_consoles_set_up_does_not_read_are_said_once_in_plain_
         'id="hang-native-note">只显示 Python 栈帧：只有任务以各自的用户 ID 运行时'
         "（由管理员设置 LOCAL_JOB_UID_BASE）才能读取原生栈帧。</p>"
     ) in chinese
+
+
+def test_a_capture_where_no_replica_ran_python_says_so_not_0_of_3_read(alice):
+    # qa95: an MPI job of a C program read "已读取 3 个实例中的 0 个" / "0 of 3 replicas read",
+    # as if reading had failed.
+    job = submit(alice, make_spec("echo hi"))
+    capture = StackCapture.objects.create(job=job, trigger="hang")
+    none = {"error": "no_python", "processes": []}
+
+    store_capture(
+        pk=capture.pk,
+        replicas=[
+            {"label": "master-0", **none},
+            {"label": "worker-0", **none},
+            {"label": "worker-1", "error": "not_running", "processes": []},
+        ],
+    )
+
+    event = job.events.get(reason="StacksCaptured")
+    assert event.message == (
+        "已抓取调用栈（检测到 hang 后）：3 个实例中都没有运行中的 Python 进程"
+        "（只能读取 Python 进程的调用栈）。"
+    )
+    with translation.override("en"):
+        assert event.message_shown == (
+            "Call stacks captured after the hang: no Python process ran in any of the 3 "
+            "replicas, and only Python processes' stacks are read."
+        )
+    manual = StackCapture.objects.create(job=job, trigger="manual")
+    store_capture(pk=manual.pk, replicas=[{"label": "master-0", **none}])
+    with translation.override("en"):
+        assert job.events.filter(reason="StacksCaptured").latest("pk").message_shown == (
+            "Call stacks captured on request: no Python process ran in the 1 replica, and "
+            "only Python processes' stacks are read."
+        )

@@ -966,6 +966,35 @@ def test_a_hang_warning_is_cleared_when_a_replica_writes_again_and_a_new_silence
     assert status_of(job) == JobStatus.RUNNING
 
 
+def test_a_hang_warning_is_cleared_before_the_end_of_a_job_that_wrote_again_and_exited_0(
+    alice, settings
+):
+    # qa95: a replica that wrote again after the warning and exited before the next tick saw
+    # it running: the job Succeeded with no "hang cleared" before it.
+    spec = make_spec(
+        f"echo started; {UNTIL_THE_GATE_OPENS}; echo 'step 2'",
+        fault_tolerance_config=S.FaultToleranceConfig(
+            enabled_hang_detection=True, hang_detection_timeout_minutes=1
+        ),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: "started" in log_text(job, "master-0"), what="its line")
+    silent_for_minutes(job, 2)
+    run_until(worker, lambda: job.events.filter(reason="HangSuspected").exists())
+
+    open_gate(settings)
+    # Its line and its end, both before the worker looks again.
+    deadline = time.monotonic() + 30
+    while "[console]" not in log_text(job, "master-0").splitlines()[-1]:
+        assert time.monotonic() < deadline, log_text(job, "master-0")
+        time.sleep(0.05)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    reasons = list(job.events.order_by("pk").values_list("reason", flat=True))
+    assert reasons[-2:] == ["HangCleared", "Succeeded"], reasons
+
+
 def test_a_job_past_its_timeout_is_stopped_as_timed_out(alice, settings):
     settings.JOB_MINUTE_SECONDS = 0.5
     # A name of this run's own (assembled by the shell, so the command text does not match):

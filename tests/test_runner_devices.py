@@ -17,9 +17,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from django.utils import translation
 
 from jobs import spec as S
 from jobs.backends import local
+from jobs.checks import card_nodes_missing
 from jobs.models import Job, JobStatus
 from jobs.worker import Worker
 
@@ -419,3 +421,51 @@ def test_the_drivers_card_folder_lists_only_the_replicas_own_cards(alice, device
     # The CPU-only launcher sees the folder, empty.
     assert launcher == {}
     assert len(list(driver_folder.iterdir())) == 3
+
+
+def test_a_job_given_cards_whose_nodes_are_missing_is_refused_at_start_naming_them(
+    alice, settings, tmp_path
+):
+    # qa95: nvidia.com/gpu in LOCAL_ACCELERATORS on a machine without /dev/nvidia*: each
+    # replica failed in bwrap ("Can't find source path /dev/nvidia0"), the job's reason only
+    # "worker-0 exited with code 1."
+    folder = tmp_path / "dev"
+    folder.mkdir()
+    (folder / "nvidia1").write_text("nvidia1")  # card 1's node is there, 0's and 2's not
+    settings.LOCAL_DEVICE_DIR = str(folder)
+    settings.LOCAL_ACCELERATORS = f"{GPU}=4"
+    job = submit(alice, make_spec(REPORT, roles=[S.Role("master", 1, GPU, 3)]))
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.FAILED
+    assert job.events.filter(reason="StartFailed").exists()
+    assert f"{folder}/nvidia0、{folder}/nvidia2" in job.status_reason
+    assert "nvidia.com/gpu" in job.status_reason and "nvidia1" not in job.status_reason
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            f"Could not start: this machine has no device node {folder}/nvidia0, "
+            f"{folder}/nvidia2 for its nvidia.com/gpu cards (LOCAL_ACCELERATORS offers them, "
+            "but no NVIDIA driver made their nodes here). Ask the administrator to install the "
+            "driver, or to name demo cards by another card type"
+        )
+    assert not any(" DEVICES " in line for line in log_text(job, "master-0").splitlines())
+
+
+def test_the_start_checks_warn_of_offered_cards_whose_nodes_are_missing(settings, tmp_path):
+    folder = tmp_path / "dev"
+    folder.mkdir()
+    settings.LOCAL_DEVICE_DIR = str(folder)
+    settings.LOCAL_ACCELERATORS = f"{GPU}=2"
+
+    (warning,) = card_nodes_missing()
+
+    assert warning.id == "jobs.W004"
+    assert f"({folder}/nvidia0, {folder}/nvidia1)" in warning.msg
+    # Once the nodes are there, or for demo cards of another type, nothing is said.
+    for name in ("nvidia0", "nvidia1"):
+        (folder / name).write_text(name)
+    assert card_nodes_missing() == []
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=2"
+    (folder / "nvidia0").unlink()
+    assert card_nodes_missing() == []

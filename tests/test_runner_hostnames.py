@@ -135,3 +135,33 @@ def test_where_a_replicas_name_would_pass_63_characters_every_replica_is_named_b
         f"{'j' * 28}-head-0",
         f"{'j' * 28}-{long_role}-0",
     ]
+
+
+def test_the_readmes_deepspeed_hostfile_line_lists_every_replica_by_a_name_that_resolves(alice):
+    # qa95: README said `--hostfile=<one line per replica>`, and a PyTorch job gets none.
+    readme = (django_settings.BASE_DIR / "README.md").read_text()
+    line = next(x.strip() for x in readme.splitlines() if x.strip().startswith("for i in $(seq"))
+    check = (
+        f"{PY} -c 'import socket; "
+        '[print("resolves", n, socket.gethostbyname(n)) '
+        'for n in (l.split()[0] for l in open("/tmp/hostfile"))]\''
+    )
+    spec = make_spec(
+        f"{line}; cat /tmp/hostfile; {check}",
+        framework=S.PYTORCH,
+        roles=[S.Role("master", 1), S.Role("worker", 2)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    for label in ("master-0", "worker-0", "worker-1"):
+        said = [x.split(" ", 1)[1] for x in log_text(job, label).splitlines()]
+        assert said[1:4] == [
+            "local-test-master-0 slots=1",
+            "local-test-worker-0 slots=1",
+            "local-test-worker-1 slots=1",
+        ], said
+        for name in ("local-test-master-0", "local-test-worker-0", "local-test-worker-1"):
+            assert f"resolves {name} 127.0.0.1" in said

@@ -370,3 +370,26 @@ def test_what_a_job_writes_in_its_agents_files_is_read_as_numbers_or_not_at_all(
 
     assert state.busy_since is None
     assert state.rank_failed is None
+
+
+@needs_openmpi
+def test_a_script_that_goes_on_after_mpirun_ended_on_a_host_not_of_the_job_is_not_failed(
+    alice, settings
+):
+    # rsh refused the host (recorded for the runner, qa95), but Open MPI's mpirun ended at
+    # once with its own error: the record went with it, and the script carries on.
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 2
+    spec = make_spec(
+        "mpirun --allow-run-as-root -H gpu-node-7 -n 1 true; "
+        'echo "mpirun answered $?"; sleep 6; echo carried on',
+        framework=S.MPI,
+    )
+    spec.roles = ROLES
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=60)
+
+    master = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, master)
+    assert "rsh: gpu-node-7: not a host of this job" in master
+    assert "mpirun answered 0" not in master and "carried on" in master

@@ -296,3 +296,47 @@ def test_a_named_pipe_a_job_puts_as_its_busy_mark_does_not_hold_the_next_handed_
 
     assert job.status == JobStatus.SUCCEEDED, job.status_reason
     assert "second ran" in log_text(job, "master-0")
+
+
+def test_mpiexec_hydra_given_the_replicas_hostnames_runs_a_rank_in_each_worker(
+    alice, settings, program
+):
+    # qa95: each replica's hostname is <job>-worker-0 (its pod's name on AIHC, what Kubeflow's
+    # hostfile lists); given those, rsh said "not a host of this job" (exit 255).
+    command = (
+        f"mpiexec.hydra -hosts local-test-worker-0,local-test-worker-1 -n 2 "
+        f"{in_volume(program, settings)} {LARGE}"
+    )
+    spec = make_spec(command, framework=S.MPI)
+    spec.roles = ROLES
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=60)
+
+    master = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, master
+    assert " rank 0 of 2 in worker-0 cards 0 sums 1 3\n" in master
+    assert " rank 1 of 2 in worker-1 cards 0 sums 1 3\n" in master
+
+
+def test_mpiexec_hydra_given_a_host_not_of_the_job_fails_the_job_naming_it(
+    alice, settings, program
+):
+    # qa95: rsh refused the host and mpiexec waited for ever for its proxy: the job stayed
+    # Running until stopped. Past the grace the job fails, naming the host.
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 2
+    command = f"mpiexec.hydra -hosts gpu-node-7 -n 1 {in_volume(program, settings)} 1"
+    spec = make_spec(command, framework=S.MPI)
+    spec.roles = ROLES
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=60)
+
+    assert job.status == JobStatus.FAILED, log_text(job, "master-0")
+    assert job.status_reason == (
+        "master-0 中的 MPI 启动器请求了主机 gpu-node-7，它不是本任务的主机，且启动器在 2 秒内"
+        "没有结束任务。本任务的主机为 master-0、worker-0、worker-1，或各实例的主机名（任务名称、"
+        "连字符，再加上实例名）。"
+    )
+    assert "rsh: gpu-node-7: not a host of this job" in log_text(job, "master-0")
+    assert all(r.exit_code is not None for r in job.replicas.all())

@@ -1225,6 +1225,33 @@ def test_the_injected_variables_list_of_a_local_mpi_job_names_the_launchers_rsh_
     assert "/etc/mpi/rsh（launcher 的）：mpirun 经它在各 worker 中启动进程" in table
 
 
+def test_the_injected_variables_list_of_a_local_mpi_job_names_every_variable_its_launcher_gets(
+    alice_client,
+):
+    # qa95: the list lacked I_MPI_HYDRA_BOOTSTRAP and I_MPI_HYDRA_BOOTSTRAP_EXEC, which the
+    # review step's per-replica preview showed set in master-0.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE, **{W.BASIC: basic_data(framework="MPIJob")})
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    start = page.index('id="injected-vars"')
+    table = html.unescape(page[start : page.index("</table>", start)])
+
+    spec = S.JobSpec(
+        name="mpi", resource_pool_id="local", image="x", command="mpirun true", framework=S.MPI
+    )
+    spec.roles = [S.Role("master", 1), S.Role("worker", 2)]
+    launcher = dict(W.environment_preview(spec, None)[0][1])
+    rsh_ones = [
+        name
+        for name in launcher
+        if name.startswith(("HYDRA_LAUNCHER", "HYDRA_ENV", "I_MPI_HYDRA_BOOTSTRAP", "OMPI_MCA_plm"))
+    ]
+    assert len(rsh_ones) == 6, launcher
+    for name in rsh_ones:
+        assert name in table, name
+    assert "I_MPI_HYDRA_BOOTSTRAP_EXEC" in table and "I_MPI_HYDRA_BOOTSTRAP=rsh" in table
+
+
 def test_the_injected_variables_list_says_a_cpu_instance_gets_one_and_when_env_init_is_right(
     alice_client,
 ):

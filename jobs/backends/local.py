@@ -7,7 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import cache, lru_cache
 from pathlib import Path
@@ -209,6 +209,20 @@ def accelerator_devices(
             if not entry.is_dir(follow_symlinks=False)
         ]
     return [(os.path.join(folder, name), f"/dev/{name}") for name in names]
+
+
+def missing_card_nodes(
+    card_type: str | None, cards: Iterable[int], *, device_dir: str | None = None
+) -> list[str]:
+    """The host paths of the card nodes (/dev/nvidia<minor>) of `cards` of `card_type` that
+    do not exist: `nvidia.com/gpu` named in LOCAL_ACCELERATORS on a machine without an NVIDIA
+    driver (qa95: bwrap then failed each replica, "Can't find source path /dev/nvidia0").
+    Other card types are demo cards with no node to find (accelerator_devices): none."""
+    if card_type != NVIDIA_RESOURCE:
+        return []
+    folder = device_dir if device_dir is not None else settings.LOCAL_DEVICE_DIR
+    paths = [os.path.join(folder, f"nvidia{nvidia_minor(index)}") for index in cards]
+    return [path for path in paths if not os.path.exists(path)]
 
 
 def _device_minor(information: str) -> int | None:

@@ -15,7 +15,12 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.checks import bwrap_problems, local_jobs_run_as_root, not_migrated_problem
+from jobs.checks import (
+    bwrap_problems,
+    card_nodes_missing,
+    local_jobs_run_as_root,
+    not_migrated_problem,
+)
 from jobs.worker import create_wait_seconds
 
 # How long a stopped child is given before it is killed.
@@ -82,6 +87,9 @@ class Command(BaseCommand):
             raise CommandError(problem)
         # Run as root, what local jobs could reach (a deploy check, said here too: qa90).
         for warning in local_jobs_run_as_root():
+            self.stderr.write(f"Warning: {warning.msg} {warning.hint}")
+        # Card nodes that are not there (qa95): the worker's start log says it too.
+        for warning in card_nodes_missing():
             self.stderr.write(f"Warning: {warning.msg} {warning.hint}")
         # Each child gets its own process group: Ctrl-C reaches only this command, which then
         # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
