@@ -827,12 +827,22 @@ class FaultForm(StepForm):
         ),
     )
 
-    def __init__(self, *args: Any, trainer_pool: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, trainer_pool: bool = False, kubeflow_v1_pool: bool = False, **kwargs: Any
+    ) -> None:
         """`trainer_pool`: the pool runs PyTorch jobs as Kubeflow Trainer TrainJobs, which
         refuse fault tolerance (its restarts are the training runtime's): said where it is
-        turned on, not only after."""
+        turned on, not only after. `kubeflow_v1_pool`: the pool runs them as training-operator
+        PyTorchJobs, whose retries are counted per failed container, not per job (README's
+        runPolicy bullet, qa96): the limit's help says so there."""
         super().__init__(*args, **kwargs)
         _mark_required(self, "hang_minutes")
+        if kubeflow_v1_pool:
+            self.fields["retry_limit"].help_text = _(
+                "On this pool a failed replica's container alone is restarted, in place; the "
+                "other replicas are not. Each replica's restart counts: one fault that stops 4 "
+                "replicas uses 4 of the limit, at most 3. Left empty: 3."
+            )
         if trainer_pool:
             self.fields["fault_tolerance"].help_text = _(
                 "Not on this pool: a PyTorch job here is a Kubeflow Trainer TrainJob, whose "

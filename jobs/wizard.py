@@ -1245,6 +1245,11 @@ def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -
         form_kwargs["trainer_pool"] = (
             state.pool is not None and state.pool.training_api == "trainer"
         )
+        form_kwargs["kubeflow_v1_pool"] = (
+            state.pool is not None
+            and state.pool.backend == "kubernetes"
+            and state.pool.training_api != "trainer"
+        )
     elif step == ADVANCED:
         form_kwargs["backend"] = state.pool.backend if state.pool is not None else "local"
         # The local pool never sends nodeFT (its check refuses it, saying why).

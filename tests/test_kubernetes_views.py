@@ -803,3 +803,31 @@ def test_run_again_of_a_job_a_trainer_cluster_now_refuses_says_to_change_it_in_a
     assert said.startswith("现在无法再次运行：在此资源池中，PyTorch 任务是 Kubeflow Trainer")
     assert said.endswith("任务会按原样发送：请复制该任务（复制）并在副本中修改所列内容。")
     assert Job.objects.count() == 1
+
+
+def test_the_retry_limit_on_a_pytorchjob_pool_says_each_failed_replicas_restart_counts(
+    fake, alice_client
+):
+    # qa96: training-operator restarts a failed container in place and counts every pod's
+    # restarts against backoffLimit; the help said what the local pool does (restart the job).
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.FAULT, **k8s_steps())
+
+    def retry_help() -> str:
+        page = alice_client.get(step_url(draft, W.FAULT)).content.decode()
+        return html.unescape(re.search(r'id="id_retry_limit_helptext"[^>]*>([^<]+)<', page)[1])
+
+    alice_client.cookies["django_language"] = "zh-hans"
+    chinese = retry_help()
+    alice_client.cookies["django_language"] = "en"
+    english = retry_help()
+
+    assert english == (
+        "On this pool a failed replica's container alone is restarted, in place; the other "
+        "replicas are not. Each replica's restart counts: one fault that stops 4 replicas uses "
+        "4 of the limit, at most 3. Left empty: 3."
+    )
+    assert chinese == (
+        "此资源池上只在原处重启失败实例的容器，其他实例不重启；每个实例的每次重启都计入次数："
+        "一次故障停掉 4 个实例即用掉 4 次。最多 3 次；留空为 3 次。"
+    )
