@@ -77,8 +77,16 @@ document.addEventListener("htmx:afterSettle", function (event) {
   // 新增挂载 it went to the first of them, away from the row added).
   const target =
     rowActionFocus(action) || invalid || warned || document.getElementById("step-heading");
-  if (target) target.focus();
+  if (target) focusInView(target);
 });
+
+// Focus scrolls the page only as far as the field, leaving its label (and the step's alert of
+// problems) above the window (qa93): the field is scrolled to with its scroll-margin-top
+// (console.css), room for its label.
+function focusInView(target) {
+  target.focus({ preventScroll: true });
+  target.scrollIntoView({ block: "nearest" });
+}
 
 // The idle count under each role's cards asks again every 5 s and is a live region: drawn
 // again with the same words, a screen reader read them out again every 5 s, once per role,
@@ -375,7 +383,7 @@ document.addEventListener("htmx:afterRequest", function (event) {
   const control = sent.control.isConnected ? sent.control : document.getElementById(sent.id);
   const problem = form && form.querySelector("[aria-invalid='true'], .is-invalid");
   const target = control || problem || (form && form.querySelector(STEP_FIELDS));
-  if (target) target.focus();
+  if (target) focusInView(target);
 });
 // Nothing inside the busy step asks the server anything (the idle counts ask every 5 s): the
 // answer would land in a step on its way out, asked without the fields disabled.

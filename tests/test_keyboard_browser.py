@@ -1025,3 +1025,33 @@ def test_a_refused_filter_puts_focus_on_its_field_which_says_the_problem(
     page.goto(address)
     expect(page.locator(field)).to_be_focused()
     expect(page.locator(field)).to_have_accessible_description(re.compile(message))
+
+
+# The page scrolls smoothly (Bootstrap): the label's place once it has come to rest.
+LABEL_SHOWN = "field => field.labels[0].getBoundingClientRect().top >= 0"
+
+
+def test_a_field_focused_for_its_problem_or_the_example_filled_in_shows_with_its_label(
+    logged_in_page,
+):
+    # qa93: focus scrolled the page only as far as the field, its label (and the step's alert of
+    # problems) left above the window, 32 pixels up: a zoom user saw a box without its name.
+    page = logged_in_page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    start(page)
+    fill_basic(page)
+    page.locator("#wizard-next").focus()
+    page.keyboard.press("Enter")
+    settled(page)
+    image = page.locator("#id_image")
+    expect(image).to_be_focused()
+    page.wait_for_function(LABEL_SHOWN, arg=image.element_handle(), timeout=3000)
+
+    page.locator("#examples summary").focus()
+    page.keyboard.press("Enter")
+    tab_to(page, "#fill-example", presses=8)
+    page.keyboard.press("Enter")
+    settled(page)
+    command = page.locator("#id_command")
+    expect(command).to_be_focused()
+    page.wait_for_function(LABEL_SHOWN, arg=command.element_handle(), timeout=3000)
