@@ -514,3 +514,37 @@ def test_on_a_phone_the_example_buttons_wrap_and_the_image_step_never_scrolls_si
     expect(phone.locator("#example-command")).to_contain_text("TF_CONFIG")
     expect(phone.locator("#show-example-TFJob")).to_have_attribute("aria-pressed", "true")
     assert phone.evaluate(PAGE_FITS)
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_at_320_pixels_the_example_command_the_aiak_command_and_the_injected_variables_wrap(
+    phone, transactional_db, alice
+):
+    # qa93: at 320 pixels (400% zoom) the example's command and the AIAK template's scrolled
+    # sideways in boxes Tab never reached, and the table of injected variables made the whole
+    # image step 539 pixels wide.
+    phone.set_viewport_size({"width": 320, "height": 640})
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/create/")
+    phone.click("#new-draft")
+    phone.wait_for_url(re.compile(r"/basic/$"))
+    phone.check("input[name=creation_mode][value=aiak]")
+    phone.select_option("#id_training_mode", "SFT")
+    phone.select_option("#id_training_method", "lora")
+    phone.select_option("#id_aiak_template", "llama2-7b")
+    expect(phone.locator("#aiak-fill pre")).to_contain_text("sft_llama2_7b.sh")
+    assert phone.evaluate(FITS, "#aiak-fill pre")
+    assert phone.evaluate(PAGE_FITS)
+
+    phone.check("input[name=creation_mode][value=custom]")
+    phone.fill("#id_name", "wrapped")
+    phone.check("input[name=framework][value=MPIJob]")
+    phone.click("#wizard-next")
+    phone.wait_for_url(re.compile(r"/image/$"))
+    phone.click("#examples summary")
+    expect(phone.locator("#example-command")).to_contain_text("mpirun")
+    assert phone.evaluate(FITS, "#example-command")
+    phone.click("summary:has-text('平台自动注入的环境变量')")
+    expect(phone.locator("#injected-vars")).to_be_visible()
+    assert phone.evaluate(FITS, "#injected-vars")
+    assert phone.evaluate(PAGE_FITS)
