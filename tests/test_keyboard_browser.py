@@ -1055,3 +1055,27 @@ def test_a_field_focused_for_its_problem_or_the_example_filled_in_shows_with_its
     command = page.locator("#id_command")
     expect(command).to_be_focused()
     page.wait_for_function(LABEL_SHOWN, arg=command.element_handle(), timeout=3000)
+
+
+def test_stop_delete_or_compare_with_nothing_ticked_keeps_focus_on_the_button_and_says_why(
+    logged_in_page, alice
+):
+    # qa93: each posted the form, and the page came back with the server's message and focus
+    # at its top: a keyboard user started again from the skip link.
+    page = logged_in_page
+    submitted(alice, "not-ticked")
+    page.goto("/")
+    page.evaluate("() => { window.samePage = true; }")
+    status = page.get_by_role("status").filter(has_text="请先在列表中勾选任务。")
+    for button in ("停止所选", "删除所选", "对比"):
+        page.get_by_role("button", name=button, exact=True).focus()
+        page.keyboard.press("Enter")
+        expect(status).to_be_visible()
+        expect(page.get_by_role("button", name=button, exact=True)).to_be_focused()
+        assert page.evaluate("() => window.samePage === true")
+    # Once a job is ticked the words no longer apply, and the button does its work.
+    page.get_by_role("checkbox", name=re.compile("选择 not-ticked")).check()
+    expect(status).to_have_count(0)
+    page.get_by_role("button", name="停止所选", exact=True).focus()
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/jobs/bulk/$"))  # the server's question
