@@ -1082,3 +1082,18 @@ def test_stop_delete_or_compare_with_nothing_ticked_keeps_focus_on_the_button_an
     page.get_by_role("button", name="停止所选", exact=True).focus()
     page.keyboard.press("Enter")
     expect(page).to_have_url(re.compile(r"/jobs/bulk/$"))  # the server's question
+
+
+def test_a_pools_idle_share_is_read_once_as_the_meter_not_again_as_the_words_beside_it(
+    logged_in_page,
+):
+    # qa93: the meter was named by the words beside it, which were read out after it as well.
+    page = logged_in_page
+    page.goto("/pools/")
+    row = page.locator("tr[data-card]").first
+    expect(row.get_by_role("meter")).to_have_accessible_name(re.compile(r"^空闲 \d+ / 共 \d+$"))
+    # What the cell holds (its first line is the cell, named by all of it).
+    inside = row.locator("td").last.aria_snapshot().splitlines()[1:]
+    assert [line for line in inside if "空闲" in line] == [
+        line for line in inside if line.strip().startswith("- meter")
+    ], inside
