@@ -517,6 +517,7 @@ class RoleForm(forms.Form):
     def __init__(self, *args: Any, card_types: list[str], fixed_names: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["accelerator_type"].choices = [("", "—"), *[(t, t) for t in card_types]]
+        self.pool_has_cards = bool(card_types)
         if fixed_names:
             self.fields["name"].widget = forms.HiddenInput()
         self.fields["cpu"].widget.attrs["placeholder"] = _("unlimited")
@@ -540,7 +541,14 @@ class RoleForm(forms.Form):
         _ignore_when_off(self, data, "use_accelerator", "accelerator_type", "accelerators")
         if data.get("use_accelerator"):
             if not data.get("accelerator_type") and "accelerator_type" not in self.errors:
-                self.add_error("accelerator_type", _("Choose a card type."))
+                # A pool of none: 卡型 offers only "—", and "Choose a card type." did not say
+                # there was nothing to choose (qa93). The pools page's words.
+                self.add_error(
+                    "accelerator_type",
+                    _("Choose a card type.")
+                    if self.pool_has_cards
+                    else _("This pool offers no cards: its jobs run on CPUs."),
+                )
             if data.get("accelerators") is None and "accelerators" not in self.errors:
                 self.add_error("accelerators", _("Enter the cards per replica."))
         return data
