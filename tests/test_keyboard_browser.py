@@ -1097,3 +1097,71 @@ def test_a_pools_idle_share_is_read_once_as_the_meter_not_again_as_the_words_bes
     assert [line for line in inside if "空闲" in line] == [
         line for line in inside if line.strip().startswith("- meter")
     ], inside
+
+
+ROW_WORDS = {
+    "zh-hans": {
+        "added": "已添加第 1 行环境变量",
+        "remove": "删除 NCCL_DEBUG",
+        "unnamed": "删除 1",
+        "removed": "已删除第 1 行环境变量",
+        "mount added": "已添加第 2 行挂载",
+        "mount remove": "删除 /data",
+        "mount removed": "已删除第 2 行挂载",
+    },
+    "en": {
+        "added": "Added environment variable row 1",
+        "remove": "Remove NCCL_DEBUG",
+        "unnamed": "Remove 1",
+        "removed": "Removed environment variable row 1",
+        "mount added": "Added mount row 2",
+        "mount remove": "Remove /data",
+        "mount removed": "Removed mount row 2",
+    },
+}
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_a_row_added_or_removed_is_said_and_its_remove_button_is_named_after_what_is_typed(
+    logged_in_page, language
+):
+    # qa93: adding or removing a variable or mount row said nothing, and a row's 删除 was "删除 2"
+    # until the step was saved with its variable's name.
+    page = logged_in_page
+    words = ROW_WORDS[language]
+    start(page)
+    fill_basic(page)
+    in_language(page, language)
+    said = page.locator("#wizard-rows-said")
+    expect(said).to_have_role("status")
+    page.locator("#add-env").focus()
+    page.keyboard.press("Enter")
+    expect(said).to_have_text(words["added"])
+    expect(page.locator("#id_env-0-name")).to_be_focused()
+    remove = page.locator("button[value=remove-row-0]")
+    expect(remove).to_have_accessible_name(words["unnamed"])
+    page.keyboard.type("NCCL_DEBUG")
+    expect(remove).to_have_accessible_name(words["remove"])
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Backspace")
+    expect(remove).to_have_accessible_name(words["unnamed"])
+    remove.focus()
+    page.keyboard.press("Enter")
+    expect(said).to_have_text(words["removed"])
+    expect(page.locator("#add-env")).to_be_focused()
+
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    next_step(page, "resources")
+    next_step(page, "data")
+    in_language(page, language)
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    page.locator("#add-mount").focus()
+    page.keyboard.press("Enter")
+    expect(said).to_have_text(words["mount added"])
+    page.fill("#id_mounts-1-mount_path", "/data")
+    remove = page.locator("button[value=remove-row-1]")
+    expect(remove).to_have_accessible_name(words["mount remove"])
+    remove.focus()
+    page.keyboard.press("Enter")
+    expect(said).to_have_text(words["mount removed"])
