@@ -548,3 +548,36 @@ def test_at_320_pixels_the_example_command_the_aiak_command_and_the_injected_var
     expect(phone.locator("#injected-vars")).to_be_visible()
     assert phone.evaluate(FITS, "#injected-vars")
     assert phone.evaluate(PAGE_FITS)
+
+
+@pytest.mark.usefixtures("runner_settings")
+@pytest.mark.parametrize(
+    ("phone", "said"), [("zh-hans", "第 3 步，共 8 步"), ("en", "Step 3 of 8")], indirect=["phone"]
+)
+def test_at_200_percent_zoom_the_steps_row_shows_the_current_step_and_how_many_there_are(
+    phone, transactional_db, alice, said
+):
+    # qa93: at 640 pixels (1280 by 900 at 200%) the steps are one row that scrolls sideways;
+    # steps 5 to 8 were out of sight, and nothing said how many were left.
+    phone.set_viewport_size({"width": 640, "height": 450})
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/create/")
+    phone.click("#new-draft")
+    phone.wait_for_url(re.compile(r"/basic/$"))
+    phone.fill("#id_name", "zoomed")
+    phone.click("#wizard-next")
+    phone.wait_for_url(re.compile(r"/image/$"))
+    phone.fill("#id_image", "python:3.12")
+    phone.fill("#id_command", "python train.py")
+    phone.click("#wizard-next")
+    phone.wait_for_url(re.compile(r"/resources/$"))
+    count = phone.locator(".wizard-step-count")
+    expect(count).to_be_visible()
+    expect(count).to_have_text(said)
+    current = phone.locator(".wizard-steps [aria-current=step]")
+    row = phone.locator(".wizard-steps").bounding_box()
+    box = current.bounding_box()
+    assert row["x"] <= box["x"] and box["x"] + box["width"] <= row["x"] + row["width"]
+    # Beside the steps in a column, each is in view: no count.
+    phone.set_viewport_size({"width": 1280, "height": 900})
+    expect(count).to_be_hidden()
