@@ -119,10 +119,11 @@ function sayRowAction(action) {
 
 // Focus scrolls the page only as far as the field, leaving its label (and the step's alert of
 // problems) above the window (qa93): the field is scrolled to with its scroll-margin-top
-// (console.css), room for its label.
+// (console.css), room for its label. At once, as focus scrolls: Bootstrap's smooth scrolling
+// could be cut short by the next scroll (a screen reader's, the step row's).
 function focusInView(target) {
   target.focus({ preventScroll: true });
-  target.scrollIntoView({ block: "nearest" });
+  target.scrollIntoView({ block: "nearest", behavior: "instant" });
 }
 
 // The idle count under each role's cards asks again every 5 s and is a live region: drawn

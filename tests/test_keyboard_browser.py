@@ -1030,7 +1030,7 @@ def test_a_refused_filter_puts_focus_on_its_field_which_says_the_problem(
     expect(page.locator(field)).to_have_accessible_description(re.compile(message))
 
 
-# The page scrolls smoothly (Bootstrap): the label's place once it has come to rest.
+# The label's place once the page has come to rest.
 LABEL_SHOWN = "field => field.labels[0].getBoundingClientRect().top >= 0"
 
 
