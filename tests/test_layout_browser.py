@@ -573,7 +573,7 @@ def test_at_200_percent_zoom_the_steps_row_shows_the_current_step_and_how_many_t
     phone.wait_for_url(re.compile(r"/resources/$"))
     count = phone.locator(".wizard-step-count")
     expect(count).to_be_visible()
-    expect(count).to_have_text(said)
+    expect(count).to_have_text(f"{said} ·")
     current = phone.locator(".wizard-steps [aria-current=step]")
     row = phone.locator(".wizard-steps").bounding_box()
     box = current.bounding_box()
