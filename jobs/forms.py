@@ -517,6 +517,7 @@ class RoleForm(forms.Form):
     def __init__(self, *args: Any, card_types: list[str], fixed_names: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["accelerator_type"].choices = [("", "—"), *[(t, t) for t in card_types]]
+        self.pool_has_cards = bool(card_types)
         if fixed_names:
             self.fields["name"].widget = forms.HiddenInput()
         self.fields["cpu"].widget.attrs["placeholder"] = _("unlimited")
@@ -540,7 +541,14 @@ class RoleForm(forms.Form):
         _ignore_when_off(self, data, "use_accelerator", "accelerator_type", "accelerators")
         if data.get("use_accelerator"):
             if not data.get("accelerator_type") and "accelerator_type" not in self.errors:
-                self.add_error("accelerator_type", _("Choose a card type."))
+                # A pool of none: 卡型 offers only "—", and "Choose a card type." did not say
+                # there was nothing to choose (qa93). The pools page's words.
+                self.add_error(
+                    "accelerator_type",
+                    _("Choose a card type.")
+                    if self.pool_has_cards
+                    else _("This pool offers no cards: its jobs run on CPUs."),
+                )
             if data.get("accelerators") is None and "accelerators" not in self.errors:
                 self.add_error("accelerators", _("Enter the cards per replica."))
         return data
@@ -638,7 +646,34 @@ def _volume_label(volume: Volume, *, with_type: bool, width: int = 0) -> str:
 
 # The help paragraph of the data step (_data.html) that says what a storage type's source
 # path is, by the type (beside "mount-help", which every row's paths point at).
-SOURCE_PATH_HELP = {"hostpath": ["node-disk-help"], "bos": ["bos-help"]}
+SOURCE_PATH_HELP = {"hostpath": "node-disk-help", "bos": "bos-help"}
+
+
+def node_disk(pool: Pool | None, storage_type: str) -> bool:
+    """A hostpath mount on a pool with no hostpath volumes to choose (AIHC): the node's
+    local disk, named by the console (hostpath-1, hostpath-2, ... as AIHC's samples name
+    it; uncertain whether AIHC reads the name at all, so unique names are the safe choice).
+    Never on the local pool, which mounts only its volumes: one that offers a user none
+    (jobs.volume_access) has no node disk to fall back on."""
+    return (
+        storage_type == "hostpath"
+        and pool is not None
+        and pool.backend != "local"
+        and "hostpath" in pool.storage_types
+        and not any(v.type == "hostpath" for v in pool.volumes)
+    )
+
+
+def source_path_help(pool: Pool | None, storage_type: str) -> list[str]:
+    """The ids of the help a row's source path is described by: only help the step draws
+    (_data.html: the local disk's only where the pool has a node's disk, BOS's only where it
+    mounts BOS). qa93: the local pool's rows named node-disk-help, which it never draws."""
+    drawn = {
+        "hostpath": node_disk(pool, "hostpath"),
+        "bos": pool is not None and "bos" in pool.storage_types,
+    }
+    own = SOURCE_PATH_HELP.get(storage_type)
+    return ["mount-help", own] if own and drawn[storage_type] else ["mount-help"]
 
 
 class MountForm(forms.Form):
@@ -733,7 +768,7 @@ class MountForm(forms.Form):
         # The help under the table (_data.html) says what both paths take, and a local disk's
         # or BOS's what its source path is: each row's paths point at it, or a screen reader
         # in a row never heard it (qa64). A row redrawn for its new type points at that one's.
-        source_help = ["mount-help", *SOURCE_PATH_HELP.get(self.chosen_type(), [])]
+        source_help = source_path_help(pool, self.chosen_type())
         self.fields["source_path"].widget.attrs["aria-describedby"] = " ".join(source_help)
         self.fields["mount_path"].widget.attrs["aria-describedby"] = "mount-help"
         _styled(self)

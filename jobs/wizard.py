@@ -1450,19 +1450,7 @@ def _apply_data(
 NODE_DISK_PREFIX = "hostpath-"
 
 
-def node_disk(pool: Pool | None, storage_type: str) -> bool:
-    """A hostpath mount on a pool with no hostpath volumes to choose (AIHC): the node's
-    local disk, named by the console (hostpath-1, hostpath-2, ... as AIHC's samples name
-    it; uncertain whether AIHC reads the name at all, so unique names are the safe choice).
-    Never on the local pool, which mounts only its volumes: one that offers a user none
-    (jobs.volume_access) has no node disk to fall back on."""
-    return (
-        storage_type == "hostpath"
-        and pool is not None
-        and pool.backend != "local"
-        and "hostpath" in pool.storage_types
-        and not any(v.type == "hostpath" for v in pool.volumes)
-    )
+node_disk = F.node_disk  # forms.py: a mount row's help follows it too
 
 
 def _apply_fault(

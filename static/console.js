@@ -274,6 +274,23 @@ for (const type of ["input", "submit"]) {
     sayWhereSelectionLeftOut();
   });
 }
+// Stop / Delete selected and Compare with nothing ticked: the server would only say so, on the
+// page drawn again with focus at its top (qa93). Nothing is sent; focus stays on the button, and
+// a polite status under the buttons says why (written afresh at each press, to be read again).
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  const button = event.submitter;
+  if (!(form instanceof HTMLFormElement) || form.id !== "bulk-form" || !button) return;
+  if (button.name !== "action" || !["stop", "delete", "compare"].includes(button.value)) return;
+  if (currentSelection(form).length) return;
+  event.preventDefault();
+  const status = document.getElementById("bulk-none");
+  if (!status) return;
+  status.textContent = "";
+  window.setTimeout(() => {
+    status.textContent = status.dataset.none;
+  }, 100);
+});
 function carrySelection() {
   const form = document.getElementById("bulk-form");
   if (!form) return;
@@ -327,7 +344,11 @@ function carrySelection() {
 }
 document.addEventListener("change", (event) => {
   const box = event.target;
-  if (box instanceof HTMLInputElement && box.form && box.form.id === "bulk-form") carrySelection();
+  if (box instanceof HTMLInputElement && box.form && box.form.id === "bulk-form") {
+    carrySelection();
+    const status = document.getElementById("bulk-none");
+    if (status && box.checked) status.textContent = "";
+  }
 });
 document.addEventListener("htmx:afterSettle", carrySelection);
 // A boosted link (the job list's column heads) is sent where its href says now: carrySelection

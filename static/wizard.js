@@ -77,8 +77,54 @@ document.addEventListener("htmx:afterSettle", function (event) {
   // 新增挂载 it went to the first of them, away from the row added).
   const target =
     rowActionFocus(action) || invalid || warned || document.getElementById("step-heading");
-  if (target) target.focus();
+  if (target) focusInView(target);
+  sayRowAction(action);
 });
+
+// A row's 删除 is named after what the row holds (_remove_row.html): typed into, or emptied, the
+// name follows at once, not only once the step is drawn again (qa93: "删除 2" for a variable
+// typed in the row).
+document.addEventListener("input", function (event) {
+  const field = event.target;
+  if (!(field instanceof HTMLInputElement) || !field.id) return;
+  const button = document.querySelector(`#wizard button[data-named-by="${CSS.escape(field.id)}"]`);
+  if (!button) return;
+  const name = field.value.trim();
+  button.setAttribute(
+    "aria-label",
+    name ? button.dataset.named.replace("%(name)s", name) : button.dataset.unnamed,
+  );
+});
+
+// A row added or removed is said (qa93: nothing was, the table changing out of earshot): by
+// #wizard-rows-said (step.html), a live region outside what htmx swaps, in the words the table's
+// add button carries ("已删除第 2 行环境变量"). Written a moment after it is emptied, so the same
+// words twice (two rows removed in turn) are said twice.
+function sayRowAction(action) {
+  const said = document.getElementById("wizard-rows-said");
+  const add = document.querySelector("#add-label, #add-env, #add-role, #add-mount");
+  if (!said || !add) return;
+  said.textContent = "";
+  const removed = /^remove-row-(\d+)$/.exec(action);
+  const rows = document.querySelectorAll(
+    "#wizard tr.label-row, #wizard tr.env-row, #wizard tr.role-row, #wizard tr.mount-row",
+  );
+  const words = removed ? add.dataset.removed : action === "add-row" ? add.dataset.added : "";
+  if (!words) return;
+  const row = removed ? Number(removed[1]) + 1 : rows.length;
+  window.setTimeout(() => {
+    said.textContent = words.replace("%(n)s", row);
+  }, 100);
+}
+
+// Focus scrolls the page only as far as the field, leaving its label (and the step's alert of
+// problems) above the window (qa93): the field is scrolled to with its scroll-margin-top
+// (console.css), room for its label. At once, as focus scrolls: Bootstrap's smooth scrolling
+// could be cut short by the next scroll (a screen reader's, the step row's).
+function focusInView(target) {
+  target.focus({ preventScroll: true });
+  target.scrollIntoView({ block: "nearest", behavior: "instant" });
+}
 
 // The idle count under each role's cards asks again every 5 s and is a live region: drawn
 // again with the same words, a screen reader read them out again every 5 s, once per role,
@@ -375,7 +421,7 @@ document.addEventListener("htmx:afterRequest", function (event) {
   const control = sent.control.isConnected ? sent.control : document.getElementById(sent.id);
   const problem = form && form.querySelector("[aria-invalid='true'], .is-invalid");
   const target = control || problem || (form && form.querySelector(STEP_FIELDS));
-  if (target) target.focus();
+  if (target) focusInView(target);
 });
 // Nothing inside the busy step asks the server anything (the idle counts ask every 5 s): the
 // answer would land in a step on its way out, asked without the fields disabled.

@@ -76,6 +76,8 @@ def test_a_reviewer_rejects_a_job_from_its_page_with_a_reason(page, alice, revie
     expect(page.locator("#review-question")).to_have_text(
         re.compile(r"^(Reject this job\?|驳回该任务？)")
     )
+    # qa93: focus on the page, a keyboard user Tabbed to the box the page is for.
+    expect(page.locator("textarea[name=reason]")).to_be_focused()
     page.fill("textarea[name=reason]", "Ask for 8 cards at most.")
     page.click("#confirm-review")
     page.wait_for_url(f"**/admin/jobs/job/{job.pk}/change/")
@@ -159,6 +161,9 @@ def test_a_job_pages_events_read_once_each_in_the_reviewers_language(browser, li
     events = page.locator("#events-group")
     expect(events.locator("td.field-message_in_language").first).to_have_text("Job created.")
     expect(events.get_by_text("任务已创建")).to_be_hidden()
+    # qa93: the first column, headed "Job event" for a screen reader, had only empty cells.
+    expect(events.get_by_role("columnheader", name=re.compile("job event", re.I))).to_have_count(0)
+    expect(events.get_by_role("columnheader").first).to_have_text(re.compile(r"^\s*Time"))
     context.close()
 
 

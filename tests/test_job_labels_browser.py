@@ -104,7 +104,7 @@ def test_a_label_rows_remove_button_keeps_to_one_line_and_key_and_value_share_th
     page.click("#wizard-next")
     expect(page.locator("#id_label-0-key")).to_have_attribute("aria-invalid", "true")
 
-    remove = page.get_by_role("button", name="删除标签 1")
+    remove = page.get_by_role("button", name="删除 bad key!")
     key, value = page.locator("#id_label-0-key"), page.locator("#id_label-0-value")
     box, key_box, value_box = remove.bounding_box(), key.bounding_box(), value.bounding_box()
     # One line of text: 删除 broken into 删 / 除 is twice as tall as the fields beside it.

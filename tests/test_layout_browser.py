@@ -514,3 +514,70 @@ def test_on_a_phone_the_example_buttons_wrap_and_the_image_step_never_scrolls_si
     expect(phone.locator("#example-command")).to_contain_text("TF_CONFIG")
     expect(phone.locator("#show-example-TFJob")).to_have_attribute("aria-pressed", "true")
     assert phone.evaluate(PAGE_FITS)
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_at_320_pixels_the_example_command_the_aiak_command_and_the_injected_variables_wrap(
+    phone, transactional_db, alice
+):
+    # qa93: at 320 pixels (400% zoom) the example's command and the AIAK template's scrolled
+    # sideways in boxes Tab never reached, and the table of injected variables made the whole
+    # image step 539 pixels wide.
+    phone.set_viewport_size({"width": 320, "height": 640})
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/create/")
+    phone.click("#new-draft")
+    phone.wait_for_url(re.compile(r"/basic/$"))
+    phone.check("input[name=creation_mode][value=aiak]")
+    phone.select_option("#id_training_mode", "SFT")
+    phone.select_option("#id_training_method", "lora")
+    phone.select_option("#id_aiak_template", "llama2-7b")
+    expect(phone.locator("#aiak-fill pre")).to_contain_text("sft_llama2_7b.sh")
+    assert phone.evaluate(FITS, "#aiak-fill pre")
+    assert phone.evaluate(PAGE_FITS)
+
+    phone.check("input[name=creation_mode][value=custom]")
+    phone.fill("#id_name", "wrapped")
+    phone.check("input[name=framework][value=MPIJob]")
+    phone.click("#wizard-next")
+    phone.wait_for_url(re.compile(r"/image/$"))
+    phone.click("#examples summary")
+    expect(phone.locator("#example-command")).to_contain_text("mpirun")
+    assert phone.evaluate(FITS, "#example-command")
+    phone.click("summary:has-text('平台自动注入的环境变量')")
+    expect(phone.locator("#injected-vars")).to_be_visible()
+    assert phone.evaluate(FITS, "#injected-vars")
+    assert phone.evaluate(PAGE_FITS)
+
+
+@pytest.mark.usefixtures("runner_settings")
+@pytest.mark.parametrize(
+    ("phone", "said"), [("zh-hans", "第 3 步，共 8 步"), ("en", "Step 3 of 8")], indirect=["phone"]
+)
+def test_at_200_percent_zoom_the_steps_row_shows_the_current_step_and_how_many_there_are(
+    phone, transactional_db, alice, said
+):
+    # qa93: at 640 pixels (1280 by 900 at 200%) the steps are one row that scrolls sideways;
+    # steps 5 to 8 were out of sight, and nothing said how many were left.
+    phone.set_viewport_size({"width": 640, "height": 450})
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/create/")
+    phone.click("#new-draft")
+    phone.wait_for_url(re.compile(r"/basic/$"))
+    phone.fill("#id_name", "zoomed")
+    phone.click("#wizard-next")
+    phone.wait_for_url(re.compile(r"/image/$"))
+    phone.fill("#id_image", "python:3.12")
+    phone.fill("#id_command", "python train.py")
+    phone.click("#wizard-next")
+    phone.wait_for_url(re.compile(r"/resources/$"))
+    count = phone.locator(".wizard-step-count")
+    expect(count).to_be_visible()
+    expect(count).to_have_text(f"{said} ·")
+    current = phone.locator(".wizard-steps [aria-current=step]")
+    row = phone.locator(".wizard-steps").bounding_box()
+    box = current.bounding_box()
+    assert row["x"] <= box["x"] and box["x"] + box["width"] <= row["x"] + row["width"]
+    # Beside the steps in a column, each is in view: no count.
+    phone.set_viewport_size({"width": 1280, "height": 900})
+    expect(count).to_be_hidden()

@@ -2056,7 +2056,8 @@ def test_a_mount_rows_path_with_a_problem_is_described_by_the_problem_then_the_h
     assert 'aria-describedby="id_mounts-0-mount_path_error mount-help"' in field
     assert 'id="id_mounts-0-mount_path_error"' in page
     source = re.search(r'<input[^>]*name="mounts-0-source_path"[^>]*>', page).group(0)
-    assert 'aria-describedby="mount-help node-disk-help"' in source
+    # The local pool draws no node's-disk help (qa93: its rows named it all the same).
+    assert 'aria-describedby="mount-help"' in source
 
 
 @pytest.mark.parametrize(
@@ -2078,3 +2079,28 @@ def test_the_review_says_the_local_pools_host_network_as_it_runs_the_job(
     page = html.unescape(alice_client.get(step_url(draft, W.REVIEW)).content.decode())
 
     assert re.search(r"<dt[^>]*>主机网络</dt><dd[^>]*>([^<]*)</dd>", page).group(1) == said
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("zh-hans", "该资源池不提供加速芯片：其任务在 CPU 上运行。"),
+        ("en", "This pool offers no cards: its jobs run on CPUs."),
+    ],
+)
+def test_cards_asked_of_a_pool_without_any_are_refused_saying_the_pool_has_none(
+    alice_client, settings, language, said
+):
+    # qa93: 卡型 offered only "—", and "请选择卡型。" did not say there was nothing to choose.
+    settings.LOCAL_ACCELERATORS = ""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES)
+    alice_client.cookies["django_language"] = language
+    r = post_step(
+        alice_client,
+        draft,
+        W.RESOURCES,
+        resources_data(roles=[role("master", 1, card=""), role("worker", 1, card="")])
+        | {"roles-0-use_accelerator": "on"},
+    )
+    assert field_errors(r, "id_roles-0-accelerator_type") == [said]

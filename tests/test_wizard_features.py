@@ -1334,8 +1334,18 @@ def test_fault_tolerance_is_offered_to_pytorch_jobs_only(alice_client):
 
 
 def test_each_rows_remove_button_says_which_row_it_removes(alice_client):
-    # As each row's fields are named for a screen reader ("名称 2"), not three alike "删除".
+    # As each row's fields are named for a screen reader ("名称 2"), not three alike "删除"; since
+    # qa93 by what the row holds (its label key, mount path, role), not its number.
     draft = new_draft(alice_client)
+    post_step(
+        alice_client,
+        draft,
+        W.BASIC,
+        basic_data(**{"label-TOTAL_FORMS": "2", "label-0-key": "project", "label-0-value": "llm"}),
+        action="save",
+    )
+    # A row with nothing typed keeps its number.
+    assert names(alice_client, draft, W.BASIC) == ["删除 project", "删除标签 2"]
     complete_steps(alice_client, draft, upto=W.IMAGE)
     envs = [("A", "1"), ("B", "2")]
     post_step(alice_client, draft, W.IMAGE, image_data(envs=envs), action="save")
@@ -1343,12 +1353,11 @@ def test_each_rows_remove_button_says_which_row_it_removes(alice_client):
     complete_steps(alice_client, draft, upto=W.DATA, **{W.IMAGE: image_data(envs=envs)})
     post_step(alice_client, draft, W.DATA, data_data(mounts), action="save")
 
-    def names(step):
-        page = alice_client.get(step_url(draft, step)).content.decode()
-        return re.findall(r'value="remove-row-\d+"[^>]*aria-label="([^"]+)"', page)
-
-    assert names(W.IMAGE) == ["删除 A", "删除 B"]  # an env row is named after its variable
-    assert names(W.DATA) == ["删除 2"]  # the main mount has no button
+    assert names(alice_client, draft, W.IMAGE) == ["删除 A", "删除 B"]
+    assert names(alice_client, draft, W.DATA) == ["删除 /b"]  # the main mount has no button
+    alice_client.cookies["django_language"] = "en"
+    assert names(alice_client, draft, W.DATA) == ["Remove /b"]
+    alice_client.cookies["django_language"] = "zh-hans"
     post_step(
         alice_client,
         draft,
@@ -1358,7 +1367,13 @@ def test_each_rows_remove_button_says_which_row_it_removes(alice_client):
     )
     roles = resources_data([role("trainer", 1), role("loader", 1, card=None)])
     post_step(alice_client, draft, W.RESOURCES, roles, action="save")
-    assert names(W.RESOURCES) == ["删除 1", "删除 2"]
+    assert names(alice_client, draft, W.RESOURCES) == ["删除 trainer", "删除 loader"]
+
+
+def names(client, draft, step):
+    """The names of the step's rows' 删除 buttons."""
+    page = client.get(step_url(draft, step)).content.decode()
+    return re.findall(r'value="remove-row-\d+"[^>]*aria-label="([^"]+)"', page)
 
 
 def test_the_submission_step_counts_tasks_plainly_and_says_what_else_limits_them(alice_client):
