@@ -27,7 +27,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from jobs import spec as S
 from jobs.api_keys import api_key_create
 from jobs.logs import replica_log_path
-from jobs.models import ApiKey, Draft, Job, JobReplica
+from jobs.models import ApiKey, Draft, Job, JobGroup, JobReplica
 from jobs.services import jobs_submit
 
 EXCLUDED_PREFIXES = ("admin/", "i18n/")
@@ -43,6 +43,8 @@ class World:
     draft: Draft
     users: dict[str, User]
     key: ApiKey
+    # A queue group of Alice's (Stop the group names it by its number).
+    group: JobGroup
 
 
 # How a URL is reached and who may use it.
@@ -121,6 +123,11 @@ RULES: dict[str, Rule] = {
         kwargs=job_kwargs, methods=POST, get_to=lambda w: job_page(w) + "#hang", staff=True
     ),
     "job-stop": Rule(kwargs=job_kwargs, methods=POST, get_to=job_page),
+    "group-stop": Rule(
+        kwargs=lambda w: {"group_id": w.group.pk},
+        methods=POST,
+        get_to=lambda w: f"{reverse('job-list')}?{urlencode({'group': w.group.pk})}",
+    ),
     "job-delete": Rule(kwargs=job_kwargs, methods=POST, get_to=job_page),
     "job-rerun": Rule(kwargs=job_kwargs, methods=POST, get_to=job_page),
     "job-submit-again": Rule(kwargs=job_kwargs, methods=POST, get_to=job_page),
@@ -248,6 +255,7 @@ def world(alice, bob, reviewer, superuser) -> World:
             "superuser": superuser,
         },
         key=key,
+        group=JobGroup.objects.create(owner=alice, name="alices-sweep", total=2),
     )
 
 

@@ -37,7 +37,7 @@ from jobs.aihc.client import AihcClient, AihcError, Credentials
 from jobs.aihc.endpoints import V1, V2
 from jobs.api_keys import api_key_create, api_key_revoke
 from jobs.logs import replica_log_path
-from jobs.models import ApiKey, Draft, Job, JobReplica, JobStatus
+from jobs.models import ApiKey, Draft, Job, JobGroup, JobReplica, JobStatus
 from jobs.services import jobs_submit
 from tests.test_access import RULES, URL_NAMES, World, url_of
 
@@ -111,6 +111,7 @@ def lab(db) -> World:
             "superuser": root,
         },
         key=key,
+        group=JobGroup.objects.create(owner=alice, name="alices-sweep", total=2),
     )
 
 
@@ -141,6 +142,7 @@ VOLATILE = [
     (re.compile(r"(\d{4}-\d\d-\d\d[ T])?\d\d:\d\d(:\d\d)?"), "TIME"),
     (re.compile(r"\d+ 秒前|\d+ seconds? ago"), "AGO"),
     (re.compile(r"job-\d{8}-\d{6}"), "DEFAULT-NAME"),  # a new draft's name: its second
+    (re.compile(r"/groups/\d+/"), "/groups/GROUP/"),  # a queue group's number in its address
 ]
 
 
@@ -174,6 +176,7 @@ def made_up(url: str, lab: World) -> str:
         url.replace(job_id, job_id[:-12] + "0" * 12)
         .replace(str(lab.draft.id), str(uuid.uuid4()))
         .replace(lab.key.access_key_id, "0" * len(lab.key.access_key_id))
+        .replace(f"/groups/{lab.group.pk}/", f"/groups/{lab.group.pk + 1000}/")
     )
 
 
