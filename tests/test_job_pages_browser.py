@@ -1548,10 +1548,11 @@ def test_an_on_call_owner_sets_up_hang_alerts_in_the_wizard_and_sees_the_hang_co
     page.check("input[name=framework][value=PyTorchJob]")
     next_step(page, "image")
     page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    # Silent from the start until the gate opens: a first line written by a replica started
+    # late on a loaded machine would clear the 1-second hang before the test opens the gate.
     page.fill(
         "#id_command",
-        "echo started; until [ -e /workspace/gate-open ]; do sleep 0.05; done; "
-        "echo resumed; sleep 300",
+        "until [ -e /workspace/gate-open ]; do sleep 0.05; done; echo resumed; sleep 300",
     )
     for slug in ("resources", "data"):
         next_step(page, slug)
