@@ -146,6 +146,16 @@ def test_a_refused_feature_is_shown_on_its_wizard_step(fake, alice_client):
     assert field_errors(r, "id_cpu_exclusive") == ["CPU 独占暂不支持 Kubernetes 资源池。"]
 
 
+def help_in_both_languages(client, draft, step: str, field: str) -> tuple[str, str]:
+    """A wizard field's help text on its step, in Chinese and then in English."""
+    said = []
+    for language in ("zh-hans", "en"):
+        client.cookies["django_language"] = language
+        page = client.get(step_url(draft, step)).content.decode()
+        said.append(html.unescape(re.search(rf'id="id_{field}_helptext"[^>]*>([^<]+)<', page)[1]))
+    return said[0], said[1]
+
+
 def test_the_alerts_on_a_kubernetes_pool_say_none_are_sent_there_not_that_the_console_sends_them(
     fake, alice_client
 ):
@@ -153,14 +163,7 @@ def test_the_alerts_on_a_kubernetes_pool_say_none_are_sent_there_not_that_the_co
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.ADVANCED, **k8s_steps())
 
-    def alerts_help() -> str:
-        page = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
-        return html.unescape(re.search(r'id="id_alert_items_helptext"[^>]*>([^<]+)<', page)[1])
-
-    alice_client.cookies["django_language"] = "zh-hans"
-    chinese = alerts_help()
-    alice_client.cookies["django_language"] = "en"
-    english = alerts_help()
+    chinese, english = help_in_both_languages(alice_client, draft, W.ADVANCED, "alert_items")
 
     assert chinese == (
         "Kubernetes 资源池暂不发送告警，控制台也不为其任务发送：此资源池上选了告警事件、告警邮箱或"
@@ -813,14 +816,7 @@ def test_the_retry_limit_on_a_pytorchjob_pool_says_each_failed_replicas_restart_
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.FAULT, **k8s_steps())
 
-    def retry_help() -> str:
-        page = alice_client.get(step_url(draft, W.FAULT)).content.decode()
-        return html.unescape(re.search(r'id="id_retry_limit_helptext"[^>]*>([^<]+)<', page)[1])
-
-    alice_client.cookies["django_language"] = "zh-hans"
-    chinese = retry_help()
-    alice_client.cookies["django_language"] = "en"
-    english = retry_help()
+    chinese, english = help_in_both_languages(alice_client, draft, W.FAULT, "retry_limit")
 
     assert english == (
         "On this pool a failed replica's container alone is restarted, in place; the other "
