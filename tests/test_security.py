@@ -77,7 +77,7 @@ def add_replica_log(job: Job, line: str) -> None:
 @pytest.fixture
 def world(alice, bob, reviewer, superuser) -> World:
     from jobs.api_keys import api_key_create
-    from jobs.models import Draft
+    from jobs.models import Draft, JobGroup
 
     [job] = jobs_submit(owner=alice, spec=secret_spec(), submit_key="w")
     add_replica_log(job, "step 1 loss 0.5")
@@ -87,6 +87,7 @@ def world(alice, bob, reviewer, superuser) -> World:
         draft=Draft.objects.create(owner=alice),
         users={"owner": alice, "other": bob, "reviewer": reviewer, "superuser": superuser},
         key=api_key_create(owner=alice)[0],
+        group=JobGroup.objects.create(owner=alice, name="alices-sweep", total=2),
     )
 
 
