@@ -366,6 +366,7 @@ def job_delete(*, job: Job, for_retention: bool = False, actor: User | None = No
         .first()
         or ""
     )
+    place = job.task_place  # its group's place, read while the job is there to read it
     try:
         with transaction.atomic():  # a savepoint: the request's own work goes on after it
             deleted, _by_model = Job.objects.filter(pk=job.pk).delete()
@@ -383,8 +384,9 @@ def job_delete(*, job: Job, for_retention: bool = False, actor: User | None = No
                         else "",
                         "api_key": key,
                         "secret_left": secret_left,
-                        "group_index": job.group_index if job.group_id else None,
-                        "group_total": job.group.total if job.group_id else None,
+                        "group_index": place.index if place else None,
+                        "group_total": place.total if place else None,
+                        "group_again": place.again if place else False,
                         **duplicate_watch_kept(job),
                     },
                 )

@@ -1257,12 +1257,14 @@ class JobAdmin(
 
     @admin.display(description=gettext_lazy("queue group"))
     def group_task(self, job: Job) -> str:
-        if job.group_id is None:
+        if (place := job.task_place) is None:
             return "—"
+        # Its place as every other page names it (Job.task_place): a sweep's task run again,
+        # a group of one of its own, is "2/3 (again)", where this said "Task 1".
         # With a link to the list of the group's tasks alone (QueueGroupFilter).
         return format_html(
             '{} · <a href="{}?group={}">{}</a>',
-            _("Task %(index)s of %(group)s") % {"index": job.group_index, "group": job.group},
+            _("Task %(place)s, in queue group %(group)s") % {"place": place, "group": job.group},
             reverse("admin:jobs_job_changelist"),
             job.group_id,
             _("Every task of this group (%(count)d)") % {"count": job.group.total},

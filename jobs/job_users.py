@@ -30,6 +30,7 @@ from django.conf import settings
 from django.utils.translation import gettext, gettext_noop
 
 from .sandbox import may_access, reach_problem
+from .texts import said_here
 
 if TYPE_CHECKING:
     from .spec import JobSpec
@@ -44,7 +45,9 @@ LOWEST_GID = 1000
 
 
 class JobUserError(Exception):
-    """The job cannot run as its owner's user: it fails to start with this reason."""
+    """The job cannot run as its owner's user: it fails to start with this reason, said in
+    the language active where it is raised and kept with its message (texts.said_here), so
+    the job's recorded reason is said in each reader's language."""
 
 
 def enabled() -> bool:
@@ -69,7 +72,9 @@ def job_gid_setting() -> int | None:
         return int(value) if value.isdigit() else grp.getgrnam(value).gr_gid
     except KeyError:
         raise JobUserError(
-            gettext("LOCAL_JOB_GID=%(value)s is no group of this machine") % {"value": value}
+            said_here(
+                gettext_noop("LOCAL_JOB_GID=%(value)s is no group of this machine"), value=value
+            )
         ) from None
 
 
@@ -81,16 +86,16 @@ def user_for(*, owner_id: int) -> tuple[int, int] | None:
     uid = settings.LOCAL_JOB_UID_BASE + owner_id
     if uid > HIGHEST_UID:
         raise JobUserError(
-            gettext(
-                "its owner's uid would be %(uid)s (LOCAL_JOB_UID_BASE=%(base)s + user id "
-                "%(id)s), past the highest a job may have, %(highest)s"
+            said_here(
+                gettext_noop(
+                    "its owner's uid would be %(uid)s (LOCAL_JOB_UID_BASE=%(base)s + user id "
+                    "%(id)s), past the highest a job may have, %(highest)s"
+                ),
+                uid=uid,
+                base=settings.LOCAL_JOB_UID_BASE,
+                id=owner_id,
+                highest=HIGHEST_UID,
             )
-            % {
-                "uid": uid,
-                "base": settings.LOCAL_JOB_UID_BASE,
-                "id": owner_id,
-                "highest": HIGHEST_UID,
-            }
         )
     # A user of this machine added since the worker started, with an id in the jobs' range:
     # the job would own that user's files.
@@ -100,8 +105,13 @@ def user_for(*, owner_id: int) -> tuple[int, int] | None:
         taken = None
     if taken is not None:
         raise JobUserError(
-            gettext("its owner's uid %(uid)s belongs to the user %(name)s of this machine")
-            % {"uid": uid, "name": taken}
+            said_here(
+                gettext_noop(
+                    "its owner's uid %(uid)s belongs to the user %(name)s of this machine"
+                ),
+                uid=uid,
+                name=taken,
+            )
         )
     gid = job_gid_setting()
     if gid is not None:
@@ -113,11 +123,14 @@ def user_for(*, owner_id: int) -> tuple[int, int] | None:
     except KeyError:
         return uid, uid
     raise JobUserError(
-        gettext(
-            "its owner's gid %(gid)s (its uid: LOCAL_JOB_GID is unset) belongs to the group "
-            "%(name)s of this machine"
+        said_here(
+            gettext_noop(
+                "its owner's gid %(gid)s (its uid: LOCAL_JOB_GID is unset) belongs to the group "
+                "%(name)s of this machine"
+            ),
+            gid=uid,
+            name=group,
         )
-        % {"gid": uid, "name": group}
     )
 
 
@@ -166,8 +179,13 @@ def recorded_user(*, uid: int, gid: int) -> tuple[int, int]:
         name = None
     if name is not None:
         raise JobUserError(
-            gettext("its attempt's uid %(uid)s belongs to the user %(name)s of this machine")
-            % {"uid": uid, "name": name}
+            said_here(
+                gettext_noop(
+                    "its attempt's uid %(uid)s belongs to the user %(name)s of this machine"
+                ),
+                uid=uid,
+                name=name,
+            )
         )
     if gid == uid:
         try:
@@ -176,8 +194,13 @@ def recorded_user(*, uid: int, gid: int) -> tuple[int, int]:
             group = None
         if group is not None:
             raise JobUserError(
-                gettext("its attempt's gid %(gid)s belongs to the group %(name)s of this machine")
-                % {"gid": gid, "name": group}
+                said_here(
+                    gettext_noop(
+                        "its attempt's gid %(gid)s belongs to the group %(name)s of this machine"
+                    ),
+                    gid=gid,
+                    name=group,
+                )
             )
     return uid, gid
 
@@ -211,12 +234,17 @@ def relaunch_user(*, owner_id: int, uid: int | None, gid: int | None) -> tuple[i
         return None
     if os.geteuid() != 0:
         raise JobUserError(
-            gettext(
-                "its attempt started as uid %(uid)s and gid %(gid)s, which this worker (uid "
-                "%(own_uid)s, gid %(own_gid)s) cannot become: only a worker run as root can "
-                "run a job as another user"
+            said_here(
+                gettext_noop(
+                    "its attempt started as uid %(uid)s and gid %(gid)s, which this worker (uid "
+                    "%(own_uid)s, gid %(own_gid)s) cannot become: only a worker run as root can "
+                    "run a job as another user"
+                ),
+                uid=uid,
+                gid=gid,
+                own_uid=os.geteuid(),
+                own_gid=os.getegid(),
             )
-            % {"uid": uid, "gid": gid, "own_uid": os.geteuid(), "own_gid": os.getegid()}
         )
     return recorded_user(uid=uid, gid=gid)
 

@@ -1009,6 +1009,9 @@ class DeletedJob(models.Model):
     # for rows written before 0044.
     group_index = models.PositiveIntegerField(null=True, blank=True, editable=False)
     group_total = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    # Its place is a sweep's task run again (Job.task_place's `again`): group_index and
+    # group_total are that task's, "6/8 (again)", not its own group of one's 1/1.
+    group_again = models.BooleanField(default=False, editable=False)
     # AIHC: the job's Job.duplicate_watch_until, when it was deleted while a create of it that
     # got no clear answer might still land (qa81: deleted once Stopped, as its Delete had
     # said to, the late AIHC job then ran on, followed by nothing), and where the worker looks
@@ -1041,10 +1044,13 @@ class DeletedJob(models.Model):
 
     @property
     def task_name(self) -> str:
-        """Its name, with its place in its queue group (`qa-grp 2/3`) for a group's task."""
+        """Its name, with its place in its queue group for a group's task, as Job.task_name
+        says it (`qa-grp 2/3`, a sweep's task run again `qa-grp 6/8 (again)`)."""
         if self.group_index is None or self.group_total is None:
             return self.name
-        return f"{self.name} {self.group_index}/{self.group_total}"
+        return TaskPlace(self.group_index, self.group_total, again=self.group_again).named(
+            self.name
+        )
 
 
 class UsageRecord(models.Model):

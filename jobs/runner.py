@@ -58,7 +58,7 @@ from django.conf import settings
 from django.db import connections, router, transaction
 from django.db.models import F, Q
 from django.utils import timezone
-from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext_noop
 
 from . import cgroups, job_users, network
 from . import logs as job_logs
@@ -113,6 +113,7 @@ from .texts import (
     ngettext_noop,
     recorded_plural,
     restored,
+    said_here,
     source_of,
 )
 from .volume_access import volume_refusals
@@ -1142,7 +1143,7 @@ def volume_mounts(
     if owner is not None:
         refused = volume_refusals(spec=spec, owner=owner)
         if refused:
-            raise SandboxError(" ".join(m for messages in refused.values() for m in messages))
+            raise SandboxError(joined(*(m for messages in refused.values() for m in messages)))
     roots = {v.name: v.root for v in host_volumes()}
     state = [os.path.realpath(path) for path in console_state_paths()]
     mounts: list[Mount] = []
@@ -2403,7 +2404,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     if unlaunched:  # the worker died between recording the start and spawning
         try:
             if spec is None:
-                raise RuntimeError(gettext("its stored spec can no longer be read"))
+                raise RuntimeError(said_here(gettext_noop("its stored spec can no longer be read")))
             launch_attempt(job, run, spec, children=children)
         except Exception as exc:  # a job that cannot start fails; the worker carries on
             _fail_launch(job, run, exc)

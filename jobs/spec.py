@@ -65,7 +65,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 
 from . import chat_bots
-from .texts import Words, list_words
+from .texts import Words, list_words, said_here
 
 PYTORCH = "PyTorchJob"
 MPI = "MPIJob"
@@ -1767,11 +1767,15 @@ def reserved_env_message(name: str) -> str:
 
 def tensorflow_only_ps_message() -> str:
     # Not "a worker, chief or evaluator": a ps serves until it is stopped, so with an
-    # evaluator beside it the job still never ends, and the pools refuse that (qa78).
-    return _(
-        "A TensorFlow job with a ps needs a chief or a worker: the ps serves until it is "
-        "stopped, and the job ends when its chief (without one, worker 0) has exited. Add a "
-        "chief or a worker."
+    # evaluator beside it the job still never ends, and the pools refuse that (qa78). Kept
+    # with its message: a job queued before the rule fails at start with it (jobs.runner),
+    # said in each reader's language.
+    return said_here(
+        gettext_noop(
+            "A TensorFlow job with a ps needs a chief or a worker: the ps serves until it is "
+            "stopped, and the job ends when its chief (without one, worker 0) has exited. Add a "
+            "chief or a worker."
+        )
     )
 
 

@@ -217,9 +217,18 @@ def restored(text: str, source: dict[str, Any] | None) -> str:
 
 def joined(*texts: str, sep: str = " ") -> RecordedText:
     """Several recorded texts as one (who resubmitted a job, then why it waits for review):
-    each part is said again in the reader's language."""
-    out = RecordedText(sep.join(texts))
-    out.source = {"parts": [{"text": str(t), "source": source_of(t)} for t in texts], "sep": sep}
+    each part is said again in the reader's language. A part said here (said_here: the volumes
+    a start refuses, asked in the worker's language) is recorded in the console's, as it is
+    when it is a parameter."""
+    with translation.override(settings.LANGUAGE_CODE):
+        parts = [_said(t) if isinstance(t, SaidHere) else str(t) for t in texts]
+    out = RecordedText(sep.join(parts))
+    out.source = {
+        "parts": [
+            {"text": part, "source": source_of(t)} for part, t in zip(parts, texts, strict=True)
+        ],
+        "sep": sep,
+    }
     return out
 
 

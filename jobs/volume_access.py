@@ -190,21 +190,35 @@ def pool_for_user(*, pool: Pool | None, user: Any, groups: GroupNames | None = N
 
 
 def not_offered_message(name: str) -> str:
-    from django.utils.translation import gettext as _
+    """Said in the language active now (a form's, an API request's) and kept with its message
+    (jobs.texts.said_here): a start refused for it (jobs.runner.volume_mounts) records it so,
+    and each reader of the job's reason reads it in theirs, not in the worker's language."""
+    from django.utils.translation import gettext_noop
 
-    return _(
-        "Volume “%(name)s” is not offered to you on the local pool; choose one of the "
-        "volumes the wizard lists."
-    ) % {"name": name}
+    from .texts import said_here
+
+    return said_here(
+        gettext_noop(
+            "Volume “%(name)s” is not offered to you on the local pool; choose one of the "
+            "volumes the wizard lists."
+        ),
+        name=name,
+    )
 
 
 def read_only_message(name: str) -> str:
-    from django.utils.translation import gettext as _
+    """Said as not_offered_message is: in the language active now, with its message."""
+    from django.utils.translation import gettext_noop
 
-    return _(
-        "Volume “%(name)s” is read-only for everyone (set by the administrator): mount it "
-        "read-only."
-    ) % {"name": name}
+    from .texts import said_here
+
+    return said_here(
+        gettext_noop(
+            "Volume “%(name)s” is read-only for everyone (set by the administrator): mount it "
+            "read-only."
+        ),
+        name=name,
+    )
 
 
 def volume_refusals(

@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone, translation
 
 from jobs import spec as S
+from jobs.actions import job_rerun
 from jobs.logs import replica_log_path
 from jobs.models import (
     Job,
@@ -1863,7 +1864,33 @@ def test_a_reviewer_sees_which_task_of_a_queue_group_each_pending_job_is(
     # Three pending rows of one name read as one group of three, as the owner's list shows them.
     names = re.findall(r'<(?:th|td) class="field-name_shown"><a [^>]*>([^<]+)</a>', listed)
     assert sorted(names) == ["qa-grp 1/3", "qa-grp 2/3", "qa-grp 3/3"]
-    assert "Task 2 of qa-grp (3 tasks, at most 1 at once)" in page.content.decode()
+    assert "Task 2/3, in queue group qa-grp (3 tasks, at most 1 at once)" in page.content.decode()
+
+
+def test_a_sweeps_task_run_again_is_named_on_its_admin_page_as_every_other_page_names_it(
+    alice, reviewer
+):
+    # fix97: its queue group field said "Task 1 of sweep (1 task, ...)", from its own group of
+    # one, where its row, its page and its alerts say "sweep 2/3 (again)" (Job.task_place).
+    tasks = jobs_submit(
+        owner=alice,
+        spec=make_spec(
+            name="sweep", submission=S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=3)
+        ),
+        submit_key="sweep",
+    )
+    [again] = job_rerun(job=tasks[1], owner=alice)
+    client = client_for(reviewer)
+
+    english = client.get(f"{CHANGELIST}{again.pk}/change/", HTTP_ACCEPT_LANGUAGE="en")
+    chinese = client.get(f"{CHANGELIST}{again.pk}/change/", HTTP_ACCEPT_LANGUAGE="zh-hans")
+
+    assert (
+        "Task 2/3 (again), in queue group sweep (1 task, at most 1 at once)"
+        in english.content.decode()
+    )
+    assert "任务 2/3（再次），所属队列任务组：sweep" in chinese.content.decode()
+    assert again.group.total == 1 and again.group_index == 1  # a group of one of its own
 
 
 def test_a_queue_tasks_page_links_to_the_list_of_its_groups_tasks_alone(

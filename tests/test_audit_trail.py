@@ -238,6 +238,41 @@ def test_the_deleted_jobs_list_names_a_queue_groups_task_with_its_place_in_the_g
 
 
 @pytest.mark.usefixtures("runner_settings")
+def test_the_deleted_jobs_list_names_a_sweeps_task_run_again_as_that_task_again(
+    alice, alice_client, superuser
+):
+    # fix97: it said "sweep 1/1", its own group of one, where the job's row, its page and its
+    # alerts said "sweep 2/3 (again)" (Job.task_place).
+    from jobs import spec as S
+    from jobs.actions import job_rerun
+    from jobs.models import DeletedJob
+    from jobs.services import jobs_submit
+
+    from .runner_helpers import make_spec
+
+    spec = make_spec("echo hi")
+    spec.name = "sweep"
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=3)
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="del-sweep", backend="local")
+    [again] = job_rerun(job=tasks[1], owner=alice)
+    alice_client.post(f"/jobs/{again.public_id}/delete/", {"confirmed": "1"})
+    auditor = client_for(superuser)
+
+    auditor.cookies["django_language"] = "en"
+    english = auditor.get(DELETED, {"q": again.public_id}).content.decode()
+    auditor.cookies["django_language"] = "zh-hans"
+    chinese = auditor.get(DELETED, {"q": again.public_id}).content.decode()
+    # Its owner's old link to it says the same.
+    page = alice_client.get(f"/jobs/{again.public_id}/").content.decode()
+
+    assert '<td class="field-task_name">sweep 2/3 (again)</td>' in english
+    assert '<td class="field-task_name">sweep 2/3（再次）</td>' in chinese
+    assert "sweep 2/3（再次）" in page
+    kept = DeletedJob.objects.get(public_id=again.public_id)
+    assert (kept.group_index, kept.group_total, kept.group_again) == (2, 3, True)
+
+
+@pytest.mark.usefixtures("runner_settings")
 def test_no_one_edits_or_deletes_a_deleted_jobs_record_and_plain_staff_do_not_see_it(
     alice, alice_client, superuser, reviewer
 ):

@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop
 
 from jobs import logs as job_logs
+from jobs import texts
 from jobs.runtime_env import (
     HYDRA_HOSTFILE_PATH,
     LOCAL_MPI_RSH_AGENT,
@@ -310,10 +311,14 @@ def too_many_replicas(spec: JobSpec) -> str:
     count = spec.total_replicas
     if count <= settings.LOCAL_MAX_REPLICAS:
         return ""
-    return _(
-        "The local pool runs at most %(max)d replicas of one job, all roles together, and "
-        "this job has %(count)d: lower the replica counts, or choose a cloud resource pool."
-    ) % {"max": settings.LOCAL_MAX_REPLICAS, "count": count}
+    return texts.said_here(
+        gettext_noop(
+            "The local pool runs at most %(max)d replicas of one job, all roles together, and "
+            "this job has %(count)d: lower the replica counts, or choose a cloud resource pool."
+        ),
+        max=settings.LOCAL_MAX_REPLICAS,
+        count=count,
+    )
 
 
 def tensorflow_without_end(spec: JobSpec) -> str:
@@ -333,11 +338,13 @@ def tensorflow_without_end(spec: JobSpec) -> str:
     if tensorflow_has_only_ps(spec):
         # Named as what the job has (no evaluator), in the spec rule's own words (qa78).
         return tensorflow_only_ps_message()
-    return _(
-        "A TensorFlow job of ps and evaluator alone never succeeds here: without a chief or "
-        "a worker the job ends when all its replicas have exited, and a parameter server "
-        "serves until it is stopped, so it would run until its time limit. Add a chief or a "
-        "worker, or leave out the ps."
+    return texts.said_here(
+        gettext_noop(
+            "A TensorFlow job of ps and evaluator alone never succeeds here: without a chief or "
+            "a worker the job ends when all its replicas have exited, and a parameter server "
+            "serves until it is stopped, so it would run until its time limit. Add a chief or a "
+            "worker, or leave out the ps."
+        )
     )
 
 
@@ -353,18 +360,24 @@ def runner_path_problem(mount_path: str, *, framework: str) -> str:
     if path is None:
         return ""  # the spec's own rules say what is wrong with it
     if path == REPLICA_TMP:
-        return _(
-            "On the local pool /tmp is each replica's own folder (its home and working "
-            "folder): mount the volume elsewhere, e.g. /workspace, or below it, e.g. /tmp/data."
+        return texts.said_here(
+            gettext_noop(
+                "On the local pool /tmp is each replica's own folder (its home and working "
+                "folder): mount the volume elsewhere, e.g. /workspace, or below it, e.g. "
+                "/tmp/data."
+            )
         )
     if framework == MPI:
         for folder in MPI_RUNNER_PATHS:
             if is_within(path, folder):
-                return _(
-                    "On the local pool %(folder)s holds what MPI needs to start the job's "
-                    "ranks (the hostfile and each worker's agent): mount the volume "
-                    "elsewhere, e.g. /workspace."
-                ) % {"folder": folder}
+                return texts.said_here(
+                    gettext_noop(
+                        "On the local pool %(folder)s holds what MPI needs to start the job's "
+                        "ranks (the hostfile and each worker's agent): mount the volume "
+                        "elsewhere, e.g. /workspace."
+                    ),
+                    folder=folder,
+                )
     return ""
 
 
