@@ -2507,6 +2507,11 @@ def test_a_custom_job_whose_pods_are_refused_says_why_from_its_jobs_events(fake,
     [event] = job.events.filter(reason="K8s:FailedCreate")
     assert event.message == f"{name}-trainer-0: {refusal}"
     assert event.type == EventType.WARNING
+    # And the Queued job says it (fix98), the quota's words as the Job controller wrote them.
+    assert job.status_reason.startswith(
+        f"Kubernetes cannot create the job's pods (Job {name}-trainer-0, FailedCreate): "
+        f"“{refusal}”."
+    )
 
 
 def test_a_failed_custom_job_is_failed_and_one_past_its_deadline_timed_out(fake, k8s, alice):
