@@ -142,9 +142,9 @@ STOP_LOOKS_REFUSED_GIVEN_UP = gettext_noop(
 )
 # A Queued job whose pods its operator cannot create: the API server refused them (over the
 # namespace's ResourceQuota, Pod Security Admission), and the job object alone exists. The
-# operators say so only in a Warning event, never in a condition, and retry for ever (an
-# operator that never made a pod never starts the job's deadline either), so the job sat
-# Queued with no reason shown (fix98). The operator's own message is quoted as it is.
+# operators say so only in a Warning event, never in a condition, and try again (their work
+# queues' rate-limited retries) until the cause goes, so the job sat Queued with no reason
+# shown (fix98). The operator's own message is quoted as it is.
 PODS_NOT_CREATED = gettext_noop(
     "Kubernetes cannot create the job's pods (%(object)s, %(reason)s): “%(message)s”. The job "
     "stays queued while Kubernetes tries again; stop it if the cause will not go away."
