@@ -185,6 +185,9 @@ LISTED_REASONS = frozenset(
         aihc.STOP_LOOKS_REFUSED_GIVEN_UP,
         kubernetes.QUEUED_LOOK_REFUSED,
         kubernetes.STOP_LOOKS_REFUSED_GIVEN_UP,
+        # Queued while its operator cannot create its pods (fix98): a bare Queued says
+        # nothing of a job that will wait for ever.
+        kubernetes.PODS_NOT_CREATED,
     }
 )
 

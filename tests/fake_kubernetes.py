@@ -28,9 +28,15 @@ training operator's CRDs and validating webhook) checks before it stores an obje
   volumeMount naming no volume of the pod, subPath inside the volume, and secretKeyRef
   naming a Secret and key that exist (a real server would store the job and its pods would
   never start: CreateContainerConfigError; refusing is how the fake makes that visible), and
-  a container's securityContext.privileged a boolean, true only in a namespace whose Pod
-  Security Admission level (`add_namespace(pod_security=...)`) is "privileged" (elsewhere
-  admission forbids the pods: refused, likewise); a namespace's GET answers that level as its
+  a container's securityContext.privileged a boolean;
+- Pod Security Admission at a namespace's level (`add_namespace(pod_security=...)`) as a real
+  API server applies it: to pods, never to the job that makes them. The job is stored; the
+  pods `run_pods` makes as its operator would are refused where the level forbids them
+  (pod_security_violations: baseline's host network, hostPath volumes and privileged
+  containers, restricted's also what every console pod lacks), with the real message shape
+  (`pods "x" is forbidden: violates PodSecurity "restricted:latest": ...`) in the Warning
+  event the operator records instead (FailedCreatePod, MPIJobFailed, or a batch Job's
+  FailedCreate). A namespace's GET answers that level as its
   pod-security.kubernetes.io/enforce label (none when privileged);
 - 409 AlreadyExists, 404 NotFound, answered as Status objects; each write gives its object
   the next resourceVersion, and a patch carrying an older one is 409 Conflict;
@@ -227,6 +233,92 @@ POD_KEYS = {
 # Pod Security Admission's levels (pod-security.kubernetes.io/enforce); only "privileged"
 # admits a privileged container.
 POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
+
+
+def _named(what: str, names: list[str]) -> str:
+    """Pod Security's way of naming the containers or volumes a check found: `container "a"`,
+    `containers "a", "b"`."""
+    quoted = ", ".join(f'"{n}"' for n in names)
+    return f"{what}{'s' if len(names) > 1 else ''} {quoted}"
+
+
+def pod_security_violations(spec: dict, level: str) -> list[str]:
+    """What Pod Security Admission's `level` (latest) finds wrong in a pod spec, in its own
+    words and order (k8s.io/pod-security-admission/policy, its checks sorted by ID), of the
+    fields a console pod can carry: baseline's host namespaces, hostPath volumes and
+    privileged; restricted's also allowPrivilegeEscalation, capabilities, volume types,
+    runAsNonRoot and seccompProfile. Empty when it admits the pod."""
+    if level == "privileged":
+        return []
+    containers = spec.get("containers") or []
+    names = [str(c.get("name")) for c in containers]
+
+    def security(container: dict) -> dict:
+        return container.get("securityContext") or {}
+
+    pod_security = spec.get("securityContext") or {}
+    host_paths = [str(v.get("name")) for v in spec.get("volumes") or [] if "hostPath" in v]
+    privileged = [str(c.get("name")) for c in containers if security(c).get("privileged")]
+    restricted = level == "restricted"
+    found = []
+    escalating = [
+        str(c.get("name"))
+        for c in containers
+        if security(c).get("allowPrivilegeEscalation") is not False
+    ]
+    if restricted and escalating:
+        found.append(
+            f"allowPrivilegeEscalation != false ({_named('container', escalating)} must set "
+            "securityContext.allowPrivilegeEscalation=false)"
+        )
+    dropping_all = [
+        str(c.get("name"))
+        for c in containers
+        if "ALL" not in ((security(c).get("capabilities") or {}).get("drop") or [])
+    ]
+    if restricted and dropping_all:
+        found.append(
+            f"unrestricted capabilities ({_named('container', dropping_all)} must set "
+            'securityContext.capabilities.drop=["ALL"])'
+        )
+    if spec.get("hostNetwork"):
+        found.append("host namespaces (hostNetwork=true)")
+    if host_paths:
+        found.append(f"hostPath volumes ({_named('volume', host_paths)})")
+    if privileged:
+        found.append(
+            f"privileged ({_named('container', privileged)} must not set "
+            "securityContext.privileged=true)"
+        )
+    if restricted and host_paths:
+        found.append(
+            "restricted volume types "
+            f"({_named('volume', host_paths)} use{'' if len(host_paths) > 1 else 's'} "
+            'restricted volume type "hostPath")'
+        )
+    if restricted and not pod_security.get("runAsNonRoot"):
+        unset = [
+            n for c, n in zip(containers, names, strict=True) if not security(c).get("runAsNonRoot")
+        ]
+        if unset:
+            found.append(
+                f"runAsNonRoot != true (pod or {_named('container', unset)} must set "
+                "securityContext.runAsNonRoot=true)"
+            )
+    if restricted and not (pod_security.get("seccompProfile") or {}).get("type"):
+        unset = [
+            n
+            for c, n in zip(containers, names, strict=True)
+            if not (security(c).get("seccompProfile") or {}).get("type")
+        ]
+        if unset:
+            found.append(
+                f"seccompProfile (pod or {_named('container', unset)} must set "
+                'securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")'
+            )
+    return found
+
+
 CONTAINER_KEYS = {
     "name",
     "image",
@@ -807,7 +899,9 @@ class FakeKubernetes:
     ) -> list[str]:
         """The job's pods as the training operator creates them: named <job>-<type>-<i>,
         with the template's labels and the operator's own (an MPIJob's as mpi-operator
-        names and labels them: _mpi_operator_pod). `node` "": not scheduled yet
+        names and labels them: _mpi_operator_pod); those the namespace's Pod Security level
+        refuses are not made, the operator's event saying so (_refused_by_admission,
+        _job_refused), and are left out of the names returned. `node` "": not scheduled yet
         (unscheduled). `attempt`: a TrainJob's, the restart of Trainer's JobSet they are of
         (a custom job's JobSet says its own: set_jobset_status)."""
         job = self.job(name, namespace)
@@ -821,8 +915,11 @@ class FakeKubernetes:
                 job, phase=phase, node=node, restarts=restarts, exit_code=exit_code, attempt=attempt
             )
         key = CRDS[kind][2]
+        refused = self._refused_by_admission(job, key)
         made = []
         for replica_type, replica in job["spec"][key].items():
+            if replica_type in refused:
+                continue
             for index in range(replica.get("replicas", 1)):
                 pod_name = f"{name}-{replica_type.lower()}-{index}"
                 labels = {
@@ -857,6 +954,72 @@ class FakeKubernetes:
             self.unscheduled(made, namespace=namespace)
         return made
 
+    def _admission_refusal(self, namespace: str, pod_name: str, spec: dict) -> str | None:
+        """The API server's refusal of a pod's create in `namespace`, as the operator's
+        error quotes it: Pod Security Admission at the namespace's level refuses a pod, never
+        the job that makes it (`pods "<name>" is forbidden: violates PodSecurity
+        "<level>:latest": ...`). None when the pod is admitted."""
+        level = self.pod_security.get(namespace, "privileged")
+        found = pod_security_violations(spec, level)
+        if not found:
+            return None
+        return (
+            f'pods "{pod_name}" is forbidden: violates PodSecurity "{level}:latest": '
+            + ", ".join(found)
+        )
+
+    def _refused_by_admission(self, job: dict, key: str) -> set[str]:
+        """The replica types of a training-operator or MPI job whose pods are not made, each
+        refusal said as its operator says it (a Warning event on the job, or on the launcher's
+        batch Job), in the order it creates them:
+        - training-operator (pkg/controller.v1/control/pod_control.go, createPods):
+          FailedCreatePod, "Error creating: <error>"; its reconcile stops at the first pod
+          refused (common/job.go: ReconcilePods' error is returned) and is tried again, its
+          replica types in Go's map order, a new one each time, so the types admitted are
+          made in the end and the refused ones never;
+        - mpi-operator v2 (pkg/controller/mpi_job_controller.go): the workers first
+          (getOrCreateWorker: MPIJobFailed, "worker pod created failed: <error>", and the
+          sync returns, so no launcher Job either), then the launcher Job, whose pod the Job
+          controller creates with generateName <job>-launcher- (FailedCreate on that Job,
+          "Error creating: <error>": kubernetes pkg/controller/controller_utils.go)."""
+        name, namespace, kind = job["metadata"]["name"], job["metadata"]["namespace"], job["kind"]
+        replicas = job["spec"][key]
+        order = (
+            sorted(replicas, key=lambda t: t != "Worker") if kind == "MPIJob" else list(replicas)
+        )
+        refused: set[str] = set()
+        for replica_type in order:
+            spec = replicas[replica_type]["template"]["spec"]
+            if kind == "MPIJob" and replica_type == "Launcher":
+                refusal = self._admission_refusal(namespace, f"{name}-launcher-", spec)
+                if refusal:
+                    self.add_event(
+                        "Job",
+                        f"{name}-launcher",
+                        "FailedCreate",
+                        f"Error creating: {refusal}",
+                        type="Warning",
+                        namespace=namespace,
+                    )
+                    return {replica_type}
+                continue
+            pod_name = f"{name}-{replica_type.lower()}-0"
+            refusal = self._admission_refusal(namespace, pod_name, spec)
+            if refusal is None:
+                continue
+            if kind == "MPIJob":
+                message = f"worker pod created failed: {refusal}"
+                self.add_event(
+                    kind, name, "MPIJobFailed", message, type="Warning", namespace=namespace
+                )
+                return set(order)
+            message = f"Error creating: {refusal}"
+            self.add_event(
+                kind, name, "FailedCreatePod", message, type="Warning", namespace=namespace
+            )
+            refused.add(replica_type)
+        return refused
+
     def unscheduled(self, pods: list[str], *, namespace: str = "default") -> None:
         """The pods as the API server has them before the scheduler places them: no
         spec.nodeName, Pending, no container statuses (no kubelet has seen them), its
@@ -876,6 +1039,22 @@ class FakeKubernetes:
                 ],
             }
 
+    def _job_refused(self, namespace: str, job_name: str, spec: dict) -> bool:
+        """Whether admission refuses the pods of a batch Job (a JobSet's, Trainer's), said as
+        the Job controller says it: FailedCreate on the Job, "Error creating: <error>", its
+        Indexed pods' generateName <job>-<index>- (kubernetes pkg/controller/job)."""
+        refusal = self._admission_refusal(namespace, f"{job_name}-0-", spec)
+        if refusal:
+            self.add_event(
+                "Job",
+                job_name,
+                "FailedCreate",
+                f"Error creating: {refusal}",
+                type="Warning",
+                namespace=namespace,
+            )
+        return refusal is not None
+
     def _run_jobset_pods(
         self, jobset: dict, *, phase: str, node: str, restarts: int, exit_code: int | None
     ) -> list[str]:
@@ -892,6 +1071,8 @@ class FakeKubernetes:
             template = job_spec["template"]
             for j in range(rjob.get("replicas", 1)):
                 job_name = f"{name}-{rjob['name']}-{j}"
+                if self._job_refused(namespace, job_name, template["spec"]):
+                    continue
                 for index in range(job_spec.get("completions", 1)):
                     pod_name = f"{job_name}-{index}-{uuid.uuid4().hex[:5]}"
                     labels = {
@@ -962,6 +1143,8 @@ class FakeKubernetes:
         nodes = (trainjob["spec"].get("trainer") or {}).get("numNodes", 1)
         job_name = f"{name}-node-0"
         made = []
+        if self._job_refused(namespace, job_name, self._trainjob_node_pod(trainjob, 0)[1]):
+            return made
         for index in range(nodes):
             labels, spec = self._trainjob_node_pod(trainjob, index)
             pod_name = f"{job_name}-{index}-{uuid.uuid4().hex[:5]}"
@@ -2220,16 +2403,6 @@ class FakeKubernetes:
             )
             if "privileged" in security and not isinstance(security["privileged"], bool):
                 check.bad(f"{path}.securityContext.privileged", "must be a boolean")
-            level = self.pod_security.get(namespace, "privileged")
-            if security.get("privileged") is True and level != "privileged":
-                # Admission refuses the pods, not the job: they would never start, which
-                # refusing the job is how this fake makes visible.
-                check.bad(
-                    f"{path}.securityContext.privileged",
-                    f'pods would be forbidden: violates PodSecurity "{level}:latest": '
-                    f'privileged (container "{container.get("name")}" must not set '
-                    f"securityContext.privileged=true)",
-                )
         if not isinstance(container.get("image"), str) or not container.get("image"):
             check.bad(f"{path}.image", "Required value")
         for key in ("command", "args"):

@@ -3,6 +3,7 @@ submission (idempotent), sync, stop (also racing the worker's sync), delete, log
 
 from __future__ import annotations
 
+import html
 import logging
 import threading
 import time
@@ -11,6 +12,7 @@ from datetime import UTC, timedelta
 
 import pytest
 from django.db import connection
+from django.urls import reverse
 from django.utils import timezone, translation
 
 from jobs import spec as S
@@ -21,6 +23,11 @@ from jobs.models import EventType, Job, JobStatus
 from jobs.services import jobs_submit
 from tests.fake_kubernetes import FakeKubernetes, configure
 from tests.test_aihc_backend import refused_looks_earlier, submit_pause_over, times_said
+
+from . import test_api as v1
+
+# The v1 API's fixtures: the console as a WSGI transport, Alice's key and AIHC client.
+wsgi, alice_key, api = v1.wsgi, v1.alice_key, v1.api
 
 A800 = "baidu.com/a800_80g_cgpu"
 POOL = "k8s-default"
@@ -2303,6 +2310,128 @@ def test_a_job_its_namespaces_pod_security_now_refuses_fails_at_submit_creating_
     assert [j["metadata"]["labels"][M.CONSOLE_JOB_LABEL] for j in fake.jobs()] == [job.public_id]
 
 
+def refused_after_it_was_sent(fake, k8s, owner, level: str, **changes) -> Job:
+    """A job the console sent while its namespace admitted its pods, whose namespace's
+    Pod Security level then became `level`, and whose operator then tried to make its pods:
+    the job object stays, the pods are refused (as on a real cluster: PSA admits or refuses
+    pods, never the job that makes them)."""
+    job = submitted(owner, k8s, **changes)
+    assert job.status == JobStatus.QUEUED
+    fake.add_namespace("default", pod_security=level)
+    assert fake.run_pods(job.external_id) == []
+    return job
+
+
+def test_a_queued_job_whose_pods_pod_security_refuses_says_why_until_they_are_made(
+    fake, k8s, alice, alice_client, wsgi, alice_key, api
+):
+    """fix98: training-operator says a pod it could not create only in a FailedCreatePod
+    event on the PyTorchJob (pkg/controller.v1/control/pod_control.go), never in a
+    condition, and tries again for ever: the job sat Queued with no reason shown. Its page
+    and the API now say why, the operator's words quoted as they are."""
+    job = refused_after_it_was_sent(fake, k8s, alice, "baseline", datasources=[SCRATCH])
+    name = job.external_id
+    refusals = [
+        f'Error creating: pods "{name}-{role}-0" is forbidden: violates PodSecurity '
+        '"baseline:latest": hostPath volumes (volume "data-0")'
+        for role in ("master", "worker")
+    ]
+
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    # The newest refusal: the operator tries its replica types in Go's map order, and both
+    # were refused within a second here.
+    [said] = [
+        f"Kubernetes cannot create the job's pods (PyTorchJob {name}, FailedCreatePod): "
+        f"“{refusal}”. The job stays queued while Kubernetes tries again; stop it if the "
+        "cause will not go away."
+        for refusal in refusals
+        if refusal in job.status_reason
+    ]
+    assert job.status_reason_shown == said
+    got = api.request(
+        "GET", f"/api/v1/aijobs/{job.public_id}", params=[("resourcePoolId", POOL)], idempotent=True
+    )
+    assert got["result"]["statusReason"] == said
+    alice_client.cookies["django_language"] = "zh-hans"
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    shown = html.unescape(page.split('id="status-reason">')[1].split("</div>")[0])
+    assert shown.startswith(
+        f"Kubernetes 无法创建该任务的 Pod（PyTorchJob {name}，FailedCreatePod）："
+    )
+    assert said[said.index("“") : said.index("”") + 1] in shown
+    listed = alice_client.get(reverse("job-list")).content.decode()
+    row = listed[listed.index(f'data-job="{job.public_id}"') :]
+    assert "job-status-reason" in row[: row.index("</tr>")]
+    assert {e.message for e in job.events.filter(reason="K8s:FailedCreatePod")} == set(refusals)
+
+    # The cluster's operator labels the namespace privileged: the operator's next try makes
+    # the pods, and the reason goes, the job still Queued (its pods not running yet).
+    fake.add_namespace("default", pod_security="privileged")
+    fake.run_pods(name, phase="Pending")
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert (job.status, job.status_reason) == (JobStatus.QUEUED, "")
+
+
+def test_an_mpi_job_whose_worker_pods_pod_security_refuses_says_the_mpi_operators_words(
+    fake, k8s, alice
+):
+    """mpi-operator v2 creates the workers first and says a refused one in an MPIJobFailed
+    event ("worker pod created failed: ..."; getOrCreateWorker), making no launcher Job: the
+    job is not failed (no condition says so), and waits Queued, saying why."""
+    job = refused_after_it_was_sent(
+        fake, k8s, alice, "baseline", framework=S.MPI, datasources=[SCRATCH]
+    )
+    name = job.external_id
+
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert job.status_reason.startswith(
+        f"Kubernetes cannot create the job's pods (MPIJob {name}, MPIJobFailed): “worker pod "
+        f'created failed: pods "{name}-worker-0" is forbidden: violates PodSecurity '
+        '"baseline:latest": hostPath volumes (volume "data-0")”.'
+    )
+    assert not [e for e in fake.events if e["involvedObject"]["kind"] == "Job"]
+
+
+def test_a_custom_job_in_a_namespace_now_restricted_says_every_check_its_pods_fail(
+    fake, k8s, alice
+):
+    """The restricted level refuses every pod the console makes; the Job controller says so
+    on each of the JobSet's Jobs (FailedCreate, its Indexed pods' generateName), as Pod
+    Security Admission words it. Read in Chinese, the console's sentence is Chinese and
+    the API server's words are as it wrote them."""
+    job = refused_after_it_was_sent(fake, k8s, alice, "restricted", **custom())
+    name = job.external_id
+
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    container = fake.job(name)["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"
+    ][0]["name"]
+    violations = (
+        f'allowPrivilegeEscalation != false (container "{container}" must set '
+        "securityContext.allowPrivilegeEscalation=false), unrestricted capabilities "
+        f'(container "{container}" must set securityContext.capabilities.drop=["ALL"]), '
+        f'runAsNonRoot != true (pod or container "{container}" must set '
+        "securityContext.runAsNonRoot=true), seccompProfile (pod or container "
+        f'"{container}" must set securityContext.seccompProfile.type to "RuntimeDefault" or '
+        '"Localhost")'
+    )
+    with translation.override("zh-hans"):
+        shown = job.status_reason_shown
+    assert shown.startswith(f"Kubernetes 无法创建该任务的 Pod（Job {name}-")
+    assert f'is forbidden: violates PodSecurity "restricted:latest": {violations}”' in shown
+
+
 def test_an_mpi_job_whose_launcher_pod_is_refused_says_why_from_the_launchers_job(fake, k8s, alice):
     """The MPI operator v2 runs the launcher as a batch Job (<mpijob>-launcher): a launcher
     pod refused at admission is said only in that Job's FailedCreate event (qa55)."""
@@ -2378,6 +2507,11 @@ def test_a_custom_job_whose_pods_are_refused_says_why_from_its_jobs_events(fake,
     [event] = job.events.filter(reason="K8s:FailedCreate")
     assert event.message == f"{name}-trainer-0: {refusal}"
     assert event.type == EventType.WARNING
+    # And the Queued job says it (fix98), the quota's words as the Job controller wrote them.
+    assert job.status_reason.startswith(
+        f"Kubernetes cannot create the job's pods (Job {name}-trainer-0, FailedCreate): "
+        f"“{refusal}”."
+    )
 
 
 def test_a_failed_custom_job_is_failed_and_one_past_its_deadline_timed_out(fake, k8s, alice):

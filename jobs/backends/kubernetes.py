@@ -56,7 +56,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -93,7 +93,7 @@ from jobs.runtime_env import (
 )
 from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, read_usage
-from jobs.texts import Term, joined, list_words
+from jobs.texts import Term, joined, list_words, source_of
 
 from .base import (
     AcceleratorStock,
@@ -140,6 +140,25 @@ STOP_LOOKS_REFUSED_GIVEN_UP = gettext_noop(
     "server may have made it: look in namespace %(namespace)s for a resource of kind %(kind)s "
     "labelled %(label)s, and delete it there if it runs."
 )
+# A Queued job whose pods its operator cannot create: the API server refused them (over the
+# namespace's ResourceQuota, Pod Security Admission), and the job object alone exists. The
+# operators say so only in a Warning event, never in a condition, and try again (their work
+# queues' rate-limited retries) until the cause goes, so the job sat Queued with no reason
+# shown (fix98). The operator's own message is quoted as it is.
+PODS_NOT_CREATED = gettext_noop(
+    "Kubernetes cannot create the job's pods (%(object)s, %(reason)s): “%(message)s”. The job "
+    "stays queued while Kubernetes tries again; stop it if the cause will not go away."
+)
+# What each says of a pod it could not create (checked in their sources):
+# - training-operator (PyTorchJob, TFJob), pkg/controller.v1/control/pod_control.go
+#   createPods: Warning FailedCreatePod on the job, "Error creating: <the API server's error>";
+# - the Job controller (an MPIJob's launcher Job, a JobSet's or TrainJob's Jobs),
+#   kubernetes pkg/controller/controller_utils.go: Warning FailedCreate on the Job, worded so;
+# - mpi-operator v2, pkg/controller/mpi_job_controller.go: Warning MPIJobFailed on the MPIJob,
+#   "worker pod created failed: ..." (getOrCreateWorker; the launcher Job is not made until
+#   the workers are) or "launcher pod created failed: ..." (the launcher Job's create).
+CREATE_REFUSED_REASONS = frozenset({"FailedCreatePod", "FailedCreate"})
+MPI_CREATE_FAILED = ("worker pod created failed:", "launcher pod created failed:")
 # Creates that got no clear answer (a timeout, a 5xx) before the job is Submit failed.
 MAX_UNANSWERED_CREATES = 4
 # The kubelet's words for the log of a container that has not started (its pod Pending,
@@ -321,6 +340,38 @@ def _a_node_started(pods: list[dict[str, Any]] | None, jobs_status: Any) -> bool
         isinstance(one, dict) and any(_count(one.get(k)) for k in ("ready", "succeeded", "failed"))
         for one in (jobs_status if isinstance(jobs_status, list) else [])
     )
+
+
+def _event_time(event: dict[str, Any]) -> datetime | None:
+    return (
+        kube_time(event.get("lastTimestamp"))
+        or kube_time(event.get("eventTime"))
+        or kube_time(event.get("firstTimestamp"))
+    )
+
+
+def pods_not_created(events: list[tuple[str, str, dict[str, Any]]]) -> dict[str, str] | None:
+    """The newest of `events` ((kind, name, event) of the job's objects) in which its
+    operator, or a Job of it, says it could not create a pod (CREATE_REFUSED_REASONS,
+    MPI_CREATE_FAILED): {object, reason, message}, or None."""
+    refusals = [
+        (kind, name, event)
+        for kind, name, event in events
+        if event.get("reason") in CREATE_REFUSED_REASONS
+        or (
+            event.get("reason") == "MPIJobFailed"
+            and str(event.get("message") or "").startswith(MPI_CREATE_FAILED)
+        )
+    ]
+    if not refusals:
+        return None
+    oldest = datetime.min.replace(tzinfo=UTC)
+    kind, name, event = max(refusals, key=lambda found: _event_time(found[2]) or oldest)
+    return {
+        "object": f"{kind} {name}",
+        "reason": str(event.get("reason")),
+        "message": str(event.get("message") or "").strip(),
+    }
 
 
 def _count(value: Any) -> int:
@@ -1733,10 +1784,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             pods = current_attempt_pods(
                 pods, _count((resource.get("status") or {}).get("restarts"))
             )
+        events: list[tuple[str, str, dict[str, Any]]] | None = None
         if unanswered is None:  # (the instances stay as they were: no list to go by)
             self._sync_replicas(job, roles, pods)
             try:
-                self._sync_events(job, client, namespace, resource, pods, secrets)
+                events = self._sync_events(job, client, namespace, resource, pods, secrets)
             except BackendError as exc:
                 if not self._unanswered_again(job):
                     raise
@@ -1773,6 +1825,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 message,
                 reason="TimedOut" if target == JobStatus.TIMED_OUT else "",
             )
+        if target == JobStatus.QUEUED == job.status and events is not None:
+            self._say_pods_not_created(job, spec, pods, events, secrets)
         if unanswered is not None:
             logger.warning(
                 "%s: status saved without its %s, which got no answer in %d syncs in a row",
@@ -1783,6 +1837,34 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             raise unanswered
         if job.status == JobStatus.RUNNING:
             self._sample_usage(job, roles, config, client, namespace, pods)
+
+    @staticmethod
+    def _say_pods_not_created(
+        job: Job,
+        spec: spec_module.JobSpec | None,
+        pods: list[dict[str, Any]],
+        events: list[tuple[str, str, dict[str, Any]]],
+        secrets: list[str],
+    ) -> None:
+        """A Queued job's reason says why its operator cannot create its pods while some
+        are missing and the newest refusal of one is in its events, and says it no more
+        once they are all made (the refusals stay in the events for an hour). Its status
+        and its time in it stay as they are."""
+        missing = len(pods) < (sum(r.replicas for r in spec.roles) if spec else 1)
+        refusal = pods_not_created(events) if missing else None
+        ours = (job.status_reason_source or {}).get("key") == PODS_NOT_CREATED
+        if refusal is not None:
+            said = recorded(PODS_NOT_CREATED, **{k: scrub(v, secrets) for k, v in refusal.items()})
+        elif ours and not missing:
+            said = ""
+        else:
+            return
+        if str(said) == job.status_reason and source_of(said) == job.status_reason_source:
+            return
+        Job.objects.filter(pk=job.pk, status=job.status).update(
+            status_reason=str(said), status_reason_source=source_of(said)
+        )
+        job.status_reason, job.status_reason_source = str(said), source_of(said)
 
     def sync(self, job: Job) -> None:
         super().sync(job)
@@ -2054,12 +2136,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         resource: dict[str, Any],
         pods: list[dict[str, Any]],
         secrets: list[str],
-    ) -> None:
+    ) -> list[tuple[str, str, dict[str, Any]]] | None:
         """Events of the resource, of its batch Jobs (a JobSet's, an MPIJob's launcher) and
         of its pods, copied once each, at their own time. A Job is where a pod refused at
         admission (over a ResourceQuota, PodSecurity) is said, by the Job controller's
         FailedCreate: no pod exists to carry it (the training operator, which makes its pods
-        itself, says it on its own resource)."""
+        itself, says it on its own resource). The events read, (kind, name, event) each; None
+        when the API server refused a read of them."""
         kind = M.kind_of(job.framework, job.training_api)
         objects = [(resource.get("kind") or kind.kind, job.external_id)]
         if kind is M.TRAINJOB:
@@ -2074,7 +2157,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             ("Pod", str((pod.get("metadata") or {}).get("name") or ""))
             for pod in pods[:MAX_EVENT_PODS]
         ]
-        raw: list[tuple[str, dict[str, Any]]] = []
+        read: list[tuple[str, str, dict[str, Any]]] = []
         for kind, name in objects:
             if not name:
                 continue
@@ -2087,8 +2170,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 if got_no_answer(exc):
                     raise _sync_error(exc, secrets) from None
                 logger.info("events of %s unavailable: %s", job.public_id, logged_error(exc))
-                return
-            raw.extend((name if kind in ("Pod", "Job") else "", event) for event in found)
+                return None
+            read.extend((kind, name, event) for event in found)
+        raw = [(name if kind in ("Pod", "Job") else "", event) for kind, name, event in read]
         existing = set(
             JobEvent.objects.filter(job=job, reason__startswith=EVENT_PREFIX).values_list(
                 "reason", "message", "created_at"
@@ -2116,6 +2200,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             kind = EventType.WARNING if event.get("type") == "Warning" else EventType.NORMAL
             new.append((JobEvent(job=job, reason=reason, message=message, type=kind), when))
         self._save_events(new)
+        return read
 
     # -- actions -------------------------------------------------------------------
 
