@@ -57,6 +57,7 @@ from .api_views import (
     _pods,
     _time,
     api_view,
+    body_fingerprint,
     choice_param,
     client_token,
     create_warnings,
@@ -234,6 +235,7 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise ApiError(400, "InvalidParameter", "The request body must be a JSON object.")
     token, document = client_token(query, document)
+    fingerprint = body_fingerprint(document)
     if queue_id:
         queue = _queue_name(queue_id, pool_id)
         given = document.get("queue")
@@ -254,7 +256,7 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         pool_id=pool_id,
         document=v1,
         token=token,
-        fingerprint=f"{queue_id}\n".encode() + request.body,
+        fingerprint=f"{queue_id}\n".encode() + fingerprint,
         rename=rename,
         unread=unread,
     )
