@@ -710,13 +710,22 @@ def job_create(
     fingerprint: bytes,
     rename: Callable[[str], str] = str,
     unread: Sequence[str] = (),
+    misplaced: Mapping[str, list[str]] | None = None,
 ) -> Job:
     """A job from a v1 body, checked as the wizard's submit is (jobs.spec, the wizard's own
     rules, the pool's refusals) and submitted by jobs_submit. With a `token`, the same token and
     `fingerprint` (body_fingerprint: the body without its token) from the same user within
     CLIENT_TOKEN_HOURS find the job the first create made. `rename` says a field path as the
     client's body names it;
-    `unread`: the body's keys the console reads nowhere (`fields_read`), named on the job."""
+    `unread`: the body's keys the console reads nowhere (`fields_read`), named on the job;
+    `misplaced`: its refusal of keys at the wrong place, said with the body's other errors."""
+    misplaced = misplaced or {}
+
+    def refused(errors: dict[str, list[str]]) -> ApiError:
+        return ApiError(
+            400, "InvalidParameter", with_misplaced(misplaced, _errors_message(errors, rename))
+        )
+
     from .wizard import (  # the wizard's own rules
         console_rules,
         find_pool,
@@ -741,12 +750,14 @@ def job_create(
         )
         if made is not None:
             return made
+    unread_values: dict[str, list[str]] = {}
     try:
         spec = spec_module.parse_document(document, resource_pool_id=pool_id)
     except spec_module.SpecError as exc:
-        raise ApiError(
-            400, "InvalidParameter", _errors_message(read_errors_with_rules(exc, rename), rename)
-        ) from None
+        if exc.partial is None:  # not an object: nothing read to check the rules on
+            raise refused(exc.errors) from None
+        # What was read is checked by the rules too, below (read_errors_with_rules).
+        spec, unread_values = exc.partial, exc.errors
     # AIHC's body cannot say which envs are secret (console.secretEnvs is the console's own):
     # one named like a secret's is made one, as the import makes it, so a script's HF_TOKEN
     # is not shown back by DescribeJob nor on the job's pages.
@@ -755,6 +766,8 @@ def job_create(
             if env.value and looks_secret(env.name):
                 env.secret = True
     pool = find_pool(pool_id)
+    if pool is None and (unread_values or misplaced):  # the body's own errors first
+        raise refused(unread_values)
     if pool is None:
         raise ApiError(
             404, "ResourcePoolNotFound", _("Resource pool %(pool)s not found.") % {"pool": pool_id}
@@ -767,6 +780,8 @@ def job_create(
         # concurrency the body gives without a mode are kept (1 and 1 when it gives none).
         spec.submission = dataclasses.replace(spec.submission, mode=spec_module.SUBMIT_QUEUE)
     errors = spec_module.validate(spec)
+    if unread_values:
+        raise refused(read_errors_with_rules(unread_values, errors, rename))
     # What the pool refuses whatever is idle now (a job asking more than the owner's quota
     # allows at all...); a standalone job's claim on the idle cards is read below, under the
     # cards lock.
@@ -774,8 +789,8 @@ def job_create(
     rules = [*console_rules(spec).items(), *template_job_rules(spec).items()]
     for path, messages in [*rules, *refusals.items()]:
         errors.setdefault(path, []).extend(messages)
-    if errors:
-        raise ApiError(400, "InvalidParameter", _errors_message(errors, rename))
+    if errors or misplaced:
+        raise refused(errors)
     if token:
         submit_key = _submit_key(owner, token, pool_id, fingerprint)
         # Past the window the token is free again: the old job keeps no claim on it.
@@ -812,8 +827,8 @@ def job_create(
 # Said after a body's field errors when some values could not be read at all: the checks that
 # need a job whose every field reads (the pool's: cards, quota, volumes) are left for then.
 POOL_CHECKS_FOLLOW = gettext_noop(
-    "More may be said once these are corrected: the pool's checks (cards, quota, volumes) "
-    "need every field read."
+    "More may be said once these are corrected: the checks that need every field read (the "
+    "pool's cards, quota and volumes, the alert channels) run then."
 )
 
 
@@ -826,20 +841,20 @@ def overlaps(path: str, other: str) -> bool:
 
 
 def read_errors_with_rules(
-    error: spec_module.SpecError, rename: Callable[[str], str]
+    unread_values: dict[str, list[str]],
+    rule_errors: dict[str, list[str]],
+    rename: Callable[[str], str],
 ) -> dict[str, list[str]]:
     """A body's values of the wrong type or out of range (parse_document's errors) with the
-    job's rules (validate) checked beside them on what was read, so one answer names every
-    field it can (qa97: a body with an empty name, image and command and replicas 0 was told
-    of the replicas alone, then of the rest). A rule's message on a field that could not be
-    read, or on a place holding one (said as the body names it), is left out: it would judge
-    a default the body did not send. Then POOL_CHECKS_FOLLOW."""
-    errors = {path: list(messages) for path, messages in error.errors.items()}
-    if error.partial is None:
-        return errors
-    unread = [rename(path) for path in error.errors]
-    for path, messages in spec_module.validate(error.partial).items():
-        if not any(overlaps(rename(path), place) for place in unread):
+    job's rules (validate, on what was read) beside them, so one answer names every field it
+    can (qa97: a body with an empty name, image and command and replicas 0 was told of the
+    replicas alone, then of the rest). A rule's message on a field that could not be read, or
+    on a place holding one (said as the body names it), is left out: it would judge a default
+    the body did not send. Then POOL_CHECKS_FOLLOW: the pool's checks are not run."""
+    errors = {path: list(messages) for path, messages in unread_values.items()}
+    places = [rename(path) for path in unread_values]
+    for path, messages in rule_errors.items():
+        if not any(overlaps(rename(path), place) for place in places):
             errors.setdefault(path, []).extend(messages)
     errors.setdefault("", []).append(_(POOL_CHECKS_FOLLOW))
     return errors
@@ -862,15 +877,22 @@ def says_submission_mode(document: Any) -> bool:
     return isinstance(submission, dict) and submission.get("mode") not in (None, "")
 
 
-def fields_read(document: Any, fields: spec_module.Fields) -> list[str]:
+def fields_read(
+    document: Any, fields: spec_module.Fields
+) -> tuple[list[str], dict[str, list[str]]]:
     """The paths of the body's keys the console reads nowhere (accepted, as AIHC accepts
-    them); InvalidParameter naming each key it reads at another place (jobs.spec.unread_fields:
-    `jobSpec.datasources` runs no mount, so it is refused rather than dropped)."""
+    them), and a refusal (path -> message, as the body names it) of each key it reads at
+    another place (jobs.spec.unread_fields: `jobSpec.datasources` runs no mount, so it is
+    refused rather than dropped), said with the body's other errors (with_misplaced)."""
     unread = spec_module.unread_fields(document, fields)
-    if unread.misplaced:
-        misplaced = spec_module.misplaced_named(unread.misplaced)
-        raise ApiError(400, "InvalidParameter", _errors_message(misplaced))
-    return unread.unknown
+    misplaced = spec_module.misplaced_named(unread.misplaced) if unread.misplaced else {}
+    return unread.unknown, misplaced
+
+
+def with_misplaced(misplaced: Mapping[str, list[str]], message: str = "") -> str:
+    """An InvalidParameter message with the keys found at the wrong place said first (qa97:
+    they were answered alone, the body's other errors only after they were moved)."""
+    return "; ".join(part for part in (_errors_message(dict(misplaced)), message) if part)
 
 
 def fields_warnings(unread: Sequence[str]) -> dict[str, Any]:
@@ -1746,8 +1768,11 @@ def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
     pool_id = _pool_param(request)
     token, document = client_token(request.GET, _body(request))
     fingerprint = body_fingerprint(document)
-    unread = fields_read(document, spec_module.V1_FIELDS)
-    document = fault_tolerance_args_read(document)
+    unread, misplaced = fields_read(document, spec_module.V1_FIELDS)
+    try:
+        document = fault_tolerance_args_read(document)
+    except ApiError as exc:
+        raise ApiError(exc.status, exc.code, with_misplaced(misplaced, exc.message)) from None
     job = job_create(
         owner=owner,
         pool_id=pool_id,
@@ -1756,6 +1781,7 @@ def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
         fingerprint=fingerprint,
         rename=v1_paths(document),
         unread=unread,
+        misplaced=misplaced,
     )
     result = {"jobId": job.public_id, "jobName": job.name, **created_fields(job)}
     return {"result": result, **create_warnings(job, unread, v1_paths(document))}

@@ -373,8 +373,9 @@ def test_a_secret_env_name_that_names_no_env_is_refused_and_creates_nothing(api)
     assert (error.status, error.code) == (400, "InvalidParameter")
     assert error.message == (
         "console.secretEnvs[0]: “HF-TOKEN” is not the name of one of the job's envs, so it "
-        "marks no value secret.; More may be said once these are corrected: the pool's checks "
-        "(cards, quota, volumes) need every field read."
+        "marks no value secret.; More may be said once these are corrected: the checks that "
+        "need every field read (the pool's cards, quota and volumes, the alert channels) run "
+        "then."
     )
     assert "hf_verysecretvalue" not in error.message
     assert Job.objects.count() == 0
@@ -492,8 +493,8 @@ def test_one_answer_names_every_field_wrong_in_a_body_not_one_stage_at_a_time(ap
     # A rule is not said of a field that could not be read (replicas 0 is no master alone).
     assert error.message.count("jobSpec.replicas:") == 1
     assert error.message.endswith(
-        "More may be said once these are corrected: the pool's checks (cards, quota, volumes) "
-        "need every field read."
+        "More may be said once these are corrected: the checks that need every field read (the "
+        "pool's cards, quota and volumes, the alert channels) run then."
     )
     assert Job.objects.count() == 0
 
