@@ -825,7 +825,7 @@ def job_create(
 
 
 # Said after a body's field errors when some values could not be read at all: the checks that
-# need a job whose every field reads (the pool's: cards, quota, volumes) are left for then.
+# need a job whose every field reads (pool_refusals, console_rules) are left for then.
 POOL_CHECKS_FOLLOW = gettext_noop(
     "More may be said once these are corrected: the checks that need every field read (the "
     "pool's cards, quota and volumes, the alert channels) run then."
