@@ -22,11 +22,16 @@ Decisions (README "Scripts and SDKs"):
 - A pool id neither offered now nor held by any of the owner's jobs is ResourcePoolNotFound
   (404) for the job list and every job action (pool_of_jobs_known), not an empty list; a pool
   no longer offered still lists and reads the owner's jobs in it.
-- clientToken (query, as [next] sends it): a create with the same token and the same body
-  (and pool) from the same user within CLIENT_TOKEN_HOURS answers the first job's id instead
-  of making another. The body is part of the key because one client ([aihcx]) uses the current
-  second as its token: two different jobs sent in one second must both be made. After the
-  window, or once that job is deleted, the token makes a new job.
+- A job list's filter is applied or refused, never ignored: v1's takes queue (or the Go
+  SDK's queueID), orderBy, order and paging, as AIHC's v1 does, and refuses v2's status and
+  keyword filters; a queue the pool lacks and none of the owner's jobs is in is
+  QueueNotFound (404), in v1 and v2 alike (qa97).
+- A log line's stamp is UTC with its Z, as every time the API answers (qa97).
+- clientToken (query, as [next] sends it, or body): a create with the same token and the same
+  body without it (and pool) from the same user within CLIENT_TOKEN_HOURS answers the first
+  job's id instead of making another. The body is part of the key because one client
+  ([aihcx]) uses the current second as its token: two different jobs sent in one second must
+  both be made. After the window, or once that job is deleted, the token makes a new job.
 - A job the idle cards cannot hold now is queued and waits, as AIHC queues it: a body that
   does not choose (AIHC's never do) makes a local job a queue task of one (or of the group
   size its console.submission.total gives, kept with its concurrency). A body that asks
@@ -1250,9 +1255,9 @@ def pod_log_lines(*, job: Job, pod: str, params: Params) -> tuple[list[str], str
     `maxLines` lines, of those written from `startTime` on (unix seconds, as the backends'
     `since`) when it is given, or with `marker` (a local job's: jobs.logs.log_read) the first
     `maxLines` after it; secrets masked as on the job page, each stamp in UTC with its Z, as
-    every time the API answers (decided, qa97: AIHC's log lines are its containers' output, with
-    no stamp of AIHC's to follow; in TIME_ZONE without an offset they read as UTC). A job of another platform has
-    no marker ("")."""
+    every time the API answers (decided, qa97: AIHC's log lines are its containers' output,
+    with no stamp of AIHC's to follow; in TIME_ZONE without an offset they read as UTC). A
+    job of another platform has no marker ("")."""
     max_lines = int_param(params, "maxLines", DEFAULT_LOG_LINES, MAX_LOG_LINES)
     start = time_param(params, "startTime")
     since = datetime.fromtimestamp(start, UTC) if start is not None else None
