@@ -57,6 +57,7 @@ from .api_views import (
     _pods,
     _time,
     api_view,
+    body_fingerprint,
     choice_param,
     client_token,
     create_warnings,
@@ -93,6 +94,7 @@ from .api_views import (
     text_param,
     v1_paths,
     web_terminal_refused,
+    with_misplaced,
 )
 from .backends import AcceleratorStock, Pool
 from .models import Job, JobGroup
@@ -234,6 +236,7 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise ApiError(400, "InvalidParameter", "The request body must be a JSON object.")
     token, document = client_token(query, document)
+    fingerprint = body_fingerprint(document)
     if queue_id:
         queue = _queue_name(queue_id, pool_id)
         given = document.get("queue")
@@ -241,22 +244,24 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
             document = {**document, "queue": queue}
         elif str(given) != queue:
             raise ApiError(400, "InvalidParameter", f"queue {given} and queueID {queue_id} differ.")
-    unread = fields_read(document, spec_module.V2_FIELDS)
+    unread, misplaced = fields_read(document, spec_module.V2_FIELDS)
     rename = v2_paths(document)
     try:
         v1 = v1_from_v2(document)
     except RoleMapError as exc:
-        raise ApiError(400, "InvalidParameter", str(exc)) from None
+        raise ApiError(400, "InvalidParameter", with_misplaced(misplaced, str(exc))) from None
     except ValueError as exc:
-        raise ApiError(400, "InvalidParameter", f"faultToleranceArgs: {exc}.") from None
+        message = with_misplaced(misplaced, f"faultToleranceArgs: {exc}.")
+        raise ApiError(400, "InvalidParameter", message) from None
     job = job_create(
         owner=owner,
         pool_id=pool_id,
         document=v1,
         token=token,
-        fingerprint=f"{queue_id}\n".encode() + request.body,
+        fingerprint=f"{queue_id}\n".encode() + fingerprint,
         rename=rename,
         unread=unread,
+        misplaced=misplaced,
     )
     return {
         "jobId": job.public_id,

@@ -467,18 +467,27 @@ def cut_for_page(text: str) -> str:
     ) % {"count": more}
 
 
-def shown_lines(lines: Iterable[str], *, secrets: Iterable[str] = ()) -> list[ShownLine]:
+def shown_lines(
+    lines: Iterable[str], *, secrets: Iterable[str] = (), utc: bool = False
+) -> list[ShownLine]:
     """Lines as the pages show them: without terminal escape sequences, with the job's
     secrets masked (again: a colour code inside a value hid it from the mask applied when
     the line was written), cut at SHOWN_LINE_CHARS, and each line's UTC stamp in the
     reader's time zone (jobs.time_zones), as every other time on the page is, to the millisecond. A download
-    keeps the file as is."""
+    keeps the file as is. `utc`: each stamp in UTC, marked Z (`2026-12-07T06:30:37.471Z`), as
+    the API answers every time (qa97: its lines were in TIME_ZONE without an offset)."""
     secrets = list(secrets)
     shown = []
     for line in lines:
         found, text, console = _shown_text(line, secrets)
-        shown.append(ShownLine.of(_shown_stamp(found), cut_for_page(text), console=console))
+        stamp = _utc_stamp(found) if utc else _shown_stamp(found)
+        shown.append(ShownLine.of(stamp, cut_for_page(text), console=console))
     return shown
+
+
+def _utc_stamp(found: re.Match[str] | None) -> str:
+    """A line's stamp as the file has it, UTC, to the millisecond ("" for none)."""
+    return f"{found.group(1)}.{found.group(2)}Z " if found else ""
 
 
 def _shown_text(line: str, secrets: list[str]) -> tuple[re.Match[str] | None, str, bool]:

@@ -237,11 +237,15 @@ _MEMORY_UNIT_GB = {
 
 
 class SpecError(Exception):
-    """Invalid spec: `errors` maps a field path (e.g. "roles[1].replicas") to messages."""
+    """Invalid spec: `errors` maps a field path (e.g. "roles[1].replicas") to messages.
+    `partial`: what parse_document read of a body with values of the wrong type (each one
+    left at its default), for the rules to be checked beside them (None when the body was no
+    object, or the error is validate's own)."""
 
-    def __init__(self, errors: dict[str, list[str]]):
+    def __init__(self, errors: dict[str, list[str]], *, partial: JobSpec | None = None):
         super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
         self.errors = errors
+        self.partial = partial
 
     @property
     def fields(self) -> Words:
@@ -1021,7 +1025,7 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
             template=r.str(aiak.get("template"), "aiak.template"),
         )
     if r.errors:
-        raise SpecError(r.errors)
+        raise SpecError(r.errors, partial=spec)
     return spec
 
 

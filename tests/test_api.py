@@ -26,8 +26,9 @@ from django.utils import timezone, translation
 from jobs import spec as S
 from jobs.aihc import signer
 from jobs.aihc.client import AihcClient, AihcError, Credentials
-from jobs.aihc.endpoints import V1
+from jobs.aihc.endpoints import V1, V2
 from jobs.api_keys import api_key_create, api_key_revoke, unseal
+from jobs.backends import get_backend
 from jobs.backends.aihc import STATUS_MAP
 from jobs.models import ApiKey, Job, JobReplica, JobStatus, LocalRun, LoginFailure
 from jobs.runner import replica_state_dir
@@ -191,6 +192,40 @@ def test_a_script_stops_a_running_job_and_then_deletes_it(api, settings):
     assert (gone.status, gone.code) == (404, "JobNotFound")
 
 
+def test_a_stop_of_a_job_that_had_ended_answers_as_a_stop_with_an_already_ended_warning(api):
+    # qa97: a 200 alone read to a script as "stopped"; it is still no error (a retried stop).
+    queued = api.create_job(pool="local", body=body(name="waiting"))["jobId"]
+    ended = api.create_job(pool="local", body=body(name="done"))["jobId"]
+    Job.objects.filter(public_id=ended).update(status=JobStatus.SUCCEEDED)
+
+    def stop(job_id: str) -> dict:
+        path = f"/api/v1/aijobs/{job_id}/stop"
+        return api.request("POST", path, params=[("resourcePoolId", "local")], idempotent=False)
+
+    stopped, after_end = stop(queued), stop(ended)
+    v2 = api.request(
+        "POST",
+        "/",
+        params=[("action", "StopJob"), ("resourcePoolId", "local")],
+        body={"jobId": ended},
+        version=V2,
+        idempotent=False,
+    )
+
+    assert "warnings" not in stopped
+    assert after_end["result"] == {"jobId": ended, "jobName": "done"}
+    assert after_end["warnings"] == [
+        {
+            "code": "AlreadyEnded",
+            "message": "Job done had already ended (Succeeded) before this stop: nothing was "
+            "stopped.",
+        }
+    ]
+    assert v2["warnings"] == after_end["warnings"]
+    assert Job.objects.get(public_id=ended).status == JobStatus.SUCCEEDED
+    assert Job.objects.get(public_id=queued).status == JobStatus.STOPPED
+
+
 def test_a_signed_head_of_a_job_answers_as_its_get_does_and_deletes_nothing(api):
     """A HEAD reads as a GET; the job's address also takes DELETE, which it must not reach."""
     created = api.create_job(pool="local", body=body(name="looked-at"))
@@ -338,7 +373,9 @@ def test_a_secret_env_name_that_names_no_env_is_refused_and_creates_nothing(api)
     assert (error.status, error.code) == (400, "InvalidParameter")
     assert error.message == (
         "console.secretEnvs[0]: “HF-TOKEN” is not the name of one of the job's envs, so it "
-        "marks no value secret."
+        "marks no value secret.; More may be said once these are corrected: the checks that "
+        "need every field read (the pool's cards, quota and volumes, the alert channels) run "
+        "then."
     )
     assert "hf_verysecretvalue" not in error.message
     assert Job.objects.count() == 0
@@ -381,6 +418,21 @@ def test_a_retried_create_with_the_same_client_token_makes_one_job(api):
     assert Job.objects.count() == 2
 
 
+def test_the_same_job_with_its_client_token_moved_from_the_query_to_the_body_makes_one_job(api):
+    # qa97: the token is the request's, not the job's; a body with it differed from one without.
+    first = create_with_token(api, "v1-b", body())
+    in_body = api.request(
+        "POST",
+        "/api/v1/aijobs",
+        params=[("resourcePoolId", "local")],
+        body={"clientToken": "v1-b", **body()},
+        idempotent=False,
+    )["result"]["jobId"]
+
+    assert in_body == first
+    assert Job.objects.count() == 1
+
+
 def test_a_client_token_older_than_a_day_makes_a_new_job(api):
     first = create_with_token(api, "old-token", body())
     Job.objects.filter(public_id=first).update(created_at=timezone.now() - timedelta(hours=25))
@@ -411,6 +463,39 @@ def test_a_body_error_names_the_field_and_creates_nothing(api):
     assert (error.status, error.code) == (400, "InvalidParameter")
     assert "jobSpec.image: Enter an image address." in error.message
     assert "name: Job names use lowercase letters" in error.message
+    assert Job.objects.count() == 0
+
+
+def test_one_answer_names_every_field_wrong_in_a_body_not_one_stage_at_a_time(api):
+    # qa97: the range error of replicas came alone, then the memory, then name, image, command.
+    bad = {
+        "name": "",
+        "jobFramework": "PyTorchJob",
+        "jobSpec": {
+            "image": "",
+            "command": "",
+            "replicas": 0,
+            "resources": [{"name": "memory", "quantity": "abc"}],
+        },
+    }
+
+    error = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    for said in (
+        "jobSpec.replicas: Replicas must be between 1 and ",
+        'jobSpec.resources[0].quantity: Memory must be a number of GB, like 64 or "64GB".',
+        "name: ",
+        "jobSpec.image: Enter an image address.",
+        "jobSpec.command: ",
+    ):
+        assert said in error.message, said
+    # A rule is not said of a field that could not be read (replicas 0 is no master alone).
+    assert error.message.count("jobSpec.replicas:") == 1
+    assert error.message.endswith(
+        "More may be said once these are corrected: the checks that need every field read (the "
+        "pool's cards, quota and volumes, the alert channels) run then."
+    )
     assert Job.objects.count() == 0
 
 
@@ -642,13 +727,23 @@ def test_an_unknown_key_is_refused(wsgi):
     assert (error.status, error.code) == (403, "InvalidAccessKeyId")
 
 
-def test_a_revoked_key_is_refused_from_the_moment_it_is_revoked(api, alice_key):
+def test_a_revoked_key_is_refused_from_the_moment_it_is_revoked(api, alice_key, settings):
+    settings.SITE_URL = "https://console.example.com"
     assert api.list_jobs(pool="local") == []
     api_key_revoke(key=alice_key[0])
 
     error = refused(lambda: api.list_jobs(pool="local"))
 
     assert (error.status, error.code) == (403, "InvalidAccessKeyId")
+    # qa97: said as revoked, when and by what, and where to make a new key, not "not in our
+    # records" (the code stays AIHC's).
+    key = ApiKey.objects.get(pk=alice_key[0].pk)
+    when = key.revoked_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert error.message == (
+        f"The access key {key.access_key_id} was revoked at {when}, by its owner. Create a "
+        "new key on the console's API keys page, https://console.example.com/account/keys/, "
+        "and sign with it."
+    )
 
 
 def expire(key: ApiKey, **ago) -> None:
@@ -711,6 +806,19 @@ def test_keys_revoked_with_a_password_change_are_refused_at_once(wsgi, api, alic
     assert changed.status_code == 302
     error = refused(lambda: api.list_jobs(pool="local"))
     assert (error.status, error.code) == (403, "InvalidAccessKeyId")
+    assert ", by its owner's password change. Create a new key" in error.message
+
+
+def test_a_revoked_key_is_told_so_in_chinese_when_the_request_asks_for_it(wsgi, alice_key):
+    api_key_revoke(key=alice_key[0])
+
+    r = signed_request(wsgi, alice_key, method="GET", headers={"Accept-Language": "zh-CN"})
+
+    assert (r.status_code, r.json()["code"]) == (403, "InvalidAccessKeyId")
+    assert f"访问密钥 {alice_key[0].access_key_id} 已于" in r.json()["message"]
+    assert "被吊销（吊销方：创建人）" in r.json()["message"]
+    assert "/account/keys/" in r.json()["message"]
+    assert alice_key[1] not in r.json()["message"]
 
 
 def test_keys_revoked_all_at_once_on_the_keys_page_are_refused_at_once(wsgi, api, alice_client):
@@ -728,6 +836,9 @@ def test_a_key_of_a_deactivated_user_is_refused(api, alice):
     error = refused(lambda: api.list_jobs(pool="local"))
 
     assert error.code == "InvalidAccessKeyId"
+    assert error.message == (  # not told why: the account, not the key, ended
+        "The Access Key ID you provided does not exist in our records (or was revoked)."
+    )
 
 
 def test_an_expired_or_future_timestamp_is_refused(wsgi, alice_key):
@@ -857,7 +968,8 @@ def test_a_number_too_large_for_any_field_is_named_at_its_field_and_makes_no_job
 
     assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
     assert r.json()["message"] == (
-        f"jobSpec.replicas: The number {number} is out of range: no field takes it."
+        f"jobSpec.replicas: The number {number} is out of range: no field takes it.; "
+        "The body's other fields are checked once these are corrected."
     )
     assert Job.objects.count() == 0
 
@@ -877,7 +989,8 @@ def test_every_number_too_large_for_any_field_is_named_in_the_language_asked_for
     assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
     assert r.json()["message"] == (
         "name: 数字 -2e999 超出范围：没有字段能接受它。; "
-        "jobSpec.replicas: 数字 1e400 超出范围：没有字段能接受它。"
+        "jobSpec.replicas: 数字 1e400 超出范围：没有字段能接受它。; "
+        "改正这些之后，才会检查请求体的其他字段。"
     )
     assert Job.objects.count() == 0
 
@@ -1037,6 +1150,10 @@ def test_a_body_over_the_upload_limit_is_refused_in_bces_shape(api, settings):
     error = refused(lambda: api.create_job(pool="local", body=body(command="x" * 300)))
 
     assert (error.status, error.code) == (413, "EntityTooLarge")
+    assert error.message == (  # qa97: the limit named, not "too large" alone
+        "The body is larger than the 200 bytes (DATA_UPLOAD_MAX_MEMORY_SIZE) the console "
+        "reads; a CreateJob body is a few KB."
+    )
     assert Job.objects.count() == 0
 
 
@@ -1613,6 +1730,26 @@ def test_a_script_reading_a_jobs_events_backwards_gets_each_once_though_seconds_
     assert read[own:] == expected  # each once, in order
 
 
+def test_a_pods_log_lines_are_stamped_in_utc_with_its_z_as_every_time_the_api_answers(
+    api, settings
+):
+    # qa97: stamped in TIME_ZONE (Asia/Shanghai) without an offset, read by a script as UTC.
+    settings.TIME_ZONE = "Asia/Shanghai"
+    created = api.create_job(pool="local", body=body(command="echo from v1"))
+    job = Job.objects.get(public_id=created["jobId"])
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED, what="the job to end")
+    log_file = get_backend("local").log_file(job, "master-0")
+    written = log_file.read_text().splitlines()
+
+    lines = get(api, f"/api/v1/aijobs/{job.public_id}/pods/master-0/logs", resourcePoolId="local")
+    said = [line for line in lines["logs"] if line.endswith(" from v1")]
+
+    [from_file] = [line for line in written if line.endswith(" from v1")]
+    stamp = from_file.split(" ", 1)[0]  # 2026-12-07T06:30:37.471234Z, as the shim writes it
+    assert said == [f"{stamp[:23]}Z from v1"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z from v1", said[0])
+
+
 def test_v1s_web_terminal_path_is_refused_with_the_reason_as_v2s_action_is(api, wsgi, bob):
     # Review 18b: v2's DescribeJobWebterminal said the console has no web terminal; v1's
     # path (AIHC's Go SDK) still answered the generic 404 "not served".
@@ -1897,6 +2034,38 @@ def test_a_long_secret_env_name_that_names_no_env_is_quoted_cut(api):
 
     assert error.message.startswith(f"console.secretEnvs[0]: “{'T' * 64}…” is not the name")
     assert Job.objects.count() == 0
+
+
+def test_malformed_json_says_where_the_reader_stopped_and_a_content_type_that_is_not_json(
+    wsgi, alice_key
+):
+    # qa97: "not well-formed" alone, for a comma missing on line 3 of a long body.
+    key, secret = alice_key
+    content = b'{\n  "name": "x",\n  "queue": "default"\n  "jobSpec": {}\n}'
+    form = b"name=x&queue=default"
+    names = ["host", "x-bce-date"]
+
+    as_json = signed_post(wsgi, key, secret, content, names=names)
+    as_form = signed_post(
+        wsgi,
+        key,
+        secret,
+        form,
+        names=names,
+        **{"Content-Type": "application/x-www-form-urlencoded"},
+    )
+
+    assert (as_json.status_code, as_json.json()["code"]) == (400, "MalformedJSON")
+    assert as_json.json()["message"] == (
+        "The JSON you provided was not well-formed: Expecting ',' delimiter at line 4, column 3."
+    )
+    assert (as_form.status_code, as_form.json()["code"]) == (400, "MalformedJSON")
+    assert as_form.json()["message"] == (
+        "The JSON you provided was not well-formed: Expecting value at line 1, column 1. The "
+        "request's Content-Type is application/x-www-form-urlencoded, not application/json: "
+        "send the body as JSON."
+    )
+    assert not Job.objects.exists()
 
 
 def test_a_gzip_or_byte_order_marked_body_is_refused_saying_so_not_as_bad_json(wsgi, alice_key):

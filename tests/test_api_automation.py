@@ -87,7 +87,7 @@ def logs_v2(api: AihcClient, job_id: str, **body: str) -> dict:
 
 def output(lines: list[str]) -> list[str]:
     """The job's own lines of an answer ("line N"), without their stamps."""
-    texts = [line.split(" ", 2)[2] for line in lines]
+    texts = [line.split(" ", 1)[1] for line in lines]
     return [text for text in texts if text.startswith("line ")]
 
 

@@ -287,6 +287,24 @@ def test_datasources_inside_job_spec_are_refused_saying_where_they_belong(api):
     assert not Job.objects.exists()
 
 
+def test_a_misplaced_key_is_said_with_the_bodys_other_errors_in_one_answer(api):
+    # qa97: a body was answered one stage at a time, the misplaced keys alone first.
+    job_body = body(name="")
+    job_body["jobSpec"]["datasources"] = job_body.pop("datasources")
+    job_body["jobSpec"]["image"] = ""
+    job_body["jobSpec"]["replicas"] = 0
+
+    error = v1.refused(lambda: api.create_job(pool="local", body=job_body))
+
+    assert error.code == "InvalidParameter"
+    assert error.message.startswith(
+        "jobSpec.datasources: 'datasources' belongs beside jobSpec, at the top level of the "
+        "body.; jobSpec.replicas: Replicas must be between 1 and "
+    )
+    assert "; name: Enter a job name.; jobSpec.image: Enter an image address.; " in error.message
+    assert not Job.objects.exists()
+
+
 def test_the_refusal_is_in_chinese_when_the_request_asks_for_it(wsgi, alice_key):
     job_body = body()
     job_body["jobSpec"]["datasources"] = job_body.pop("datasources")

@@ -277,6 +277,15 @@ def test_a_retried_v2_create_with_the_same_client_token_makes_one_job(api):
     assert Job.objects.count() == 2
 
 
+def test_a_v2_create_with_its_client_token_in_the_body_finds_the_job_its_query_token_made(api):
+    query = {"resourcePoolId": "local", "queueID": "default"}
+    first = action(api, "CreateJob", clientToken="v2-b", body=v2_body(), **query)["jobId"]
+    again = action(api, "CreateJob", body={**v2_body(), "clientToken": "v2-b"}, **query)["jobId"]
+
+    assert again == first
+    assert Job.objects.count() == 1
+
+
 def test_queue_id_names_the_queue_when_the_body_has_none_and_must_agree_when_it_has(api, settings):
     settings.LOCAL_QUEUES = ["default", "research"]
     no_queue = v2_body(name="by-queue-id")

@@ -290,7 +290,11 @@ def test_a_v1_bodys_instances_out_of_range_are_refused_saying_the_fields_own_ran
     error = refused(lambda: api.create_job(pool="local", body=sent))
 
     assert (error.status, error.code) == (400, "InvalidParameter")
-    assert error.message == "jobSpec.replicas: Replicas must be between 1 and 1001."
+    assert error.message == (
+        "jobSpec.replicas: Replicas must be between 1 and 1001.; More may be said once these "
+        "are corrected: the checks that need every field read (the pool's cards, quota and "
+        "volumes, the alert channels) run then."
+    )
     assert not Job.objects.exists()
 
 
