@@ -259,6 +259,7 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         document=v1,
         token=token,
         fingerprint=f"{queue_id}\n".encode() + fingerprint,
+        sent_as=f"{queue_id}\n".encode() + request.body,
         rename=rename,
         unread=unread,
         misplaced=misplaced,

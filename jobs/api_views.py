@@ -67,7 +67,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.http import HttpRequest, JsonResponse
 from django.urls import Resolver404, resolve
 from django.utils import timezone, translation
@@ -713,6 +713,7 @@ def job_create(
     document: Any,
     token: str,
     fingerprint: bytes,
+    sent_as: bytes = b"",
     rename: Callable[[str], str] = str,
     unread: Sequence[str] = (),
     misplaced: Mapping[str, list[str]] | None = None,
@@ -720,7 +721,9 @@ def job_create(
     """A job from a v1 body, checked as the wizard's submit is (jobs.spec, the wizard's own
     rules, the pool's refusals) and submitted by jobs_submit. With a `token`, the same token and
     `fingerprint` (body_fingerprint: the body without its token) from the same user within
-    CLIENT_TOKEN_HOURS find the job the first create made. `rename` says a field path as the
+    CLIENT_TOKEN_HOURS find the job the first create made; so does `sent_as` (the body's bytes,
+    which the match was until qa97), so a create sent before an upgrade to this version and
+    retried after it makes no second job. `rename` says a field path as the
     client's body names it;
     `unread`: the body's keys the console reads nowhere (`fields_read`), named on the job;
     `misplaced`: its refusal of keys at the wrong place, said with the body's other errors."""
@@ -745,9 +748,12 @@ def job_create(
         # again (QA 57): what the console refuses may have changed in between (its pool turned
         # off, a volume withdrawn, an upgrade's stricter rule), and a retry refused although
         # its job exists and runs read to a script as a create that failed.
+        same_create = Q(submit_key__startswith=_submit_key(owner, token, pool_id, fingerprint))
+        if sent_as:
+            same_create |= Q(submit_key__startswith=_submit_key(owner, token, pool_id, sent_as))
         made = (
             Job.objects.filter(
-                submit_key__startswith=_submit_key(owner, token, pool_id, fingerprint),
+                same_create,
                 created_at__gte=timezone.now() - timedelta(hours=CLIENT_TOKEN_HOURS),
             )
             .order_by("id")
@@ -1784,6 +1790,7 @@ def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
         document=document,
         token=token,
         fingerprint=fingerprint,
+        sent_as=request.body,
         rename=v1_paths(document),
         unread=unread,
         misplaced=misplaced,
