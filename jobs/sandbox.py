@@ -211,6 +211,26 @@ def missing_folder_problem(root: Path, sub_path: str | None) -> str | None:
     return None
 
 
+def outside_volume_problem(root: Path, sub_path: str | None, volume: str) -> str:
+    """Why `sub_path` resolves outside the volume `volume` (resolve_in_root refused it),
+    said at submit: the symbolic link on the way that leads out, named as the missing
+    folder's reason names a link (QA 99: "The path must stay inside the volume" named
+    nothing, and the path had no ".." in it)."""
+    real_root = os.path.realpath(root)
+    parts = _components(sub_path) or []
+    current = real_root
+    for index, part in enumerate(parts):
+        current = os.path.join(current, part)
+        leads_to = os.path.realpath(current)
+        if os.path.islink(current) and not is_within(leads_to, real_root):
+            return gettext(
+                "“%(link)s” is a symbolic link to a folder outside volume “%(volume)s”, and a "
+                "mount must stay inside its volume: give a folder inside it."
+            ) % {"link": "/".join(parts[: index + 1]), "volume": volume}
+        current = leads_to
+    return gettext("The path must stay inside the volume.")
+
+
 def _longer_than_allowed(folder: str, names: list[str]) -> bool:
     """Whether one of `names`, to be made below `folder`, is longer than its file system
     allows a name to be."""

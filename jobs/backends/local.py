@@ -31,6 +31,7 @@ from jobs.sandbox import (
     SandboxError,
     is_within,
     missing_folder_problem,
+    outside_volume_problem,
     read_only_missing_message,
     read_only_parent_lacking,
     read_only_parent_message,
@@ -528,7 +529,10 @@ class LocalBackend(Backend):
                 found = source.is_dir()
                 a_file = not found and source.exists()
             except SandboxError:
-                err(f"{path}.sourcePath", _("The path must stay inside the volume."))
+                err(
+                    f"{path}.sourcePath",
+                    outside_volume_problem(volume.root, ds.source_path, ds.name),
+                )
                 continue
             except ValueError:
                 # A NUL, which no path can hold: the spec's own rules refuse it on this field.
