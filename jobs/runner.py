@@ -1168,7 +1168,12 @@ def volume_mounts(
                 mounts.append(Mount(fd, source, ds.mount_path, ds.read_only))
                 if as_user is not None:
                     check_within_reach(
-                        fd, source, root=roots[ds.name], read_only=ds.read_only, as_user=as_user
+                        fd,
+                        source,
+                        root=roots[ds.name],
+                        volume=ds.name,
+                        read_only=ds.read_only,
+                        as_user=as_user,
                     )
             except SandboxError as error:
                 raise SandboxError(
