@@ -1473,6 +1473,7 @@ def _start_replicas(
                 mpi_tcp_interface="lo" if job_network is not None else None,
                 visible_devices=visible_devices(cards),
                 group_task=group_task,
+                hostname=replica_hostname(spec, ref),
             )
         )
         tmp = state / "tmp"

@@ -681,6 +681,8 @@ class LocalBackend(Backend):
     ) -> dict[str, str]:
         # As jobs.runner launches replicas: all on this machine, every port picked free when the
         # attempt starts, cards handed out by the scheduler (none for a CPU-only role).
+        from jobs.runner import replica_hostname
+
         role = next(r for r in spec.roles if r.name == ref.role)
         has_cards = bool(role.accelerator_type and role.accelerators)
         return replica_environment(
@@ -697,6 +699,7 @@ class LocalBackend(Backend):
             # Known before start: numbered from 0 in each replica (visible_devices).
             visible_devices=visible_devices(list(range(role.accelerators))) if has_cards else "",
             group_task=shown_group_task(spec, group_task),
+            hostname=replica_hostname(spec, ref),
             masked=True,
         )
 
