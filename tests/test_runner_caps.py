@@ -147,7 +147,7 @@ def test_a_job_printing_past_its_log_cap_keeps_its_first_and_latest_lines_and_sa
         size = filesizeformat(dropped)
     assert (
         "This log went over its 1 MB limit: the download has its beginning and its latest "
-        f"part, with {size} of output dropped between them"
+        f"part, with {size} ({dropped} bytes) of output dropped between them"
     ) in english
     assert b"".join(download.streaming_content) == raw  # the marker with it
 
@@ -238,6 +238,33 @@ def test_the_log_cut_marker_reads_in_the_pages_language(alice, alice_client):
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
 
     assert "log over 1 MB: 4096 bytes dropped here" in page
+
+
+def test_the_job_page_says_the_bytes_a_cut_dropped_as_its_marker_does_beside_the_size(
+    alice, alice_client
+):
+    """QA 99: the page said "略去了 150.0 MB" (MB of 1,024 x 1,024 bytes, as every size the
+    console shows and LOCAL_LOG_MAX_MB) where the marker said 157286706 bytes: the same
+    amount, which nothing on the page showed. The note gives the bytes too."""
+    job = submit(alice, make_spec("echo hi"))
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text(
+        "2026-11-30T09:00:00.000000Z first\n"
+        "2026-11-30T09:00:05.000000Z \x1f[console] 日志超过 100 MB，此处略去 157286706 字节\n"
+    )
+    Path(f"{log}.cut.json").write_text(
+        json.dumps({"limit_mb": 100, "dropped": 157286706, "marker_at": 34, "kept_from": 120})
+    )
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    # (filesizeformat's space does not break: "150.0\xa0MB")
+    assert "其间略去了 150.0\xa0MB（157286706 字节）的输出" in page
+    assert "with 150.0\xa0MB (157286706 bytes) of output dropped between them" in english
 
 
 OVER_THE_CAP = re.compile(
