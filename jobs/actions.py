@@ -715,7 +715,11 @@ def _task_spec_checked(job: Job, *, unreadable: str, rerun: bool = False) -> Job
     ).items():
         refusals.setdefault(path, []).extend(messages)
     if refusals:
-        said = " ".join(m for messages in refusals.values() for m in messages)
+        said = " ".join(
+            _mount_named(spec, path, message)
+            for path, messages in refusals.items()
+            for message in messages
+        )
         # A rule's refusal asks for a change (turn fault tolerance off, fewer cards), which
         # Run again and Submit again cannot make: it says where one is made, as the spec
         # rules' refusal above does. What holds only now (idle cards, a pool gone) is not
@@ -727,6 +731,21 @@ def _task_spec_checked(job: Job, *, unreadable: str, rerun: bool = False) -> Job
             ) % {"refusals": said}
         raise ActionError(said)
     return spec
+
+
+def _mount_named(spec: JobSpec, path: str, message: str) -> str:
+    """A refusal of a volume row said with the row's mount point and volume, as a start that
+    fails on it says it: the page's Run again has no form to put it under (QA 99: "The
+    path must stay inside the volume" named no mount)."""
+    found = re.fullmatch(r"datasources\[(\d+)\]\.\w+", path)
+    if found is None or int(found.group(1)) >= len(spec.datasources):
+        return message
+    row = spec.datasources[int(found.group(1))]
+    return _("The mount %(mount)s (volume %(volume)s): %(reason)s") % {
+        "mount": row.mount_path,
+        "volume": row.name,
+        "reason": message,
+    }
 
 
 def forget_deleted_jobs() -> int:

@@ -155,7 +155,11 @@ def reach_refusals(*, spec: JobSpec, owner_id: int) -> dict[str, list[str]]:
         if ds.type != "hostpath" or ds.name not in roots:
             continue
         problem = reach_problem(
-            roots[ds.name], ds.source_path, read_only=ds.read_only, as_user=as_user
+            roots[ds.name],
+            ds.source_path,
+            volume=ds.name,
+            read_only=ds.read_only,
+            as_user=as_user,
         )
         if problem is not None:
             errors[f"datasources[{i}].sourcePath"] = [

@@ -1169,7 +1169,12 @@ def volume_mounts(
                 mounts.append(Mount(fd, source, ds.mount_path, ds.read_only))
                 if as_user is not None:
                     check_within_reach(
-                        fd, source, root=roots[ds.name], read_only=ds.read_only, as_user=as_user
+                        fd,
+                        source,
+                        root=roots[ds.name],
+                        volume=ds.name,
+                        read_only=ds.read_only,
+                        as_user=as_user,
                     )
             except SandboxError as error:
                 raise SandboxError(
@@ -1469,6 +1474,7 @@ def _start_replicas(
                 mpi_tcp_interface="lo" if job_network is not None else None,
                 visible_devices=visible_devices(cards),
                 group_task=group_task,
+                hostname=replica_hostname(spec, ref),
             )
         )
         tmp = state / "tmp"

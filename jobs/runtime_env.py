@@ -299,9 +299,12 @@ def replica_environment(
     mpi_tcp_interface: str | None = None,
     visible_devices: str | None = None,
     group_task: tuple[object, int] | None = None,
+    hostname: str | None = None,
     masked: bool = False,
 ) -> dict[str, str]:
-    """The full environment of one replica: platform variables plus the user's envs."""
+    """The full environment of one replica: platform variables plus the user's envs.
+    `hostname`: the replica's own, exported as HOSTNAME where no container runtime does (the
+    local runner; Kubernetes sets it in every container)."""
     env: dict[str, str] = {"NCCL_DEBUG": "INFO", "PYTHONUNBUFFERED": "1"}
     if spec.enable_rdma:
         env["NCCL_IB_DISABLE"] = "0"
@@ -321,6 +324,10 @@ def replica_environment(
         env.setdefault(GROUP_TOTAL, str(group_task[1]))
     if spec.tensorboard.enable:
         env["AIHC_TENSORBOARD_LOG_PATH"] = spec.tensorboard.log_path
+    if hostname is not None:
+        # bash sets $HOSTNAME in its own shell only: `env` and Python's os.environ had none,
+        # and checkpoints named by it collided across replicas (QA 99). The job's own wins.
+        env.setdefault("HOSTNAME", hostname)
     role = next(r for r in spec.roles if r.name == ref.role)
 
     if spec.framework == PYTORCH:

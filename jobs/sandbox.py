@@ -211,6 +211,26 @@ def missing_folder_problem(root: Path, sub_path: str | None) -> str | None:
     return None
 
 
+def outside_volume_problem(root: Path, sub_path: str | None, volume: str) -> str:
+    """Why `sub_path` resolves outside the volume `volume` (resolve_in_root refused it),
+    said at submit: the symbolic link on the way that leads out, named as the missing
+    folder's reason names a link (QA 99: "The path must stay inside the volume" named
+    nothing, and the path had no ".." in it)."""
+    real_root = os.path.realpath(root)
+    parts = _components(sub_path) or []
+    current = real_root
+    for index, part in enumerate(parts):
+        current = os.path.join(current, part)
+        leads_to = os.path.realpath(current)
+        if os.path.islink(current) and not is_within(leads_to, real_root):
+            return gettext(
+                "“%(link)s” is a symbolic link to a folder outside volume “%(volume)s”, and a "
+                "mount must stay inside its volume: give a folder inside it."
+            ) % {"link": "/".join(parts[: index + 1]), "volume": volume}
+        current = leads_to
+    return gettext("The path must stay inside the volume.")
+
+
 def _longer_than_allowed(folder: str, names: list[str]) -> bool:
     """Whether one of `names`, to be made below `folder`, is longer than its file system
     allows a name to be."""
@@ -372,7 +392,13 @@ def _not_enterable_reason(sub_path: str | None, part: str, as_user: tuple[int, i
 
 
 def check_within_reach(
-    mounted: int, source: str, *, root: Path, read_only: bool, as_user: tuple[int, int]
+    mounted: int,
+    source: str,
+    *,
+    root: Path,
+    volume: str,
+    read_only: bool,
+    as_user: tuple[int, int],
 ) -> None:
     """Raises SandboxError unless the user `as_user` (a job's, LOCAL_JOB_UID_BASE) could
     reach the folder `source` by itself: enter every folder from / down to it and read it
@@ -383,7 +409,9 @@ def check_within_reach(
     never walks the path itself: Bob's job mounted alice/private/data, read-write or not,
     though alice/private is Alice's 0700 folder he may not enter (until review 48). Walked
     from / one folder at a time without following a link, as opened; the folder reached
-    must be the one mounted (else it moved meanwhile, and is refused as gone)."""
+    must be the one mounted (else it moved meanwhile, and is refused as gone). The volume's
+    root is named as the root of `volume`, not "/" (QA 99: "may not read “/”" read as the
+    machine's root)."""
     uid, gid = as_user
     if uid == 0:
         return
@@ -410,9 +438,20 @@ def check_within_reach(
                             gid=gid,
                         )
                     )
-                raise SandboxError(
-                    _not_enterable_reason(path, "" if part == "." else part, as_user)
-                )
+                if part == ".":
+                    raise SandboxError(
+                        recorded(
+                            gettext_noop(
+                                "the job runs as uid %(uid)d, gid %(gid)d, which may not enter "
+                                "the root of volume “%(volume)s”: a job mounts only a folder "
+                                "its user could reach by itself."
+                            ),
+                            volume=volume,
+                            uid=uid,
+                            gid=gid,
+                        )
+                    )
+                raise SandboxError(_not_enterable_reason(path, part, as_user))
             try:
                 following = os.open(name, flags, dir_fd=current)
             except OSError:  # swapped for a link, or gone, since it was opened
@@ -423,6 +462,19 @@ def check_within_reach(
         reached, bound = os.fstat(current), os.fstat(mounted)
         if (reached.st_dev, reached.st_ino) != (bound.st_dev, bound.st_ino):
             raise FolderMoved(_moved_reason(path))
+        if not may_access(reached, uid, gid, os.R_OK | os.X_OK) and path == "/":
+            raise SandboxError(
+                recorded(
+                    gettext_noop(
+                        "the job runs as uid %(uid)d, gid %(gid)d, which may not read the root "
+                        "of volume “%(volume)s”: a job mounts only a folder its user could "
+                        "reach by itself."
+                    ),
+                    volume=volume,
+                    uid=uid,
+                    gid=gid,
+                )
+            )
         if not may_access(reached, uid, gid, os.R_OK | os.X_OK):
             raise SandboxError(
                 recorded(
@@ -431,6 +483,19 @@ def check_within_reach(
                         "“%(path)s”: a job mounts only a folder its user could reach by itself."
                     ),
                     path=path,
+                    uid=uid,
+                    gid=gid,
+                )
+            )
+        if not read_only and not may_access(reached, uid, gid, os.W_OK) and path == "/":
+            raise SandboxError(
+                recorded(
+                    gettext_noop(
+                        "the job runs as uid %(uid)d, gid %(gid)d, which may not write in the "
+                        "root of volume “%(volume)s”: mount it read-only if the job only reads "
+                        "it."
+                    ),
+                    volume=volume,
                     uid=uid,
                     gid=gid,
                 )
@@ -452,7 +517,7 @@ def check_within_reach(
 
 
 def reach_problem(
-    root: Path, sub_path: str | None, *, read_only: bool, as_user: tuple[int, int]
+    root: Path, sub_path: str | None, *, volume: str, read_only: bool, as_user: tuple[int, int]
 ) -> str | None:
     """What a job's start would refuse of a mount of `sub_path` in the volume at `root` for
     its user `as_user` (check_within_reach; for a missing read-write folder, make_in_root's
@@ -470,7 +535,9 @@ def reach_problem(
     except (OSError, ValueError, SandboxError):
         return None  # the submit's own checks say what is wrong with the path
     try:
-        check_within_reach(fd, source, root=root, read_only=read_only, as_user=as_user)
+        check_within_reach(
+            fd, source, root=root, volume=volume, read_only=read_only, as_user=as_user
+        )
     except FolderMoved:
         return None
     except SandboxError as error:

@@ -411,13 +411,19 @@ class ReplicaLog:
     def close(self) -> None:
         os.close(self.fd)
 
-    def _previous_cut(self) -> tuple[int, int, int] | None:
-        """(where its line starts, where it ends, bytes dropped in all) of the last cut."""
+    def _previous_cut(self) -> tuple[int, int, int, int] | None:
+        """(where its line starts, where it ends, bytes dropped in all, the cap then in MB)
+        of the last cut."""
         if self.cut_record is None:
             return None
         try:
             record = json.loads(self.cut_record.read_text())
-            return int(record["marker_at"]), int(record["kept_from"]), int(record["dropped"])
+            return (
+                int(record["marker_at"]),
+                int(record["kept_from"]),
+                int(record["dropped"]),
+                int(record["limit_mb"]),
+            )
         except (OSError, ValueError, TypeError, KeyError):
             return None
 
@@ -428,6 +434,14 @@ class ReplicaLog:
         try:
             size = os.fstat(source).st_size
             head_end = os.pread(source, quarter, 0).rfind(b"\n") + 1  # 0: no whole line
+            # Under the same cap (or a lower one) the head a later cut keeps ends where the
+            # last cut's line starts: that head was already the whole lines of the first
+            # quarter, and the line after it, the cut's own, is shorter than the line it
+            # replaced, so it (and perhaps a line after it) now ends within the quarter.
+            # Kept, it stood beside the new cut's line with its own, stale, count (QA 99).
+            previous = self._previous_cut()
+            if previous is not None and previous[3] >= self.limit_mb:
+                head_end = min(head_end, previous[0])
             tail_start = max(size - quarter, head_end)
             if tail_start > head_end:  # to the start of the next line
                 window = os.pread(source, MAX_LINE + 1024, tail_start - 1)
@@ -451,9 +465,8 @@ class ReplicaLog:
             # The previous cut's line is dropped with the rest (and its count carried on),
             # unless the head now keeps it (a cap raised since): then it says its own.
             dropped = tail_start - head_end
-            previous = self._previous_cut()
             if previous is not None and head_end <= previous[0] < tail_start:
-                marker_at, kept_from, earlier = previous
+                marker_at, kept_from, earlier, _cap = previous
                 dropped += earlier - (min(kept_from, tail_start) - marker_at)
             # Stamped a microsecond before the first line kept after it (as it, when no gap
             # was found), so the times in the file still only go forward (a reader of the

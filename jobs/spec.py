@@ -1943,10 +1943,19 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
             )
         elif FULL_WIDTH_SLASHES & set(source):
             err(f"{path}.sourcePath", _full_width_slash_message())
-        elif source and (".." in source.split("/") or "\x00" in source or "//" in source):
+        elif source and (".." in source.split("/") or "\x00" in source):
             err(
                 f"{path}.sourcePath",
                 _("The source path is relative to the volume and may not contain '..'."),
+            )
+        elif "//" in source:
+            # Refused, as a mount path's doubled '/' is, and said as what it is (QA 99:
+            # "ds//train" was told it may not contain '..'). Not made one '/': a BOS key
+            # may hold an empty name, and the path mounted is the path written.
+            err(
+                f"{path}.sourcePath",
+                _("The source path may not contain a doubled '/': write “%(path)s”.")
+                % {"path": (ds.source_path or "").removesuffix(source) + re.sub("/+", "/", source)},
             )
 
 

@@ -652,13 +652,17 @@ def log_folder(
         except job_users.JobUserError as error:
             return _("The event files are not read: %(reason)s") % {"reason": error}
         if as_user is not None and (
-            refused := _out_of_owners_reach(target, root=roots[mount.name], as_user=as_user)
+            refused := _out_of_owners_reach(
+                target, root=roots[mount.name], volume=mount.name, as_user=as_user
+            )
         ):
             return refused
     return LogFolder(mounted=mounted, path=target, as_user=as_user)
 
 
-def _out_of_owners_reach(target: str, *, root: Path, as_user: tuple[int, int]) -> str | None:
+def _out_of_owners_reach(
+    target: str, *, root: Path, volume: str, as_user: tuple[int, int]
+) -> str | None:
     """Why the console does not read the log folder `target` for a job whose user is
     `as_user` (LOCAL_JOB_UID_BASE): as the runner mounts a folder (sandbox.
     check_within_reach), only one that user could read itself. The console reads as the
@@ -671,7 +675,7 @@ def _out_of_owners_reach(target: str, *, root: Path, as_user: tuple[int, int]) -
     except OSError:
         return None
     try:
-        check_within_reach(fd, target, root=root, read_only=True, as_user=as_user)
+        check_within_reach(fd, target, root=root, volume=volume, read_only=True, as_user=as_user)
     except SandboxError as error:
         return _("The event files are not read: %(reason)s") % {"reason": error}
     finally:

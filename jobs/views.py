@@ -154,6 +154,7 @@ from .summary import (
 )
 from .tensorboard import training_metrics
 from .texts import list_words
+from .volume_access import mount_folders
 from .wizard import available_pools, mpi_hostfile_preview, roles_request_note
 from .worker import deletes_at, kept_for_alerts
 
@@ -1388,6 +1389,13 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
             training_api=job.training_api,
         )
         context["mpi_hostfile"] = mpi_hostfile_preview(spec, job.backend)
+        context["mount_rows"] = list(
+            zip(
+                spec.datasources,
+                mount_folders(spec=spec, backend=job.backend, user=request.user),
+                strict=True,
+            )
+        )
     context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))
     context.update(_log_search(job, context["log_label"], request.GET, user_id=request.user.pk))
     context["hang"] = _hang_context(request, job, request.GET.get("capture", ""))

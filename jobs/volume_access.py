@@ -189,6 +189,29 @@ def pool_for_user(*, pool: Pool | None, user: Any, groups: GroupNames | None = N
     return dataclasses.replace(pool, volumes=kept)
 
 
+def mount_folders(*, spec: JobSpec, backend: str, user: Any) -> list[str]:
+    """Each of a job's mount rows' folder on this machine, for the job page beside the row:
+    the local volume's root (what the wizard's volume list names it by) with the source path
+    below it (QA 99: the page showed `out:runs/r1 → /out`, the folder nowhere). "" for a
+    row of a cloud pool's storage, of a volume no longer in LOCAL_VOLUMES, or of one `user`
+    may no longer mount: the wizard no longer shows them its folder either."""
+    import posixpath
+
+    if backend != "local":
+        return [""] * len(spec.datasources)
+    from .backends.local import host_volumes
+
+    volumes = {v.name: v for v in mountable_volumes(user=user, volumes=host_volumes())}
+    folders = []
+    for ds in spec.datasources:
+        volume = volumes.get(ds.name) if ds.type == "hostpath" else None
+        below = (ds.source_path or "").strip("/")
+        folders.append(
+            "" if volume is None else posixpath.normpath(posixpath.join(str(volume.root), below))
+        )
+    return folders
+
+
 def not_offered_message(name: str) -> str:
     """Said in the language active now (a form's, an API request's) and kept with its message
     (jobs.texts.said_here): a start refused for it (jobs.runner.volume_mounts) records it so,

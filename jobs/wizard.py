@@ -593,6 +593,13 @@ LOCAL_INJECTED_EXTRA: list[tuple[str, Any]] = [
         "CUDA_VISIBLE_DEVICES",
         gettext_lazy("the replica's own cards, numbered from 0 (empty: CPU only)"),
     ),
+    (
+        "HOSTNAME",
+        gettext_lazy(
+            "the replica's hostname, <job>-<role>-<index> (its label alone where that would "
+            "pass 63 characters), as Kubernetes sets a pod's: one per replica, for file names"
+        ),
+    ),
 ]
 # A queue task's, on every pool: the local runner sets them, AIHC and Kubernetes tasks are
 # sent them in their envs (jobs.runtime_env.with_group_task).

@@ -304,9 +304,14 @@ def test_the_job_page_says_where_each_mount_comes_from_and_which_are_read_only(
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
 
     mounts = re.search(r'<dd class="col-sm-4" id="job-mounts">(.*?)</dd>', page).group(1)
-    assert re.findall(r'<div class="font-monospace text-break">([^<]*)</div>', mounts) == [
+    assert re.findall(r'<div class="font-monospace text-break">([^<]*)<', mounts) == [
         "work → /ckpt",
         "work:mnist → /data (只读)",
+    ]
+    # QA 99: the folder on this machine too, as the wizard's volume list names the volume.
+    assert re.findall(r'<div class="small text-muted">([^<]*)</div>', mounts) == [
+        f"本机目录：{volume(settings)}",
+        f"本机目录：{volume(settings)}/mnist",
     ]
     assert (
         'id="job-mounts"'
@@ -314,6 +319,20 @@ def test_the_job_page_says_where_each_mount_comes_from_and_which_are_read_only(
             reverse("job-detail", args=[submit(alice, name="none", datasources=[]).public_id])
         ).content.decode()
     )
+
+
+def test_a_mounts_folder_is_not_shown_to_an_owner_no_longer_offered_its_volume(
+    alice, alice_client, settings
+):
+    from .runner_helpers import volume
+
+    root = volume(settings)
+    job = submit(alice, datasources=[S.Datasource("hostpath", "work", mount_path="/ckpt")])
+    settings.LOCAL_VOLUMES = f"work={root}@team-b"  # kept for a group Alice is not in
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert "work → /ckpt" in page and str(root) not in page
 
 
 def test_a_kubernetes_pool_is_named_in_the_refresh_without_asking_the_api_server(

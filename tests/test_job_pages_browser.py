@@ -663,7 +663,9 @@ def test_a_job_that_ends_without_event_files_under_its_log_path_says_so_once_it_
     # On a phone the note's code example and the summary's mounts wrap instead of widening
     # the page.
     page.set_viewport_size({"width": 390, "height": 844})
-    expect(page.locator("#job-mounts")).to_have_text("scratch → /workspace")
+    expect(page.locator("#job-mounts")).to_have_text(
+        f"scratch → /workspace本机目录：{tmp_path / 'scratch'}"
+    )
     wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
     assert wide <= screen
 

@@ -6,11 +6,13 @@ Real jobs on the local runner, with caps of 1 MB to keep them small."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ from jobs.backends.local import LocalBackend
 from jobs.logs import replica_log_path
 from jobs.models import JobReplica, JobStatus
 from jobs.runner import _remove_scratch, attempt_dir
-from jobs.shim import TmpMeter
+from jobs.shim import ReplicaLog, TmpMeter, job_line
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -145,7 +147,7 @@ def test_a_job_printing_past_its_log_cap_keeps_its_first_and_latest_lines_and_sa
         size = filesizeformat(dropped)
     assert (
         "This log went over its 1 MB limit: the download has its beginning and its latest "
-        f"part, with {size} of output dropped between them"
+        f"part, with {size} ({dropped} bytes) of output dropped between them"
     ) in english
     assert b"".join(download.streaming_content) == raw  # the marker with it
 
@@ -180,6 +182,47 @@ def test_a_restarted_job_cut_again_keeps_one_marker_counting_both_attempts(alice
     assert marked_drop(lines) == bytes_missing(lines, printed) > 4_000_000
 
 
+@pytest.mark.parametrize("cuts", [2, 3])
+def test_a_log_cut_again_holds_one_marker_counting_every_byte_dropped_and_only_whole_lines(
+    tmp_path, cuts
+):
+    """QA 99: a later cut kept the earlier cut's line in the head (shorter than the line it
+    had replaced, it now ended within the first quarter), so two markers stood side by
+    side, the first one's count stale. Lines of 200 bytes: the one crossing the quarter
+    (262144) is longer than a marker, as most lines are."""
+    path = tmp_path / "master-0.log"
+    cut_line = "[console] 日志超过 {limit} MB，此处略去 {dropped} 字节"
+    log = ReplicaLog(str(path), limit_mb=1, cut_line=cut_line, cut_record=f"{path}.cut.json")
+    moment = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)
+    printed: list[str] = []
+    cut, size = 0, 0
+    try:
+        while cut < cuts:
+            body = f"line {len(printed):07d} "
+            body += "x" * (200 - STAMP_LENGTH - len(body) - 1)
+            when = moment + timedelta(microseconds=2 * len(printed))
+            log.write(job_line(when.strftime("%Y-%m-%dT%H:%M:%S.%fZ ").encode(), body.encode()))
+            printed.append(body)
+            cut, size = cut + (log.size < size), log.size
+    finally:
+        log.close()
+
+    raw = path.read_bytes()
+    lines = raw.decode().splitlines()
+    markers = [text for text in lines if "[console] 日志超过" in text]
+    assert len(markers) == 1
+    # It follows the first quarter's whole lines (1310 of them), as the first cut's did.
+    assert [text[STAMP_LENGTH:] for text in lines[:1310]] == printed[:1310]
+    assert lines[1310] == markers[0]
+    found = MARKER.fullmatch(markers[0])
+    assert found and int(found.group(1)) == bytes_missing(lines, printed)
+    # Every other line whole: a line printed, in order, up to the last one.
+    after = [text[STAMP_LENGTH:] for text in lines[1311:]]
+    assert after == printed[-len(after) :]
+    record = json.loads(Path(f"{path}.cut.json").read_text())
+    assert record["marker_at"] == 1310 * 200 and record["dropped"] == int(found.group(1))
+
+
 def test_the_log_cut_marker_reads_in_the_pages_language(alice, alice_client):
     job = submit(alice, make_spec("echo hi"))
     JobReplica.objects.create(job=job, role="master", index=0)
@@ -195,6 +238,33 @@ def test_the_log_cut_marker_reads_in_the_pages_language(alice, alice_client):
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
 
     assert "log over 1 MB: 4096 bytes dropped here" in page
+
+
+def test_the_job_page_says_the_bytes_a_cut_dropped_as_its_marker_does_beside_the_size(
+    alice, alice_client
+):
+    """QA 99: the page said "略去了 150.0 MB" (MB of 1,024 x 1,024 bytes, as every size the
+    console shows and LOCAL_LOG_MAX_MB) where the marker said 157286706 bytes: the same
+    amount, which nothing on the page showed. The note gives the bytes too."""
+    job = submit(alice, make_spec("echo hi"))
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text(
+        "2026-11-30T09:00:00.000000Z first\n"
+        "2026-11-30T09:00:05.000000Z \x1f[console] 日志超过 100 MB，此处略去 157286706 字节\n"
+    )
+    Path(f"{log}.cut.json").write_text(
+        json.dumps({"limit_mb": 100, "dropped": 157286706, "marker_at": 34, "kept_from": 120})
+    )
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    # (filesizeformat's space does not break: "150.0\xa0MB")
+    assert "其间略去了 150.0\xa0MB（157286706 字节）的输出" in page
+    assert "with 150.0\xa0MB (157286706 bytes) of output dropped between them" in english
 
 
 OVER_THE_CAP = re.compile(

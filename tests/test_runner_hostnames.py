@@ -165,3 +165,29 @@ def test_the_readmes_deepspeed_hostfile_line_lists_every_replica_by_a_name_that_
         ], said
         for name in ("local-test-master-0", "local-test-worker-0", "local-test-worker-1"):
             assert f"resolves {name} 127.0.0.1" in said
+
+
+def test_each_replica_finds_its_hostname_in_its_environment_and_a_job_of_its_own_keeps_its_own(
+    alice,
+):
+    """QA 99: bash sets $HOSTNAME in its own shell, but `env` and Python's os.environ had
+    none, so checkpoints a job named by it collided across replicas. Kubernetes exports it
+    in every container; the local runner now does for each replica."""
+    command = f'env | grep ^HOSTNAME= ; {PY} -c \'import os; print("py", os.environ["HOSTNAME"])\''
+    job = submit(
+        alice, make_spec(command, name="env-host", roles=[S.Role("master", 1), S.Role("worker", 1)])
+    )
+    own = submit(alice, make_spec(command, name="own-name", envs=[S.Env("HOSTNAME", "mine")]))
+
+    run_until(
+        Worker(),
+        lambda: {status_of(job), status_of(own)} <= {JobStatus.SUCCEEDED, JobStatus.FAILED},
+        timeout=60,
+    )
+
+    for label in ("master-0", "worker-0"):
+        lines = [line.split(" ", 1)[1] for line in log_text(job, label).splitlines()]
+        assert f"HOSTNAME=env-host-{label}" in lines, lines
+        assert f"py env-host-{label}" in lines, lines
+    assert job.status == JobStatus.SUCCEEDED
+    assert "py mine" in log_text(own, "master-0")

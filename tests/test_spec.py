@@ -80,6 +80,24 @@ def test_a_full_width_slash_typed_by_a_chinese_input_method_is_named_in_either_p
     }
 
 
+def test_a_doubled_slash_in_a_source_path_is_named_as_such_with_the_path_to_write():
+    spec = pytorch_spec(
+        datasources=[
+            S.Datasource("hostpath", "v", "/data", source_path="ds//train"),
+            S.Datasource("bos", "", "/bos", source_path="bos://bucket/a///b"),
+        ]
+    )
+
+    assert errors_of(spec) == {
+        "datasources[0].sourcePath": [
+            "The source path may not contain a doubled '/': write “ds/train”."
+        ],
+        "datasources[1].sourcePath": [
+            "The source path may not contain a doubled '/': write “bos://bucket/a/b”."
+        ],
+    }
+
+
 def test_seed_001_reads_as_one_master_with_the_seed_resources():
     spec = S.parse_document(SEED_001, resource_pool_id="cce-xxxx")
 

@@ -126,20 +126,63 @@ def test_the_reach_is_checked_from_the_top_of_the_host_and_on_the_folder_opened(
         folder.chmod(0o755)
     fd, source = open_in_root(top / "root", "data")
     try:
-        check_within_reach(fd, source, root=top / "root", read_only=True, as_user=(4343, 4343))
+        check_within_reach(
+            fd, source, root=top / "root", volume="v", read_only=True, as_user=(4343, 4343)
+        )
         # A folder above the volume's own, closed since the worker's start, is not named.
         top.chmod(0o700)
         with pytest.raises(SandboxError, match="存储卷自身目录之上") as refused:
-            check_within_reach(fd, source, root=top / "root", read_only=True, as_user=(4343, 4343))
+            check_within_reach(
+                fd, source, root=top / "root", volume="v", read_only=True, as_user=(4343, 4343)
+            )
         assert str(top) not in str(refused.value)
         top.chmod(0o755)
         # The folder at that path now is not the one opened (and to be bound): refused.
         (top / "root/data").rename(top / "root/moved")
         (top / "root/data").mkdir(mode=0o755)
         with pytest.raises(SandboxError, match="被移动或替换"):
-            check_within_reach(fd, source, root=top / "root", read_only=True, as_user=(4343, 4343))
+            check_within_reach(
+                fd, source, root=top / "root", volume="v", read_only=True, as_user=(4343, 4343)
+            )
     finally:
         os.close(fd)
+        shutil.rmtree(top)
+
+
+@pytest.mark.parametrize(
+    ("mode", "sub_path", "read_only", "said"),
+    [
+        (0o711, None, True, "无权读取存储卷“noperm”的根目录"),
+        (0o755, None, False, "无权在存储卷“noperm”的根目录中写入"),
+        (0o700, "data", True, "无权进入存储卷“noperm”的根目录"),
+    ],
+    ids=["read", "write", "enter"],
+)
+def test_a_volume_root_the_jobs_user_may_not_use_is_named_as_the_volumes_root(
+    mode, sub_path, read_only, said
+):
+    """QA 99: a volume's root was named "/" ("无权读取“/”"), which reads as the machine's."""
+    top = Path(tempfile.mkdtemp(prefix="console-reach-"))  # tmp_path's parents are closed
+    (top / "noperm/data").mkdir(parents=True)
+    for folder in (top, top / "noperm/data"):
+        folder.chmod(0o755)
+    (top / "noperm").chmod(mode)
+    fd, source = open_in_root(top / "noperm", sub_path)
+    try:
+        with pytest.raises(SandboxError) as refused:
+            check_within_reach(
+                fd,
+                source,
+                root=top / "noperm",
+                volume="noperm",
+                read_only=read_only,
+                as_user=(4343, 4343),
+            )
+        assert said in str(refused.value)
+        assert "“/”" not in str(refused.value)
+    finally:
+        os.close(fd)
+        (top / "noperm").chmod(0o755)
         shutil.rmtree(top)
 
 

@@ -15,7 +15,7 @@ from django.utils import translation
 
 from jobs import spec as S
 from jobs.backends import get_backend
-from jobs.models import JobStatus
+from jobs.models import Job, JobStatus
 from jobs.sandbox import SandboxError, make_in_root
 from jobs.worker import Worker
 
@@ -175,9 +175,72 @@ def test_a_link_or_a_file_on_the_way_is_refused_at_submit_on_the_source_path(set
 
     assert set(errors) == {f"datasources[{i}].sourcePath" for i in range(3)}
     assert "“to-inner”是符号链接" in str(errors["datasources[0].sourcePath"])
-    assert "路径必须位于存储卷之内" in str(errors["datasources[1].sourcePath"])
+    assert "“to-outside”是指向存储卷“work”之外目录的符号链接" in str(
+        errors["datasources[1].sourcePath"]
+    )
     assert "“notes.txt”是文件" in str(errors["datasources[2].sourcePath"])
     assert os.listdir(outside) == []
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("zh-hans", "“ds/link_out”是指向存储卷“work”之外目录的符号链接"),
+        ("en", "“ds/link_out” is a symbolic link to a folder outside volume “work”"),
+    ],
+)
+def test_a_link_leading_out_of_the_volume_is_named_at_submit(settings, tmp_path, language, said):
+    """QA 99: an existing folder's path through a link out of the volume was refused as
+    "The path must stay inside the volume" only, naming neither the link nor the volume."""
+    root = volume(settings)
+    outside = tmp_path / "elsewhere"
+    (outside / "train").mkdir(parents=True)
+    (root / "ds").mkdir()
+    (root / "ds" / "inner").mkdir()
+    (root / "ds" / "to-inner").symlink_to(root / "ds" / "inner")
+    (root / "ds" / "inner" / "link_out").symlink_to(outside)
+    (root / "ds" / "link_out").symlink_to(outside)
+    spec = make_spec(
+        "true",
+        datasources=[
+            mount("ds/link_out/train", at="/a", read_only=True),
+            mount("ds/to-inner/link_out", at="/b", read_only=True),
+        ],
+    )
+
+    with translation.override(language):
+        errors = get_backend("local").check_spec(spec)
+
+    assert said in str(errors["datasources[0].sourcePath"])
+    assert "ds/to-inner/link_out" in str(errors["datasources[1].sourcePath"])
+
+
+def test_run_again_refused_by_a_volume_row_names_its_mount_and_volume(
+    alice, alice_client, settings, tmp_path
+):
+    """QA 99: a read-only mount's folder became a link out of the volume after the job ran;
+    Run again said "It cannot run again now: The path must stay inside the volume." naming
+    no mount, where a start failing on it names the mount and the volume."""
+    root = volume(settings)
+    (root / "ds" / "later").mkdir(parents=True)
+    job = submit(alice, make_spec("true", datasources=[mount("ds/later", at="/d", read_only=True)]))
+    (root / "ds" / "later").rmdir()
+    (tmp_path / "elsewhere").mkdir()
+    (root / "ds" / "later").symlink_to(tmp_path / "elsewhere")
+
+    page = alice_client.post(reverse("job-rerun", args=[job.public_id]), follow=True)
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.post(reverse("job-rerun", args=[job.public_id]), follow=True)
+
+    said = [str(m) for m in page.context["messages"]][-1]
+    assert said.startswith(
+        "现在无法再次运行：挂载点 /d（存储卷 work）：“ds/later”是指向存储卷“work”之外目录的符号链接"
+    ), said
+    said = [str(m) for m in english.context["messages"]][-1]
+    assert said.startswith(
+        "It cannot run again now: The mount /d (volume work): “ds/later” is a symbolic link"
+    ), said
+    assert Job.objects.filter(owner=alice).count() == 1
 
 
 def test_a_name_too_long_for_the_file_system_below_a_missing_folder_is_refused_at_submit(

@@ -1990,6 +1990,22 @@ def test_a_source_path_naming_a_file_says_the_local_pool_mounts_folders_not_that
     ]
 
 
+def test_a_source_path_with_a_doubled_slash_is_told_so_not_that_it_has_dot_dot(alice_client):
+    """QA 99: "ds//train" was refused as "may not contain '..'", which it does not."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+    data = data_data(mounts=[("hostpath", "scratch", "/train")])
+    data["mounts-0-source_path"] = "ds//train"
+
+    r = post_step(alice_client, draft, W.DATA, data)
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_mounts-0-source_path") == [
+        "源路径不能有连续的 '/'：请填写“ds/train”。"
+    ]
+    assert 'value="ds//train"' in r.content.decode()  # what was typed, kept
+
+
 @pytest.mark.parametrize(
     "typed, message",
     [("", "请填写容器挂载路径，例如 /workspace。"), ("data", "挂载路径须为规范的绝对路径")],

@@ -849,7 +849,9 @@ def test_the_review_shows_the_exact_request_curl_and_each_replicas_environment(a
     assert "WORLD_SIZE=3" in page and "RANK=2" in page
     # The local pool runs every replica here: the preview says so rather than a cluster's names.
     assert "MASTER_ADDR=127.0.0.1" in page and "MASTER_PORT=&lt;启动时选择的空闲端口&gt;" in page
-    assert "llm-train-master-0" not in page
+    assert "MASTER_ADDR=llm-train-master-0" not in page
+    # Each replica's own hostname, which the runner exports (QA 99), is its pod's form.
+    assert "HOSTNAME=llm-train-master-0" in page and "HOSTNAME=llm-train-worker-1" in page
     assert 'data-copy-target="#request-json"' in page
 
 
@@ -1204,6 +1206,8 @@ def test_the_injected_variables_list_shows_the_local_pools_own_addresses(alice_c
     ]
     assert "127.0.0.1" in table and "CUDA_VISIBLE_DEVICES" in table
     assert "master-0" not in table and "23456" not in table
+    # QA 99: exported per replica, as Kubernetes does (bash alone set it, in its own shell).
+    assert "HOSTNAME" in table and "实例的主机名" in table
 
 
 def test_the_injected_variables_list_of_a_local_mpi_job_names_the_launchers_rsh_agent(

@@ -32,6 +32,7 @@ from jobs.sandbox import (
     SandboxError,
     is_within,
     missing_folder_problem,
+    outside_volume_problem,
     read_only_missing_message,
     read_only_parent_lacking,
     read_only_parent_message,
@@ -541,7 +542,10 @@ class LocalBackend(Backend):
                 found = source.is_dir()
                 a_file = not found and source.exists()
             except SandboxError:
-                err(f"{path}.sourcePath", _("The path must stay inside the volume."))
+                err(
+                    f"{path}.sourcePath",
+                    outside_volume_problem(volume.root, ds.source_path, ds.name),
+                )
                 continue
             except ValueError:
                 # A NUL, which no path can hold: the spec's own rules refuse it on this field.
@@ -690,6 +694,8 @@ class LocalBackend(Backend):
     ) -> dict[str, str]:
         # As jobs.runner launches replicas: all on this machine, every port picked free when the
         # attempt starts, cards handed out by the scheduler (none for a CPU-only role).
+        from jobs.runner import replica_hostname
+
         role = next(r for r in spec.roles if r.name == ref.role)
         has_cards = bool(role.accelerator_type and role.accelerators)
         return replica_environment(
@@ -706,6 +712,7 @@ class LocalBackend(Backend):
             # Known before start: numbered from 0 in each replica (visible_devices).
             visible_devices=visible_devices(list(range(role.accelerators))) if has_cards else "",
             group_task=shown_group_task(spec, group_task),
+            hostname=replica_hostname(spec, ref),
             masked=True,
         )
 
