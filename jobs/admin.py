@@ -675,7 +675,11 @@ class JobChangeList(ChangeList):
     def get_results(self, request: HttpRequest) -> None:
         # Each row's labels from its spec, in the page's own query (none more whatever their
         # number), without reading the rest of the spec; the count leaves the annotation out.
-        self.queryset = self.queryset.annotate(label_items=KeyTransform("labels", "spec"))
+        # Their envs too, for the task a queue task of one runs as (name_shown: each job the
+        # API makes is one).
+        self.queryset = self.queryset.annotate(
+            label_items=KeyTransform("labels", "spec")
+        ).with_stored_envs()
         super().get_results(request)
         # Each row's pool by its name (JobAdmin.pool_and_queue), read once for the page.
         labels = _pool_labels(request, {job.resource_pool for job in self.result_list})

@@ -298,6 +298,31 @@ def test_the_job_list_makes_the_same_queries_for_5_or_60_jobs(alice, bob, review
     assert len(many) == len(few)
 
 
+def test_the_job_list_makes_the_same_queries_for_5_or_60_jobs_the_api_made(alice, reviewer):
+    # qa98: each local job the API makes is a queue task of one, whose name (a task run
+    # again names the task it runs) comes from its envs: the list read each row's spec.
+    client = client_for(reviewer)
+    of_one = S.Submission(mode=S.SUBMIT_QUEUE, total=1, concurrency=1)
+    group = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1)
+    jobs_submit(owner=alice, spec=make_spec(name="sweep", submission=group), submit_key="g")
+    for n in range(2):
+        submit(alice, f"a{n}", submission=of_one)
+    client.get(CHANGELIST)  # warm the content-type and permission caches
+
+    with CaptureQueriesContext(connection) as few:
+        first = client.get(CHANGELIST).content.decode()
+    for n in range(55):
+        submit(alice, f"b{n}", submission=of_one)
+    with CaptureQueriesContext(connection) as many:
+        r = client.get(CHANGELIST)
+
+    assert len(r.context["cl"].result_list) == 50  # one page
+    assert len(many) == len(few)
+    # Each named as before: the group's tasks by their place, a task of one by its name.
+    assert ">sweep 3/3</a>" in first
+    assert ">demo 1/1</a>" in first
+
+
 def test_the_job_list_shows_each_pool_by_name_with_its_id_and_filters_by_name(alice, reviewer):
     from jobs.pools import known_pools_keep
 
