@@ -121,6 +121,7 @@ from .review import (
     policy_queues,
 )
 from .runtime_env import group_task_of, replica_refs, with_group_task
+from .scheduler import queue_position, why_waiting
 from .services import EVENTS_SHOWN
 from .summary import environment_job_id, replica_environments, sent_request, spec_sections
 from .texts import list_words
@@ -359,6 +360,36 @@ class ConsoleUserAdmin(
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return not self._privileged(request, obj) and super().has_delete_permission(request, obj)
+
+    def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
+        response = super().response_change(request, obj)
+        if not obj.is_active:
+            self._deactivated_jobs_said(request, obj)
+        return response
+
+    def _deactivated_jobs_said(self, request: HttpRequest, user: User) -> None:
+        """What deactivating leaves of the user's jobs, linked to their list so staff can stop
+        them (qa98): running jobs go on, queued ones wait (jobs.scheduler's rules)."""
+        running = user.jobs.filter(status__in=ACTIVE_STATUSES).count()
+        queued = user.jobs.filter(status__in=[JobStatus.QUEUED, JobStatus.PENDING_REVIEW]).count()
+        if not running and not queued:
+            return
+        self.message_user(
+            request,
+            format_html(
+                '{} <a href="{}?owner__id__exact={}">{}</a>',
+                _(
+                    "The account %(user)s is deactivated and still has jobs: %(running)d "
+                    "running, %(queued)d queued. Running jobs go on; queued ones wait and "
+                    "start only once the account is active again."
+                )
+                % {"user": user.get_username(), "running": running, "queued": queued},
+                reverse("admin:jobs_job_changelist"),
+                user.pk,
+                _("Stop them from their jobs"),
+            ),
+            messages.WARNING,
+        )
 
     def user_change_password(
         self, request: HttpRequest, id: str, form_url: str = ""
@@ -1467,6 +1498,10 @@ class JobAdmin(
             if _all_events(request)
             else max(job.events.count() - EVENTS_SHOWN, 0),
             "events_all_url": _query_with(request, events="all"),
+            # Why a Queued local job waits and its place in line, as its owner's page says them
+            # (qa98: the reviewer's page did not say why it waits).
+            "position": queue_position(job),
+            "waiting": why_waiting(job),
         }
         if _all_events(request):
             page = events_page(request, job)

@@ -1,0 +1,139 @@
+"""A deactivated account's jobs (qa98): a queued one waits, saying why, and starts once the
+account is active again; the admin saving a deactivated user says what jobs they have left."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+from django.utils import translation
+
+from jobs import spec as S
+from jobs.models import Job, JobStatus
+from jobs.scheduler import next_pass, queue_position, why_waiting
+from jobs.worker import Worker
+
+from . import test_aihc_backend
+from .runner_helpers import (
+    CARD,
+    UNTIL_THE_GATE_OPENS,
+    make_spec,
+    open_gate,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+)
+from .test_admin import user_form
+
+# The AIHC tests' fixtures: a strict fake AIHC with pool cce-pool1, and the console's backend.
+fake, aihc = test_aihc_backend.fake, test_aihc_backend.aihc
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+DEACTIVATED = "OwnerDeactivated"
+
+
+def both_cards() -> dict:
+    """The spec change for a one-replica job asking both of the runner's cards."""
+    return {"roles": [S.Role("master", 1, accelerator_type=CARD, accelerators=2)]}
+
+
+def deactivate(user: User, active: bool = False) -> None:
+    user.is_active = active
+    user.save(update_fields=["is_active"])
+
+
+def test_a_deactivated_users_queued_job_waits_saying_so_once_and_starts_once_reactivated(
+    alice, bob
+):
+    waiting = submit(alice, make_spec("true", **both_cards()))
+    deactivate(alice)
+    worker = Worker()
+    # Its cards are idle for bob's standalone job, admitted after it.
+    other = submit(bob, make_spec("true", **both_cards()))
+
+    run_until(worker, lambda: status_of(other) == JobStatus.SUCCEEDED, what="bob's job")
+    worker.tick()
+    worker.tick()
+
+    assert status_of(waiting) == JobStatus.QUEUED
+    assert waiting.events.filter(reason=DEACTIVATED).count() == 1  # once, not once a pass
+    assert queue_position(waiting) is None  # set aside: no place in line
+    with translation.override("en"):
+        assert why_waiting(waiting) == (
+            "Waiting: its owner's account is deactivated, and no job of a deactivated account "
+            "starts. It stays queued and starts by itself, in its turn, once an administrator "
+            "activates the account again."
+        )
+    with translation.override("zh-hans"):
+        assert why_waiting(waiting).startswith("等待中：所有者的账号已停用")
+
+    deactivate(alice, active=True)
+    run_until(worker, lambda: status_of(waiting) == JobStatus.SUCCEEDED, what="alice's job")
+    assert waiting.events.filter(reason=DEACTIVATED).count() == 1
+
+
+def test_a_deactivated_users_queued_job_holds_no_idle_cards_and_no_place_ahead(alice, bob):
+    ahead = submit(alice, make_spec("true", **both_cards()))
+    queue_task = make_spec("true", submission=S.Submission(mode=S.SUBMIT_QUEUE))
+    behind = submit(bob, queue_task)
+    assert next_pass().free[CARD] == []
+    assert queue_position(behind) == 2
+
+    deactivate(alice)
+
+    assert next_pass().free[CARD] == [0, 1]
+    assert queue_position(behind) == 1
+    assert status_of(ahead) == JobStatus.QUEUED
+
+
+def test_a_deactivated_users_aihc_job_is_not_sent_until_the_account_is_active_again(
+    fake, aihc, alice
+):
+    [job] = test_aihc_backend.submit(alice, test_aihc_backend.seed_spec())
+    deactivate(alice)
+
+    Worker().dispatch_remote()
+    Worker().dispatch_remote()
+
+    assert fake.calls("CreateJob") == []
+    assert status_of(job) == JobStatus.QUEUED
+    assert job.events.filter(reason=DEACTIVATED).count() == 1
+
+    deactivate(alice, active=True)
+    Worker().dispatch_remote()
+
+    assert len(fake.calls("CreateJob")) == 1
+    assert status_of(job) == JobStatus.QUEUED and Job.objects.get(pk=job.pk).external_id
+
+
+def test_saving_a_deactivated_user_says_their_running_and_queued_jobs_and_links_to_them(
+    alice, bob, superuser, settings
+):
+    worker = Worker()
+    running = submit(alice, make_spec(UNTIL_THE_GATE_OPENS))
+    run_until(worker, lambda: status_of(running) == JobStatus.RUNNING, what="alice's job")
+    submit(alice, make_spec("true", **both_cards()))
+    client = Client(headers={"Accept-Language": "en"})
+    client.force_login(superuser)
+    page = reverse("admin:auth_user_change", args=[alice.pk])
+
+    saved = client.post(page, user_form(alice, is_active=""), follow=True).content.decode()
+    kept = client.post(
+        reverse("admin:auth_user_change", args=[bob.pk]), user_form(bob, is_active=""), follow=True
+    ).content.decode()
+    open_gate(settings)
+
+    assert re.search(
+        r"The account alice is deactivated and still has jobs: 1 running, 1 queued\. Running "
+        r"jobs go on; queued ones wait and start only once the account is active again\. "
+        rf'<a href="/admin/jobs/job/\?owner__id__exact={alice.pk}">Stop them from their jobs</a>',
+        saved,
+    )
+    assert "still has jobs" not in kept  # bob has none
+    alice.refresh_from_db()
+    assert not alice.is_active
