@@ -108,7 +108,15 @@ from .models import (
     ReviewPolicy,
 )
 from .pools import no_longer_offered, pool_labels, pool_names, spec_pool_names
-from .quotas import HeldNow, held_now_by_row, held_now_text
+from .quotas import (
+    HeldNow,
+    held_now_by_row,
+    held_now_text,
+    never_allowed,
+    never_allowed_note,
+    queued_never_allowed,
+    quota_limits_of,
+)
 from .review import (
     LOST_STATUSES,
     current_policy,
@@ -360,6 +368,16 @@ class ConsoleUserAdmin(
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return not self._privileged(request, obj) and super().has_delete_permission(request, obj)
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: Any = None
+    ) -> HttpResponse:
+        # Jobs are never deleted in the admin (JobAdmin), so Django refuses to delete a user
+        # who has any, in words that read as a missing permission (qa98): the page says the
+        # user still has jobs and offers deactivating (templates/admin/auth/user/).
+        user = self.get_object(request, object_id)
+        jobs = user.jobs.count() if user is not None else 0
+        return super().delete_view(request, object_id, {**(extra_context or {}), "jobs_kept": jobs})
 
     def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
         response = super().response_change(request, obj)
@@ -1703,6 +1721,8 @@ class JobAdmin(
         eligible = self._eligible(request, action, queryset)
         eligible_count = eligible.count()
         jobs = list(eligible[:CONFIRMATION_SHOWN])
+        if action == "approve":
+            _mark_never_allowed(jobs)
         if action == "stop":
             for job in jobs:
                 # Awaiting review it was never sent (or is looked for anyway): no create
@@ -2058,6 +2078,25 @@ class ReviewPolicyAdmin(PermissionBeforeLookupMixin, admin.ModelAdmin):
         obj.save()
 
 
+def _mark_never_allowed(jobs: list[Job]) -> None:
+    """Marks each local job its owner's card quota never allows (`over_quota`: the figures),
+    for the approve confirmation (qa98): approved, it would wait until the quota is raised.
+    The owners' quotas are read at once (a page of 50 jobs makes the queries of one)."""
+    from .runner import requirement
+
+    limits = quota_limits_of(job.owner_id for job in jobs if job.backend == "local")
+    for job in jobs:
+        job.over_quota = ""
+        if job.backend != "local":
+            continue  # a remote pool's quotas are its platform's
+        try:
+            need = requirement(job.job_spec())
+        except spec_module.SpecError:
+            continue  # its approval says why it cannot be queued
+        if excess := never_allowed(limits[job.owner_id], need.cards):
+            job.over_quota = never_allowed_note(excess)
+
+
 def _unknown_queues(policy: ReviewPolicy) -> list[str]:
     from .wizard import available_pools
 
@@ -2116,6 +2155,10 @@ class CardQuotaForm(forms.ModelForm):
         return card_type
 
 
+# The jobs a quota's save names of those it never allows (the rest counted).
+QUOTA_JOBS_NAMED = 5
+
+
 @admin.register(CardQuota)
 class CardQuotaAdmin(
     PermissionBeforeLookupMixin,
@@ -2140,6 +2183,50 @@ class CardQuotaAdmin(
     search_fields = ["user__username", "group__name", "card_type"]
     autocomplete_fields = ["user", "group"]
     list_select_related = ["user", "group"]
+
+    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> Any:
+        response = super().response_add(request, obj, post_url_continue)
+        self._never_allowed_said(request, obj)  # after Django's "was added"
+        return response
+
+    def response_change(self, request: HttpRequest, obj: Any) -> Any:
+        response = super().response_change(request, obj)
+        self._never_allowed_said(request, obj)
+        return response
+
+    def _never_allowed_said(self, request: HttpRequest, quota: CardQuota) -> None:
+        """A quota saved under what Queued jobs ask says how many never start until it is
+        raised, each linked (to staff who may see jobs), oldest first (qa98)."""
+        jobs = queued_never_allowed(quota=quota)
+        if not jobs:
+            return
+        linked = request.user.has_perm("jobs.view_job")
+        named = format_html_join(
+            ", ",
+            '<a href="{}">{}</a>' if linked else "{1}",
+            (
+                (reverse("admin:jobs_job_change", args=[job.pk]), job.public_id)
+                for job in jobs[:QUOTA_JOBS_NAMED]
+            ),
+        )
+        more = len(jobs) - QUOTA_JOBS_NAMED
+        self.message_user(
+            request,
+            format_html(
+                "{} {}{}",
+                ngettext(
+                    "%(count)d queued job asks for more than this quota now allows: it never "
+                    "starts until the quota is raised.",
+                    "%(count)d queued jobs ask for more than this quota now allows: they never "
+                    "start until the quota is raised.",
+                    len(jobs),
+                )
+                % {"count": len(jobs)},
+                named,
+                _(" and %(count)d more") % {"count": more} if more > 0 else "",
+            ),
+            messages.WARNING,
+        )
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name in self.autocomplete_fields:

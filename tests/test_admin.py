@@ -646,6 +646,35 @@ def test_bulk_approve_asks_for_confirmation_then_queues_the_pending_jobs(
     assert set(Job.objects.values_list("reviewed_by", flat=True)) == {reviewer.pk}
 
 
+def test_the_approve_confirmation_marks_a_job_its_owners_quota_never_allows_with_the_figures(
+    alice, bob, reviewer, review_all
+):
+    from jobs.models import CardQuota
+
+    never = submit(alice, "1", name="too-big")  # 2 + 2 A800 cards
+    fits = submit(bob, "2", name="fits")
+    # Lowered after it was submitted (the wizard and the API refuse such a job).
+    CardQuota.objects.create(user=alice, card_type=A800, max_cards=2)
+    CardQuota.objects.create(user=bob, card_type=A800, max_cards=4)
+    english = client_for(reviewer)
+    english.cookies["django_language"] = "en"
+
+    ask = english.post(
+        CHANGELIST, {"action": "approve_jobs", "_selected_action": [never.pk, fits.pk]}
+    ).content.decode()
+    chinese = client_for(reviewer).get(f"{CHANGELIST}{never.pk}/review/approve/").content.decode()
+
+    rows = dict(re.findall(r"<li>(too-big|fits) (.*?)</li>", ask, re.S))
+    assert (
+        f'<strong class="over-quota">Its owner&#x27;s quota allows 2 cards ({A800}) and this job '
+        "asks for 4: approved, it waits until an administrator raises the quota.</strong>"
+    ) in rows["too-big"]
+    assert "over-quota" not in rows["fits"]
+    assert f"所有者的配额最多允许 2 张（{A800}），而此任务需要 4 张" in chinese
+    # Marked, not refused: the reviewer may still approve it (the quota may be raised).
+    assert Job.objects.get(pk=never.pk).status == JobStatus.PENDING_REVIEW
+
+
 def test_bulk_actions_skip_jobs_whose_status_does_not_allow_them(alice, reviewer, review_all):
     held = submit(alice, "1")
     stopped = submit(alice, "2")

@@ -137,3 +137,27 @@ def test_saving_a_deactivated_user_says_their_running_and_queued_jobs_and_links_
     assert "still has jobs" not in kept  # bob has none
     alice.refresh_from_db()
     assert not alice.is_active
+
+
+def test_deleting_a_user_who_has_jobs_says_so_and_offers_deactivating_not_a_permission_problem(
+    alice, bob, superuser
+):
+    submit(alice, make_spec("true"))
+    client = Client()
+    client.force_login(superuser)
+
+    page = client.get(reverse("admin:auth_user_delete", args=[alice.pk])).content.decode()
+    refused = client.post(reverse("admin:auth_user_delete", args=[alice.pk]), {"post": "yes"})
+    client.cookies["django_language"] = "en"
+    english = client.get(reverse("admin:auth_user_delete", args=[alice.pk])).content.decode()
+    without_jobs = client.get(reverse("admin:auth_user_delete", args=[bob.pk])).content.decode()
+
+    assert "无权删除" not in page
+    assert "用户“alice”仍有 1 个任务，控制台会保留这些任务" in page
+    assert "请改为停用该账号：在其页面上取消勾选“有效”。" in page
+    change = reverse("admin:auth_user_change", args=[alice.pk])
+    assert f'<a href="{change}" class="button" id="deactivate-instead">' in english
+    assert "The user “alice” still has 1 job, which the console keeps" in english
+    assert refused.status_code == 403  # still not deleted
+    assert User.objects.filter(pk=alice.pk).exists()
+    assert "Are you sure you want to delete" in without_jobs  # bob has none
