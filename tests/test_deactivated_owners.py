@@ -1,9 +1,11 @@
-"""A deactivated account's jobs (qa98): a queued one waits, saying why, and starts once the
-account is active again; the admin saving a deactivated user says what jobs they have left."""
+"""A deactivated account's jobs (qa98): a queued one waits, saying why, on the local pool as
+on AIHC and Kubernetes, and starts once the account is active again; the admin saving a
+deactivated user says what jobs they have left, and deleting one who has jobs says so."""
 
 from __future__ import annotations
 
 import re
+import uuid
 
 import pytest
 from django.contrib.auth.models import User
@@ -14,9 +16,10 @@ from django.utils import translation
 from jobs import spec as S
 from jobs.models import Job, JobStatus
 from jobs.scheduler import next_pass, queue_position, why_waiting
+from jobs.services import jobs_submit
 from jobs.worker import Worker
 
-from . import test_aihc_backend
+from . import test_aihc_backend, test_kubernetes_backend, test_unreadable_spec
 from .runner_helpers import (
     CARD,
     UNTIL_THE_GATE_OPENS,
@@ -31,6 +34,8 @@ from .test_admin import user_form
 
 # The AIHC tests' fixtures: a strict fake AIHC with pool cce-pool1, and the console's backend.
 fake, aihc = test_aihc_backend.fake, test_aihc_backend.aihc
+# The strict fake Kubernetes API server with two 8-card nodes, as the unreadable-spec tests'.
+kube = test_unreadable_spec.kube
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
@@ -109,6 +114,30 @@ def test_a_deactivated_users_aihc_job_is_not_sent_until_the_account_is_active_ag
 
     assert len(fake.calls("CreateJob")) == 1
     assert status_of(job) == JobStatus.QUEUED and Job.objects.get(pk=job.pk).external_id
+
+
+def test_a_deactivated_users_kubernetes_job_is_not_sent_until_the_account_is_active_again(
+    kube, alice
+):
+    [job] = jobs_submit(
+        owner=alice,
+        spec=test_kubernetes_backend.spec(),
+        submit_key=str(uuid.uuid4()),
+        backend="kubernetes",
+    )
+    deactivate(alice)
+
+    Worker().dispatch_remote()
+    Worker().dispatch_remote()
+
+    assert kube.jobs() == []
+    assert status_of(job) == JobStatus.QUEUED
+    assert job.events.filter(reason=DEACTIVATED).count() == 1
+
+    deactivate(alice, active=True)
+    Worker().dispatch_remote()
+
+    assert len(kube.jobs()) == 1
 
 
 def test_saving_a_deactivated_user_says_their_running_and_queued_jobs_and_links_to_them(
