@@ -870,11 +870,11 @@ def queue_position(job: Job) -> int | None:
 
     None while the job is set aside itself (its queue group runs its cap of tasks, or its
     owner's quota holds it, or its owner's account is deactivated): the pass goes past it,
-    and any place in line would say
-    something false of it. fix91b (qa91): the four waiting tasks of a sweep whose group runs
-    one task at a time all said "Position 1 in the queue", each leaving out its siblings
-    (set aside) and itself; read as "next", it was true of none of them. Its waiting line
-    says what it waits for (why_waiting: its group's cap, its quota).
+    and any place in line would say something false of it. fix91b (qa91): the four waiting
+    tasks of a sweep whose group runs one task at a time all said "Position 1 in the queue",
+    each leaving out its siblings (set aside) and itself; read as "next", it was true of none
+    of them. Its waiting line says what it waits for (why_waiting: its group's cap, its
+    quota, its owner's account).
 
     A job of another queue ahead of it may start after it (its own queue's first job does
     not fit, and holds it): the position is the place in line, not a promise, as the README
