@@ -13,16 +13,17 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.actions import delete_selected
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.models import CHANGE, LogEntry
-from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.options import ActionLocation, IncorrectLookupParameters
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.contrib.admin.views.autocomplete import AutocompleteJsonView
 from django.contrib.admin.views.main import ChangeList
@@ -369,6 +370,16 @@ class ConsoleUserAdmin(
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return not self._privileged(request, obj) and super().has_delete_permission(request, obj)
 
+    def get_actions(
+        self, request: HttpRequest, action_location: Any = ActionLocation.CHANGE_LIST
+    ) -> dict[str, Any]:
+        actions = super().get_actions(request, action_location)
+        if "delete_selected" in actions:
+            actions["delete_selected"] = replace(
+                actions["delete_selected"], func=_delete_users_saying_jobs
+            )
+        return actions  # type: ignore[no-any-return]
+
     def delete_view(
         self, request: HttpRequest, object_id: str, extra_context: Any = None
     ) -> HttpResponse:
@@ -446,6 +457,18 @@ class ConsoleUserAdmin(
                 messages.WARNING,
             )
         return response
+
+
+def _delete_users_saying_jobs(
+    modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet
+) -> HttpResponse | None:
+    """Django's Delete selected users, its confirmation knowing how many jobs the users still
+    have (jobs_kept): it refuses them as the single user's delete page does, in the same
+    words (templates/admin/auth/user/delete_selected_confirmation.html)."""
+    response = delete_selected(modeladmin, request, queryset)
+    if isinstance(response, TemplateResponse) and response.context_data is not None:
+        response.context_data["jobs_kept"] = Job.objects.filter(owner__in=queryset).count()
+    return response
 
 
 @admin.register(Group)

@@ -190,3 +190,25 @@ def test_deleting_a_user_who_has_jobs_says_so_and_offers_deactivating_not_a_perm
     assert refused.status_code == 403  # still not deleted
     assert User.objects.filter(pk=alice.pk).exists()
     assert "Are you sure you want to delete" in without_jobs  # bob has none
+
+
+def test_deleting_selected_users_of_whom_one_has_jobs_says_so_in_the_same_words(
+    alice, bob, superuser
+):
+    submit(alice, make_spec("true"))
+    submit(alice, make_spec("true"))
+    client = Client()
+    client.force_login(superuser)
+    chosen = {"action": "delete_selected", "_selected_action": [alice.pk, bob.pk]}
+
+    page = client.post(reverse("admin:auth_user_changelist"), chosen).content.decode()
+    confirmed = client.post(reverse("admin:auth_user_changelist"), {**chosen, "post": "yes"})
+    only_bob = {"action": "delete_selected", "_selected_action": [bob.pk]}
+    asked = client.post(reverse("admin:auth_user_changelist"), only_bob).content.decode()
+
+    assert "无权删除" not in page
+    assert "所选用户仍有 2 个任务，控制台会保留这些任务" in page
+    assert "请改为停用这些账号" in page
+    assert confirmed.status_code == 403  # refused, as Django refuses it, nothing deleted
+    assert User.objects.filter(pk__in=[alice.pk, bob.pk]).count() == 2
+    assert "仍有" not in asked  # bob alone has none: Django's own confirmation
