@@ -13,16 +13,17 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.actions import delete_selected
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.models import CHANGE, LogEntry
-from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.options import ActionLocation, IncorrectLookupParameters
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.contrib.admin.views.autocomplete import AutocompleteJsonView
 from django.contrib.admin.views.main import ChangeList
@@ -108,7 +109,15 @@ from .models import (
     ReviewPolicy,
 )
 from .pools import no_longer_offered, pool_labels, pool_names, spec_pool_names
-from .quotas import HeldNow, held_now_by_row, held_now_text
+from .quotas import (
+    HeldNow,
+    held_now_by_row,
+    held_now_text,
+    never_allowed,
+    never_allowed_note,
+    queued_never_allowed,
+    quota_limits_of,
+)
 from .review import (
     LOST_STATUSES,
     current_policy,
@@ -121,6 +130,7 @@ from .review import (
     policy_queues,
 )
 from .runtime_env import group_task_of, replica_refs, with_group_task
+from .scheduler import queue_position, why_waiting
 from .services import EVENTS_SHOWN
 from .summary import environment_job_id, replica_environments, sent_request, spec_sections
 from .texts import list_words
@@ -360,6 +370,56 @@ class ConsoleUserAdmin(
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return not self._privileged(request, obj) and super().has_delete_permission(request, obj)
 
+    def get_actions(
+        self, request: HttpRequest, action_location: Any = ActionLocation.CHANGE_LIST
+    ) -> dict[str, Any]:
+        actions = super().get_actions(request, action_location)
+        if "delete_selected" in actions:
+            actions["delete_selected"] = replace(
+                actions["delete_selected"], func=_delete_users_saying_jobs
+            )
+        return actions  # type: ignore[no-any-return]
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: Any = None
+    ) -> HttpResponse:
+        # Jobs are never deleted in the admin (JobAdmin), so Django refuses to delete a user
+        # who has any, in words that read as a missing permission (qa98): the page says the
+        # user still has jobs and offers deactivating (templates/admin/auth/user/).
+        user = self.get_object(request, object_id)
+        jobs = user.jobs.count() if user is not None else 0
+        return super().delete_view(request, object_id, {**(extra_context or {}), "jobs_kept": jobs})
+
+    def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
+        response = super().response_change(request, obj)
+        if not obj.is_active:
+            self._deactivated_jobs_said(request, obj)
+        return response
+
+    def _deactivated_jobs_said(self, request: HttpRequest, user: User) -> None:
+        """What deactivating leaves of the user's jobs, linked to their list so staff can stop
+        them (qa98): running jobs go on, queued ones wait (jobs.scheduler's rules)."""
+        running = user.jobs.filter(status__in=ACTIVE_STATUSES).count()
+        queued = user.jobs.filter(status__in=[JobStatus.QUEUED, JobStatus.PENDING_REVIEW]).count()
+        if not running and not queued:
+            return
+        self.message_user(
+            request,
+            format_html(
+                '{} <a href="{}?owner__id__exact={}">{}</a>',
+                _(
+                    "The account %(user)s is deactivated and still has jobs: %(running)d "
+                    "running, %(queued)d queued. Running jobs go on; queued ones wait and "
+                    "start only once the account is active again."
+                )
+                % {"user": user.get_username(), "running": running, "queued": queued},
+                reverse("admin:jobs_job_changelist"),
+                user.pk,
+                _("Stop them from their jobs"),
+            ),
+            messages.WARNING,
+        )
+
     def user_change_password(
         self, request: HttpRequest, id: str, form_url: str = ""
     ) -> HttpResponse:
@@ -397,6 +457,18 @@ class ConsoleUserAdmin(
                 messages.WARNING,
             )
         return response
+
+
+def _delete_users_saying_jobs(
+    modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet
+) -> HttpResponse | None:
+    """Django's Delete selected users, its confirmation knowing how many jobs the users still
+    have (jobs_kept): it refuses them as the single user's delete page does, in the same
+    words (templates/admin/auth/user/delete_selected_confirmation.html)."""
+    response = delete_selected(modeladmin, request, queryset)
+    if isinstance(response, TemplateResponse) and response.context_data is not None:
+        response.context_data["jobs_kept"] = Job.objects.filter(owner__in=queryset).count()
+    return response
 
 
 @admin.register(Group)
@@ -675,7 +747,11 @@ class JobChangeList(ChangeList):
     def get_results(self, request: HttpRequest) -> None:
         # Each row's labels from its spec, in the page's own query (none more whatever their
         # number), without reading the rest of the spec; the count leaves the annotation out.
-        self.queryset = self.queryset.annotate(label_items=KeyTransform("labels", "spec"))
+        # Their envs too, for the task a queue task of one runs as (name_shown: each job the
+        # API makes is one).
+        self.queryset = self.queryset.annotate(
+            label_items=KeyTransform("labels", "spec")
+        ).with_stored_envs()
         super().get_results(request)
         # Each row's pool by its name (JobAdmin.pool_and_queue), read once for the page.
         labels = _pool_labels(request, {job.resource_pool for job in self.result_list})
@@ -1465,6 +1541,10 @@ class JobAdmin(
             if _all_events(request)
             else max(job.events.count() - EVENTS_SHOWN, 0),
             "events_all_url": _query_with(request, events="all"),
+            # Why a Queued local job waits and its place in line, as its owner's page says them
+            # (qa98: the reviewer's page did not say why it waits).
+            "position": queue_position(job),
+            "waiting": why_waiting(job),
         }
         if _all_events(request):
             page = events_page(request, job)
@@ -1666,6 +1746,8 @@ class JobAdmin(
         eligible = self._eligible(request, action, queryset)
         eligible_count = eligible.count()
         jobs = list(eligible[:CONFIRMATION_SHOWN])
+        if action == "approve":
+            _mark_never_allowed(jobs)
         if action == "stop":
             for job in jobs:
                 # Awaiting review it was never sent (or is looked for anyway): no create
@@ -2021,6 +2103,25 @@ class ReviewPolicyAdmin(PermissionBeforeLookupMixin, admin.ModelAdmin):
         obj.save()
 
 
+def _mark_never_allowed(jobs: list[Job]) -> None:
+    """Marks each local job its owner's card quota never allows (`over_quota`: the figures),
+    for the approve confirmation (qa98): approved, it would wait until the quota is raised.
+    The owners' quotas are read at once (a page of 50 jobs makes the queries of one)."""
+    from .runner import requirement
+
+    limits = quota_limits_of(job.owner_id for job in jobs if job.backend == "local")
+    for job in jobs:
+        job.over_quota = ""
+        if job.backend != "local":
+            continue  # a remote pool's quotas are its platform's
+        try:
+            need = requirement(job.job_spec())
+        except spec_module.SpecError:
+            continue  # its approval says why it cannot be queued
+        if excess := never_allowed(limits[job.owner_id], need.cards):
+            job.over_quota = never_allowed_note(excess)
+
+
 def _unknown_queues(policy: ReviewPolicy) -> list[str]:
     from .wizard import available_pools
 
@@ -2079,6 +2180,10 @@ class CardQuotaForm(forms.ModelForm):
         return card_type
 
 
+# The jobs a quota's save names of those it never allows (the rest counted).
+QUOTA_JOBS_NAMED = 5
+
+
 @admin.register(CardQuota)
 class CardQuotaAdmin(
     PermissionBeforeLookupMixin,
@@ -2103,6 +2208,50 @@ class CardQuotaAdmin(
     search_fields = ["user__username", "group__name", "card_type"]
     autocomplete_fields = ["user", "group"]
     list_select_related = ["user", "group"]
+
+    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> Any:
+        response = super().response_add(request, obj, post_url_continue)
+        self._never_allowed_said(request, obj)  # after Django's "was added"
+        return response
+
+    def response_change(self, request: HttpRequest, obj: Any) -> Any:
+        response = super().response_change(request, obj)
+        self._never_allowed_said(request, obj)
+        return response
+
+    def _never_allowed_said(self, request: HttpRequest, quota: CardQuota) -> None:
+        """A quota saved under what Queued jobs ask says how many never start until it is
+        raised, each linked (to staff who may see jobs), oldest first (qa98)."""
+        jobs = queued_never_allowed(quota=quota)
+        if not jobs:
+            return
+        linked = request.user.has_perm("jobs.view_job")
+        named = format_html_join(
+            ", ",
+            '<a href="{}">{}</a>' if linked else "{1}",
+            (
+                (reverse("admin:jobs_job_change", args=[job.pk]), job.public_id)
+                for job in jobs[:QUOTA_JOBS_NAMED]
+            ),
+        )
+        more = len(jobs) - QUOTA_JOBS_NAMED
+        self.message_user(
+            request,
+            format_html(
+                "{} {}{}",
+                ngettext(
+                    "%(count)d queued job asks for more than this quota now allows: it never "
+                    "starts until the quota is raised.",
+                    "%(count)d queued jobs ask for more than this quota now allows: they never "
+                    "start until the quota is raised.",
+                    len(jobs),
+                )
+                % {"count": len(jobs)},
+                named,
+                _(" and %(count)d more") % {"count": more} if more > 0 else "",
+            ),
+            messages.WARNING,
+        )
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name in self.autocomplete_fields:

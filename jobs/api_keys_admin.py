@@ -12,11 +12,13 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import ActionLocation
+from django.contrib.admin.utils import display_for_field
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
 from .admin_lists import (
     CheckedSelectionMixin,
@@ -26,6 +28,10 @@ from .admin_lists import (
 )
 from .api_keys import admin_history_revoked, api_key_revoke
 from .models import ApiKey, ApiKeyRevokeReason
+from .texts import list_words
+
+# The keys a revocation's message names (the rest counted).
+KEYS_NAMED = 10
 
 
 class ExpiryFilter(admin.SimpleListFilter):
@@ -66,7 +72,7 @@ class ApiKeyAdmin(
         "description",
         "created_at",
         "last_used_at",
-        "expires_at",
+        "expires_shown",
         "revoked_at",
         "revoke_reason",
     )
@@ -79,6 +85,16 @@ class ApiKeyAdmin(
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    @admin.display(
+        description=ApiKey._meta.get_field("expires_at").verbose_name, ordering="expires_at"
+    )
+    def expires_shown(self, key: ApiKey) -> str:
+        # A key without an expiry says so, as its owner's page does: Django's "-" for an empty
+        # value read as unknown (qa98).
+        if key.expires_at is None:
+            return str(pgettext_lazy("API key expiry", "Never"))
+        return display_for_field(key.expires_at, ApiKey._meta.get_field("expires_at"), "")
 
     # Revoked, never deleted here (QA 49): a deleted key took with it when it was last used and
     # why it ended, which its owner's keys page and this list keep for a revoked one. The
@@ -103,20 +119,27 @@ class ApiKeyAdmin(
 
     @admin.action(description=gettext_lazy("Revoke the selected keys"), permissions=["change"])
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        count = skipped = 0
+        revoked: list[ApiKey] = []
+        skipped = 0
         for key in queryset.select_related("owner"):
             if api_key_revoke(key=key, reason=ApiKeyRevokeReason.STAFF):
-                count += 1
+                revoked.append(key)
                 admin_history_revoked(keys=[key], actor_id=request.user.pk)
             else:
                 skipped += 1
         # Keys revoked before say so: "0 keys revoked." in green read as if nothing was
-        # selected, or as a success.
-        if count:
+        # selected, or as a success. Those revoked are named, with their owners (qa98: a count
+        # alone left staff to check which went), the first KEYS_NAMED.
+        if count := len(revoked):
+            named = [f"{key.access_key_id} ({key.owner.get_username()})" for key in revoked]
+            if count > KEYS_NAMED:
+                named = [*named[:KEYS_NAMED], _("%(count)d more") % {"count": count - KEYS_NAMED}]
             self.message_user(
                 request,
-                ngettext("%(count)d key revoked.", "%(count)d keys revoked.", count)
-                % {"count": count},
+                ngettext(
+                    "%(count)d key revoked: %(keys)s.", "%(count)d keys revoked: %(keys)s.", count
+                )
+                % {"count": count, "keys": list_words(named)},
                 messages.SUCCESS,
             )
         if skipped:

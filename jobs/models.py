@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop, ngettext, pgettext_lazy
@@ -117,7 +118,18 @@ class ReplicaStatus(models.TextChoices):
 STATUS_ONLY_REASONS = frozenset({gettext_noop("Stopped.")})
 
 
+class JobQuerySet(models.QuerySet):
+    def with_stored_envs(self) -> JobQuerySet:
+        """Each job's envs read in the same query (`env_items`, Job._stored_envs): a queue
+        task of one (every local job the API makes) names itself from them (task_place), and
+        a list that leaves the spec unread loaded it once per row (qa98: the admin's job list
+        made 50 queries more per page of API-made jobs)."""
+        return self.annotate(env_items=KeyTransform("envs", KeyTransform("jobSpec", "spec")))
+
+
 class Job(models.Model):
+    objects = JobQuerySet.as_manager()
+
     public_id = models.CharField(_("job ID"), max_length=64, unique=True, editable=False)
     name = models.CharField(_("name"), max_length=50)
     owner = models.ForeignKey(

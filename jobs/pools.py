@@ -47,7 +47,6 @@ from django.db.models import (
     When,
     Window,
 )
-from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import RowNumber
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
@@ -227,7 +226,7 @@ def _own_jobs_shown(own: Any) -> list[Job]:
         # list's rows do; the group joined in the same query.
         .select_related("group")
         # Their envs too, for the task a queue task of one runs again (Job.task_place).
-        .annotate(env_items=KeyTransform("envs", KeyTransform("jobSpec", "spec")))
+        .with_stored_envs()
         .only(
             "public_id",
             "name",

@@ -29,7 +29,7 @@ from django.db import connections, router
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext, pgettext
 
-from .models import ACTIVE_STATUSES, CardQuota, LocalRun
+from .models import ACTIVE_STATUSES, CardQuota, Job, JobStatus, LocalRun
 from .texts import RecordedText, Term, ngettext_noop, recorded, recorded_plural
 
 ANY_CARD = gettext_noop("cards of any type")
@@ -106,7 +106,40 @@ class Excess:
 def quota_limits(user: Any) -> list[Limit]:
     """The limits that apply to `user` (a user or their id), one per card type a quota row
     names (see above)."""
-    rows = _quota_rows(user_id=getattr(user, "pk", user))
+    return _limits_from(_quota_rows(user_id=getattr(user, "pk", user)))
+
+
+def quota_limits_of(user_ids: Iterable[int]) -> dict[int, list[Limit]]:
+    """quota_limits of each of `user_ids`, in at most two queries whatever their number (a
+    page naming many owners' jobs): every quota row (a site has a handful), and which of
+    the users are in the groups those rows name."""
+    ids = set(user_ids)
+    rows = list(
+        CardQuota.objects.order_by().values_list(
+            "card_type", "user_id", "group_id", "max_cards", "max_running_jobs"
+        )
+    )
+    groups = {row[2] for row in rows if row[2] is not None}
+    member_of: dict[int, set[int]] = {}
+    if ids and groups:
+        membership = get_user_model().groups.through.objects.filter(
+            user_id__in=ids, group_id__in=groups
+        )
+        for user_id, group_id in membership.values_list("user_id", "group_id"):
+            member_of.setdefault(user_id, set()).add(group_id)
+    return {
+        user_id: _limits_from(
+            row
+            for row in rows
+            if row[1] == user_id
+            or (row[1] is None and (row[2] is None or row[2] in member_of.get(user_id, ())))
+        )
+        for user_id in ids
+    }
+
+
+def _limits_from(rows: Iterable[tuple[Any, ...]]) -> list[Limit]:
+    """The limits one user's quota rows (theirs, their groups', everyone's) make."""
     limits = []
     for card_type, in_force in sorted(_rows_in_force(rows).items()):
         limits.append(
@@ -248,6 +281,54 @@ def waiting_message(excess: Excess) -> RecordedText:
         held=excess.held,
         asked=excess.asked,
     )
+
+
+def never_allowed(limits: list[Limit], need: dict[str, int]) -> Excess | None:
+    """The first limit a job needing `need` cards goes over by itself, whatever its owner's
+    other jobs hold (Excess.never): such a job never starts until the quota is raised."""
+    return next((e for e in excesses(limits, Usage(), need) if e.never), None)
+
+
+def never_allowed_note(excess: Excess) -> str:
+    """What a reviewer is told of a job its owner's quota never allows (qa98: approved, it
+    waited for ever and nobody was warned), in the reader's language, with the figures."""
+    if excess.jobs:
+        return _(
+            "Its owner's quota allows no running local job (%(card)s): approved, it waits "
+            "until an administrator raises the quota."
+        ) % {"card": excess.card_label}
+    return ngettext(
+        "Its owner's quota allows %(allowed)d card (%(card)s) and this job asks for "
+        "%(asked)d: approved, it waits until an administrator raises the quota.",
+        "Its owner's quota allows %(allowed)d cards (%(card)s) and this job asks for "
+        "%(asked)d: approved, it waits until an administrator raises the quota.",
+        excess.allowed,
+    ) % {"allowed": excess.allowed, "card": excess.card_label, "asked": excess.asked}
+
+
+def queued_never_allowed(*, quota: CardQuota) -> list[Job]:
+    """The Queued local jobs of the users `quota` applies to that their quota, as it stands
+    now, never allows (never_allowed), oldest first: a quota lowered under what they ask
+    leaves them waiting until it is raised (qa98: its save said nothing of them)."""
+    from .runner import requirement
+    from .spec import SpecError
+
+    jobs = Job.objects.filter(backend="local", status=JobStatus.QUEUED)
+    if quota.user_id is not None:
+        jobs = jobs.filter(owner_id=quota.user_id)
+    elif quota.group_id is not None:
+        jobs = jobs.filter(owner__groups=quota.group_id)
+    queued = list(jobs.only("public_id", "name", "owner_id", "spec").order_by("created_at", "id"))
+    limits = quota_limits_of(job.owner_id for job in queued)
+    found = []
+    for job in queued:
+        try:
+            need = requirement(job.job_spec())
+        except SpecError:
+            continue  # the scheduler fails it, saying why
+        if never_allowed(limits[job.owner_id], need.cards):
+            found.append(job)
+    return found
 
 
 @dataclass(frozen=True)

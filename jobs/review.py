@@ -32,7 +32,7 @@ from .alerts import job_alert, job_link, named_for_alert
 from .health import active_runner
 from .languages import reader_language
 from .models import Job, JobStatus, LocalRun, ReviewMode, ReviewPolicy, ReviewState
-from .services import job_transition, recorded
+from .services import job_event, job_transition, recorded
 from .texts import display_text, joined, ngettext_noop, recorded_plural, source_of
 
 logger = logging.getLogger(__name__)
@@ -262,17 +262,31 @@ def job_reject(*, job: Job, reviewer: Any, reason: str) -> bool:
         raise ValueError("A rejection needs a reason.")
     if job.status != JobStatus.PENDING_REVIEW:
         return False
-    done = job_transition(
-        job=job,
-        to=JobStatus.REJECTED,
-        reason="Rejected",
-        message=reason,
-        warning=True,
-        actor=reviewer,
-        review_state=ReviewState.REJECTED,
-        reviewed_by=reviewer,
-        reviewed_at=timezone.now(),
-    )
+    with transaction.atomic():
+        # The status reason is the reviewer's words alone (the owner's page and list say them
+        # under 已拒绝); the event names the reviewer too, as an approval's does (qa98).
+        done = job_transition(
+            job=job,
+            to=JobStatus.REJECTED,
+            reason="Rejected",
+            message=reason,
+            event=False,
+            review_state=ReviewState.REJECTED,
+            reviewed_by=reviewer,
+            reviewed_at=timezone.now(),
+        )
+        if done:
+            job_event(
+                job=job,
+                reason="Rejected",
+                message=recorded(
+                    gettext_noop("Rejected by %(user)s: %(reason)s"),
+                    user=reviewer.get_username(),
+                    reason=reason,
+                ),
+                warning=True,
+                actor=reviewer,
+            )
     if done:
         _notify_owner(
             job=job,

@@ -26,6 +26,11 @@ Rules (decisions):
   saying why: it does not block its queue (Kueue's BestEffortFIFO), so other users' jobs
   behind it, and its owner's smaller ones that fit, start. It starts by itself once its
   owner's jobs hold little enough.
+- A job whose owner's account is deactivated (is_active off, in the admin) is set aside,
+  as for a quota: it stays Queued, saying why once (OWNER_DEACTIVATED), holds no cards in
+  the idle figure and blocks no queue; once the account is active again it starts in its
+  turn (qa98: a deactivated user's queued job started and took the cards). The remote
+  backends' jobs not sent yet wait the same way (jobs.worker: dispatch_remote).
 - No job starts while the worker cannot make the network namespaces of
   LOCAL_JOB_NETWORK=isolated (its start-up check): as for disk, each job that would start
   now says so and blocks its queue.
@@ -62,6 +67,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connections, router, transaction
 from django.db.models import (
     Case,
@@ -127,7 +133,8 @@ DISK_PRESSURE = "DiskPressure"
 NETWORK_UNAVAILABLE = "NetworkUnavailable"
 IN_QUEUE = "WaitingInQueue"
 STANDALONE_WAITING = "StandaloneWaiting"
-HELD_REASONS = frozenset({QUOTA_EXCEEDED, DISK_PRESSURE, NETWORK_UNAVAILABLE})
+OWNER_DEACTIVATED = "OwnerDeactivated"
+HELD_REASONS = frozenset({QUOTA_EXCEEDED, DISK_PRESSURE, NETWORK_UNAVAILABLE, OWNER_DEACTIVATED})
 WAITING_REASONS = HELD_REASONS | {IN_QUEUE, STANDALONE_WAITING}
 ALERT_REASONS = ("AlertSent", "AlertFailed", "AlertNotSent")
 IN_QUEUE_MESSAGE = gettext_noop(
@@ -165,6 +172,11 @@ STANDALONE_CORES_MESSAGE = gettext_noop(
     "Waiting for CPU cores: a standalone job starts before every queue task, but the cores "
     "it needs are taken by running jobs now. It starts first, by itself, once they are free; "
     "no job behind it starts before it."
+)
+OWNER_DEACTIVATED_MESSAGE = gettext_noop(
+    "Waiting: its owner's account is deactivated, and no job of a deactivated account "
+    "starts. It stays queued and starts by itself, in its turn, once an administrator "
+    "activates the account again."
 )
 WORKER_DOWN_MESSAGE = gettext_noop(
     "Waiting for the job scheduler (worker), which is not running: no queued job starts until "
@@ -209,9 +221,16 @@ def dispatch_local(
             said=Subquery(_words(OuterRef("pk")).values("reason")[:1]),
         )
         .order_by(*LINE_ORDER)
-        .values_list("id", "queue", "group_id", "owner_id", "said", "line")
+        .values_list("id", "queue", "group_id", "owner_id", "said", "line", "owner__is_active")
     )
-    for job_id, queue, group_id, owner_id, said, line in rows.iterator(chunk_size=2000):
+    for job_id, queue, group_id, owner_id, said, line, owner_active in rows.iterator(
+        chunk_size=2000
+    ):
+        if not owner_active:
+            # Set aside without blocking anything (see the rules above), said once.
+            if said != OWNER_DEACTIVATED:
+                say_owner_deactivated(Job.objects.filter(pk=job_id))
+            continue
         standalone = line == STANDALONE_LINE
         not_its_turn = standalone_waits or queue in blocked
         if group_id is not None and not not_its_turn:
@@ -283,6 +302,17 @@ def dispatch_local(
         elif worker is not None and not _still_holds(worker):
             break  # taken over: the new holder makes the passes from now on
     return started
+
+
+def say_owner_deactivated(jobs: QuerySet[Job]) -> None:
+    """Says on each of these Queued jobs whose owner's account is deactivated that this holds
+    it, unless it said so last (one query when all have: passes come every few seconds)."""
+    held = jobs.filter(status=JobStatus.QUEUED, owner__is_active=False).annotate(
+        said=Subquery(_words(OuterRef("pk")).values("reason")[:1])
+    )
+    for job in held:
+        if job.said != OWNER_DEACTIVATED:
+            held_for(job, OWNER_DEACTIVATED, recorded(OWNER_DEACTIVATED_MESSAGE))
 
 
 def standalone_waiting_message(need: Requirement, capacity: Capacity) -> str:
@@ -603,7 +633,7 @@ def _queued_local_rows() -> Iterator[tuple[int, str, int, int | None, int | None
     alias = router.db_for_read(Job)
     connection = connections[alias]
     quote = connection.ops.quote_name
-    job, group = Job._meta, JobGroup._meta
+    job, group, owner = Job._meta, JobGroup._meta, get_user_model()._meta
 
     def col(name: str) -> str:
         return f"j.{quote(job.get_field(name).column)}"
@@ -621,7 +651,10 @@ def _queued_local_rows() -> Iterator[tuple[int, str, int, int | None, int | None
         f"j.{quote(job.pk.column)} AS q_id "
         f"FROM {quote(job.db_table)} j LEFT OUTER JOIN {quote(group.db_table)} g "
         f"ON {col('group')} = g.{quote(group.pk.column)} "
-        f"WHERE {col('backend')} = %s AND {col('status')} = %s"
+        # A deactivated owner's jobs are set aside (see the rules above).
+        f"INNER JOIN {quote(owner.db_table)} u ON {col('owner')} = u.{quote(owner.pk.column)} "
+        f"WHERE {col('backend')} = %s AND {col('status')} = %s "
+        f"AND u.{quote(owner.get_field('is_active').column)} = %s"
     )
     standalone = f"q_line = {STANDALONE_LINE}"
     sql = (
@@ -629,7 +662,7 @@ def _queued_local_rows() -> Iterator[tuple[int, str, int, int | None, int | None
         f"ORDER BY q_line, CASE WHEN {standalone} THEN 0 ELSE q_rank END, q_created, q_id"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [SUBMIT_QUEUE, "high", "normal", "local", JobStatus.QUEUED])
+        cursor.execute(sql, [SUBMIT_QUEUE, "high", "normal", "local", JobStatus.QUEUED, True])
         while batch := cursor.fetchmany(200):
             for line, queue, rank, group_id, concurrency, owner_id, spec, job_id in batch:
                 document = json.loads(spec) if isinstance(spec, str) else spec
@@ -735,6 +768,8 @@ def why_waiting(job: Job, *, worker: WorkerState | None = None) -> str | None:
     worker = worker or worker_state()
     if not worker.running:
         return _(WORKER_DOWN_MESSAGE)
+    if not job.owner.is_active:
+        return _(OWNER_DEACTIVATED_MESSAGE)
     # A task of a queue group whose group already runs its cap of tasks is passed over by
     # the scheduler before anything else is looked at (dispatch_local): the pool may have
     # all the room it needs, and "once the pool has room" would send its owner looking for
@@ -834,11 +869,12 @@ def queue_position(job: Job) -> int | None:
     past.
 
     None while the job is set aside itself (its queue group runs its cap of tasks, or its
-    owner's quota holds it): the pass goes past it, and any place in line would say
-    something false of it. fix91b (qa91): the four waiting tasks of a sweep whose group runs
-    one task at a time all said "Position 1 in the queue", each leaving out its siblings
-    (set aside) and itself; read as "next", it was true of none of them. Its waiting line
-    says what it waits for (why_waiting: its group's cap, its quota).
+    owner's quota holds it, or its owner's account is deactivated): the pass goes past it,
+    and any place in line would say something false of it. fix91b (qa91): the four waiting
+    tasks of a sweep whose group runs one task at a time all said "Position 1 in the queue",
+    each leaving out its siblings (set aside) and itself; read as "next", it was true of none
+    of them. Its waiting line says what it waits for (why_waiting: its group's cap, its
+    quota, its owner's account).
 
     A job of another queue ahead of it may start after it (its own queue's first job does
     not fit, and holds it): the position is the place in line, not a promise, as the README
@@ -846,11 +882,11 @@ def queue_position(job: Job) -> int | None:
     its own rules, and a job not sent yet goes out at once."""
     if job.status != JobStatus.QUEUED or job.backend != "local":
         return None
-    if _set_aside(Job.objects.filter(pk=job.pk)):
+    if not job.owner.is_active or _set_aside(Job.objects.filter(pk=job.pk)):
         return None
     queued = (
         Job.objects.filter(backend=job.backend, resource_pool=job.resource_pool)
-        .filter(status=JobStatus.QUEUED)
+        .filter(status=JobStatus.QUEUED, owner__is_active=True)
         .exclude(pk=job.pk)
         .annotate(line=LINE, rank=PRIORITY_RANK)
     )

@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_plus, urlencode
 
-from django.db.models.fields.json import KeyTransform
-
 from .compare import asked_ids, looked_up
 from .labels import SAFE_ADDRESS_LENGTH
 from .models import Job
@@ -71,7 +69,7 @@ def selection_of(*, owner: Any, values: list[str]) -> Selection:
         for job in Job.objects.filter(owner=owner, public_id__in=ids)
         .select_related("group")
         # Their envs too, for the task a queue task of one runs again (Job.task_place).
-        .annotate(env_items=KeyTransform("envs", KeyTransform("jobSpec", "spec")))
+        .with_stored_envs()
         .only("public_id", "name", "group_index", "group__total")
     }
     return Selection(

@@ -683,7 +683,7 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         # without reading the rest of each spec.
         .annotate(label_items=KeyTransform("labels", "spec"))
         # And their envs, for the task a queue task of one runs as (pinned_task).
-        .annotate(env_items=KeyTransform("envs", KeyTransform("jobSpec", "spec")))
+        .with_stored_envs()
         .only(
             "public_id",
             "name",

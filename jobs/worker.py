@@ -94,7 +94,7 @@ from .runner import (
     runner_key,
     supervise,
 )
-from .scheduler import dispatch_local
+from .scheduler import dispatch_local, say_owner_deactivated
 from .services import job_event
 from .sessions import EXPIRED_SESSIONS_EVERY_SECONDS, delete_expired_sessions
 from .stacks import StackCollector
@@ -675,6 +675,10 @@ class Worker:
         queued = lane.jobs(
             Job.objects.filter(status=JobStatus.QUEUED, external_id="").exclude(backend="local")
         )
+        # A deactivated owner's jobs are not sent: they wait, saying so once, as on the local
+        # pool (jobs.scheduler's rules), and go once the account is active again.
+        say_owner_deactivated(queued)
+        queued = queued.filter(owner__is_active=True)
         for job in queued.order_by("created_at", "id"):
             if go_on is not None and not go_on():
                 return

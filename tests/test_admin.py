@@ -299,6 +299,31 @@ def test_the_job_list_makes_the_same_queries_for_5_or_60_jobs(alice, bob, review
     assert len(many) == len(few)
 
 
+def test_the_job_list_makes_the_same_queries_for_5_or_60_jobs_the_api_made(alice, reviewer):
+    # qa98: each local job the API makes is a queue task of one, whose name (a task run
+    # again names the task it runs) comes from its envs: the list read each row's spec.
+    client = client_for(reviewer)
+    of_one = S.Submission(mode=S.SUBMIT_QUEUE, total=1, concurrency=1)
+    group = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1)
+    jobs_submit(owner=alice, spec=make_spec(name="sweep", submission=group), submit_key="g")
+    for n in range(2):
+        submit(alice, f"a{n}", submission=of_one)
+    client.get(CHANGELIST)  # warm the content-type and permission caches
+
+    with CaptureQueriesContext(connection) as few:
+        first = client.get(CHANGELIST).content.decode()
+    for n in range(55):
+        submit(alice, f"b{n}", submission=of_one)
+    with CaptureQueriesContext(connection) as many:
+        r = client.get(CHANGELIST)
+
+    assert len(r.context["cl"].result_list) == 50  # one page
+    assert len(many) == len(few)
+    # Each named as before: the group's tasks by their place, a task of one by its name.
+    assert ">sweep 3/3</a>" in first
+    assert ">demo 1/1</a>" in first
+
+
 def test_the_job_list_shows_each_pool_by_name_with_its_id_and_filters_by_name(alice, reviewer):
     from jobs.pools import known_pools_keep
 
@@ -620,6 +645,35 @@ def test_bulk_approve_asks_for_confirmation_then_queues_the_pending_jobs(
     assert done.status_code == 302
     assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.QUEUED}
     assert set(Job.objects.values_list("reviewed_by", flat=True)) == {reviewer.pk}
+
+
+def test_the_approve_confirmation_marks_a_job_its_owners_quota_never_allows_with_the_figures(
+    alice, bob, reviewer, review_all
+):
+    from jobs.models import CardQuota
+
+    never = submit(alice, "1", name="too-big")  # 2 + 2 A800 cards
+    fits = submit(bob, "2", name="fits")
+    # Lowered after it was submitted (the wizard and the API refuse such a job).
+    CardQuota.objects.create(user=alice, card_type=A800, max_cards=2)
+    CardQuota.objects.create(user=bob, card_type=A800, max_cards=4)
+    english = client_for(reviewer)
+    english.cookies["django_language"] = "en"
+
+    ask = english.post(
+        CHANGELIST, {"action": "approve_jobs", "_selected_action": [never.pk, fits.pk]}
+    ).content.decode()
+    chinese = client_for(reviewer).get(f"{CHANGELIST}{never.pk}/review/approve/").content.decode()
+
+    rows = dict(re.findall(r"<li>(too-big|fits) (.*?)</li>", ask, re.S))
+    assert (
+        f'<strong class="over-quota">Its owner&#x27;s quota allows 2 cards ({A800}) and this job '
+        "asks for 4: approved, it waits until an administrator raises the quota.</strong>"
+    ) in rows["too-big"]
+    assert "over-quota" not in rows["fits"]
+    assert f"所有者的配额最多允许 2 张（{A800}），而此任务需要 4 张" in chinese
+    # Marked, not refused: the reviewer may still approve it (the quota may be raised).
+    assert Job.objects.get(pk=never.pk).status == JobStatus.PENDING_REVIEW
 
 
 def test_bulk_actions_skip_jobs_whose_status_does_not_allow_them(alice, reviewer, review_all):

@@ -251,13 +251,35 @@ def test_revoking_keys_in_the_admin_says_which_were_revoked_already(admin_client
     said = [(m.level_tag, str(m)) for m in r.context["messages"]]
     assert r.status_code == 200
     assert said == [
-        ("success", "1 key revoked."),
+        # qa98: named, with its owner.
+        ("success", f"1 key revoked: {fresh.access_key_id} (alice)."),
         ("warning", "Skipped 1 key: it was revoked already."),
     ]
     fresh.refresh_from_db()
     old.refresh_from_db()
     assert fresh.revoke_reason == ApiKeyRevokeReason.STAFF
     assert old.revoke_reason == ApiKeyRevokeReason.OWNER
+
+
+def test_the_admins_key_list_and_page_say_never_for_a_key_without_an_expiry(admin_client, alice):
+    # qa98: Django's "-" for an empty value read as unknown.
+    never, _ = api_key_create(owner=alice)  # no expiry
+    dated, _ = api_key_create(owner=alice, expires_in_days=30)
+
+    listed = admin_client.get("/admin/jobs/apikey/").content.decode()
+    page = admin_client.get(f"/admin/jobs/apikey/{never.pk}/change/").content.decode()
+    admin_client.cookies["django_language"] = "en"
+    english = admin_client.get(f"/admin/jobs/apikey/{never.pk}/change/").content.decode()
+
+    rows = dict(
+        re.findall(
+            r'>([0-9a-f]{32})</a>.*?<td class="field-expires_shown">(.*?)</td>', listed, re.S
+        )
+    )
+    assert rows[never.access_key_id] == "永不过期"
+    assert str(timezone.localtime(dated.expires_at).year) in rows[dated.access_key_id]
+    assert '<div class="readonly">永不过期</div>' in page
+    assert '<div class="readonly">Never</div>' in english
 
 
 # -- expiry ---------------------------------------------------------------------------------
@@ -620,7 +642,7 @@ def test_the_admin_shows_expiry_filters_by_it_and_records_a_staff_revocation(adm
     assert listed("?expiry=soon") == {soon.access_key_id}
     assert listed("?expiry=never") == {never.access_key_id}
     listing = admin_client.get("/admin/jobs/apikey/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
-    assert "Expires" in listing and "column-expires_at" in listing
+    assert "Expires" in listing and "column-expires_shown" in listing
 
     admin_client.post(
         "/admin/jobs/apikey/", {"action": "revoke_keys", "_selected_action": [soon.pk]}

@@ -19,7 +19,7 @@ from django.utils import translation
 from jobs import spec as S
 from jobs import wizard as W
 from jobs.models import CardQuota, Job, JobStatus, LocalRun
-from jobs.quotas import Limit, _quota_rows, quota_limits
+from jobs.quotas import Limit, _quota_rows, quota_limits, quota_limits_of
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -98,6 +98,40 @@ def test_the_admin_saves_a_users_quota_and_lists_and_finds_it(superuser, alice, 
     assert (quota.user, quota.group, quota.card_type, quota.max_cards) == (alice, None, A800, 4)
     listed = client.get(reverse("admin:jobs_cardquota_changelist"), {"q": "alic"})
     assert "alice" in listed.content.decode() and A800 in listed.content.decode()
+
+
+def test_lowering_a_quota_says_how_many_queued_jobs_it_never_allows_and_links_to_them(
+    superuser, alice, bob
+):
+    queue_task = S.Submission(mode=S.SUBMIT_QUEUE)
+    big, small, bigger = (
+        submit(alice, make_spec("true", submission=queue_task, **cards(n))) for n in (4, 2, 3)
+    )
+    bobs = submit(bob, make_spec("true", submission=queue_task, **cards(4)))
+    client = admin_client(superuser)
+    added = client.post(
+        ADD_QUOTA,
+        {"user": alice.pk, "card_type": CARD, "max_cards": "4", "max_running_jobs": ""},
+        follow=True,
+    ).content.decode()
+    quota = CardQuota.objects.get()
+    change = reverse("admin:jobs_cardquota_change", args=[quota.pk])
+    lowered = {"user": alice.pk, "card_type": CARD, "max_cards": "2", "max_running_jobs": ""}
+
+    saved = client.post(change, lowered, follow=True).content.decode()
+    chinese = Client()
+    chinese.force_login(superuser)
+    in_chinese = chinese.post(change, lowered, follow=True).content.decode()
+
+    assert "never starts" not in added and "never start" not in added  # 4 allows them all
+    assert (
+        "2 queued jobs ask for more than this quota now allows: they never start until the "
+        f'quota is raised. <a href="/admin/jobs/job/{big.pk}/change/">{big.public_id}</a>, '
+        f'<a href="/admin/jobs/job/{bigger.pk}/change/">{bigger.public_id}</a>'
+    ) in saved
+    assert small.public_id not in saved and bobs.public_id not in saved
+    assert "2 个排队中的任务所需超过此配额现在允许的数量" in in_chinese
+    assert CardQuota.objects.get().max_cards == 2
 
 
 @pytest.mark.parametrize(
@@ -258,6 +292,11 @@ def test_a_users_own_quota_overrides_their_groups_and_the_most_generous_group_wi
     assert quota_limits(bob) == [Limit(A800, 6, None), Limit("other", 1, None)]
     carol = User.objects.create_user("carol-no-group")
     assert quota_limits(carol) == [Limit(A800, 8, 1)]
+    # Read for many users at once (the approve confirmation's), the same limits.
+    with CaptureQueriesContext(connection) as queries:
+        at_once = quota_limits_of([alice.pk, bob.pk, carol.pk])
+    assert at_once == {u.pk: quota_limits(u) for u in (alice, bob, carol)}
+    assert len(queries) == 2
 
 
 def test_the_quota_rows_read_for_a_user_are_those_of_the_orm_query(alice, bob):

@@ -230,7 +230,13 @@ def test_rejecting_keeps_the_reason_for_the_owner(alice, reviewer, mailoutbox):
     assert job.status == JobStatus.REJECTED
     assert job.status_reason == "Use at most 8 cards."
     assert job.review_state == ReviewState.REJECTED
-    assert job.events.last().actor == reviewer
+    event = job.events.last()
+    assert event.actor == reviewer
+    # The event names the reviewer, as an approval's does (qa98), in either language.
+    with translation.override("en"):
+        assert event.message_shown == f"Rejected by {reviewer.username}: Use at most 8 cards."
+    with translation.override("zh-hans"):
+        assert event.message_shown == f"已由 {reviewer.username} 拒绝：Use at most 8 cards."
     assert "Use at most 8 cards." in mailoutbox[0].body
 
 

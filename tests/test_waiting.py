@@ -276,6 +276,43 @@ def test_a_job_that_never_waited_for_anything_else_shows_it_waits_its_turn_in_bo
     assert said(job) == []
 
 
+def admin_waiting_line(client: Client, job: Job) -> str | None:
+    """The admin job page's "why is this job waiting" line, its place in line first."""
+    answer = client.get(reverse("admin:jobs_job_change", args=[job.pk]))
+    assert answer.status_code == 200
+    found = re.search(r'<p class="help" id="why-waiting">(.*?)</p>', answer.content.decode())
+    return html.unescape(re.sub(r"<[^>]+>", "", found.group(1))) if found else None
+
+
+def test_the_admin_page_of_a_queued_job_says_its_place_in_line_and_why_it_waits(
+    alice, bob, reviewer
+):
+    # qa98: the reviewer's page of a queued job did not say why it waits.
+    worker_beat(worker=WorkerIdentity.here())  # a worker runs, but has not had a pass yet
+    first = submit(alice, cards(1, "true"))
+    second = submit(bob, cards(1, "true"))
+    bob.is_active = False
+    bob.save(update_fields=["is_active"])
+    third = submit(alice, cards(1, "true"))
+
+    assert (
+        admin_waiting_line(client_in(reviewer, "en"), first)
+        == f"Position 1 in the queue · {IN_QUEUE}"
+    )
+    assert admin_waiting_line(client_in(reviewer, "zh-hans"), third).startswith(
+        "队列中第 2 位 · 排队等待："
+    )
+    # Its owner's account deactivated: no place in line, and the reason.
+    assert admin_waiting_line(client_in(reviewer, "en"), second) == (
+        "Waiting: its owner's account is deactivated, and no job of a deactivated account "
+        "starts. It stays queued and starts by itself, in its turn, once an administrator "
+        "activates the account again."
+    )
+    third.status = JobStatus.STOPPED
+    third.save(update_fields=["status"])
+    assert admin_waiting_line(client_in(reviewer, "en"), third) is None  # ended: nothing said
+
+
 def test_a_queue_task_held_by_its_groups_cap_says_so_not_that_the_pool_lacks_room(alice, settings):
     spec = make_spec(until_gate("group"), submission=S.Submission(S.SUBMIT_QUEUE, 3, 1))
     first, second, third = jobs_submit(owner=alice, spec=spec, submit_key="group-of-three")

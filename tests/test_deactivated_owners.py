@@ -1,0 +1,214 @@
+"""A deactivated account's jobs (qa98): a queued one waits, saying why, on the local pool as
+on AIHC and Kubernetes, and starts once the account is active again; the admin saving a
+deactivated user says what jobs they have left, and deleting one who has jobs says so."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+from django.utils import translation
+
+from jobs import spec as S
+from jobs.models import Job, JobStatus
+from jobs.scheduler import next_pass, queue_position, why_waiting
+from jobs.services import jobs_submit
+from jobs.worker import Worker
+
+from . import test_aihc_backend, test_kubernetes_backend, test_unreadable_spec
+from .runner_helpers import (
+    CARD,
+    UNTIL_THE_GATE_OPENS,
+    make_spec,
+    open_gate,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+)
+from .test_admin import user_form
+
+# The AIHC tests' fixtures: a strict fake AIHC with pool cce-pool1, and the console's backend.
+fake, aihc = test_aihc_backend.fake, test_aihc_backend.aihc
+# The strict fake Kubernetes API server with two 8-card nodes, as the unreadable-spec tests'.
+kube = test_unreadable_spec.kube
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+DEACTIVATED = "OwnerDeactivated"
+
+
+def both_cards() -> dict:
+    """The spec change for a one-replica job asking both of the runner's cards."""
+    return {"roles": [S.Role("master", 1, accelerator_type=CARD, accelerators=2)]}
+
+
+def deactivate(user: User, active: bool = False) -> None:
+    user.is_active = active
+    user.save(update_fields=["is_active"])
+
+
+def test_a_deactivated_users_queued_job_waits_saying_so_once_and_starts_once_reactivated(
+    alice, bob
+):
+    waiting = submit(alice, make_spec("true", **both_cards()))
+    deactivate(alice)
+    worker = Worker()
+    # Its cards are idle for bob's standalone job, admitted after it.
+    other = submit(bob, make_spec("true", **both_cards()))
+
+    run_until(worker, lambda: status_of(other) == JobStatus.SUCCEEDED, what="bob's job")
+    worker.tick()
+    worker.tick()
+
+    assert status_of(waiting) == JobStatus.QUEUED
+    assert waiting.events.filter(reason=DEACTIVATED).count() == 1  # once, not once a pass
+    assert queue_position(waiting) is None  # set aside: no place in line
+    with translation.override("en"):
+        assert why_waiting(waiting) == (
+            "Waiting: its owner's account is deactivated, and no job of a deactivated account "
+            "starts. It stays queued and starts by itself, in its turn, once an administrator "
+            "activates the account again."
+        )
+    with translation.override("zh-hans"):
+        assert why_waiting(waiting).startswith("等待中：所有者的账号已停用")
+
+    deactivate(alice, active=True)
+    run_until(worker, lambda: status_of(waiting) == JobStatus.SUCCEEDED, what="alice's job")
+    assert waiting.events.filter(reason=DEACTIVATED).count() == 1
+
+
+def test_a_deactivated_users_queued_job_holds_no_idle_cards_and_no_place_ahead(alice, bob):
+    ahead = submit(alice, make_spec("true", **both_cards()))
+    queue_task = make_spec("true", submission=S.Submission(mode=S.SUBMIT_QUEUE))
+    behind = submit(bob, queue_task)
+    assert next_pass().free[CARD] == []
+    assert queue_position(behind) == 2
+
+    deactivate(alice)
+
+    assert next_pass().free[CARD] == [0, 1]
+    assert queue_position(behind) == 1
+    assert status_of(ahead) == JobStatus.QUEUED
+
+
+def test_a_deactivated_users_aihc_job_is_not_sent_until_the_account_is_active_again(
+    fake, aihc, alice
+):
+    [job] = test_aihc_backend.submit(alice, test_aihc_backend.seed_spec())
+    deactivate(alice)
+
+    Worker().dispatch_remote()
+    Worker().dispatch_remote()
+
+    assert fake.calls("CreateJob") == []
+    assert status_of(job) == JobStatus.QUEUED
+    assert job.events.filter(reason=DEACTIVATED).count() == 1
+
+    deactivate(alice, active=True)
+    Worker().dispatch_remote()
+
+    assert len(fake.calls("CreateJob")) == 1
+    assert status_of(job) == JobStatus.QUEUED and Job.objects.get(pk=job.pk).external_id
+
+
+def test_a_deactivated_users_kubernetes_job_is_not_sent_until_the_account_is_active_again(
+    kube, alice
+):
+    [job] = jobs_submit(
+        owner=alice,
+        spec=test_kubernetes_backend.spec(),
+        submit_key=str(uuid.uuid4()),
+        backend="kubernetes",
+    )
+    deactivate(alice)
+
+    Worker().dispatch_remote()
+    Worker().dispatch_remote()
+
+    assert kube.jobs() == []
+    assert status_of(job) == JobStatus.QUEUED
+    assert job.events.filter(reason=DEACTIVATED).count() == 1
+
+    deactivate(alice, active=True)
+    Worker().dispatch_remote()
+
+    assert len(kube.jobs()) == 1
+
+
+def test_saving_a_deactivated_user_says_their_running_and_queued_jobs_and_links_to_them(
+    alice, bob, superuser, settings
+):
+    worker = Worker()
+    running = submit(alice, make_spec(UNTIL_THE_GATE_OPENS))
+    run_until(worker, lambda: status_of(running) == JobStatus.RUNNING, what="alice's job")
+    submit(alice, make_spec("true", **both_cards()))
+    client = Client(headers={"Accept-Language": "en"})
+    client.force_login(superuser)
+    page = reverse("admin:auth_user_change", args=[alice.pk])
+
+    saved = client.post(page, user_form(alice, is_active=""), follow=True).content.decode()
+    kept = client.post(
+        reverse("admin:auth_user_change", args=[bob.pk]), user_form(bob, is_active=""), follow=True
+    ).content.decode()
+    open_gate(settings)
+
+    assert re.search(
+        r"The account alice is deactivated and still has jobs: 1 running, 1 queued\. Running "
+        r"jobs go on; queued ones wait and start only once the account is active again\. "
+        rf'<a href="/admin/jobs/job/\?owner__id__exact={alice.pk}">Stop them from their jobs</a>',
+        saved,
+    )
+    assert "still has jobs" not in kept  # bob has none
+    alice.refresh_from_db()
+    assert not alice.is_active
+
+
+def test_deleting_a_user_who_has_jobs_says_so_and_offers_deactivating_not_a_permission_problem(
+    alice, bob, superuser
+):
+    submit(alice, make_spec("true"))
+    client = Client()
+    client.force_login(superuser)
+
+    page = client.get(reverse("admin:auth_user_delete", args=[alice.pk])).content.decode()
+    refused = client.post(reverse("admin:auth_user_delete", args=[alice.pk]), {"post": "yes"})
+    client.cookies["django_language"] = "en"
+    english = client.get(reverse("admin:auth_user_delete", args=[alice.pk])).content.decode()
+    without_jobs = client.get(reverse("admin:auth_user_delete", args=[bob.pk])).content.decode()
+
+    assert "无权删除" not in page
+    assert "用户“alice”仍有 1 个任务，控制台会保留这些任务" in page
+    assert "请改为停用该账号：在其页面上取消勾选“有效”。" in page
+    change = reverse("admin:auth_user_change", args=[alice.pk])
+    assert f'<a href="{change}" class="button" id="deactivate-instead">' in english
+    assert "The user “alice” still has 1 job, which the console keeps" in english
+    assert refused.status_code == 403  # still not deleted
+    assert User.objects.filter(pk=alice.pk).exists()
+    assert "Are you sure you want to delete" in without_jobs  # bob has none
+
+
+def test_deleting_selected_users_of_whom_one_has_jobs_says_so_in_the_same_words(
+    alice, bob, superuser
+):
+    submit(alice, make_spec("true"))
+    submit(alice, make_spec("true"))
+    client = Client()
+    client.force_login(superuser)
+    chosen = {"action": "delete_selected", "_selected_action": [alice.pk, bob.pk]}
+
+    page = client.post(reverse("admin:auth_user_changelist"), chosen).content.decode()
+    confirmed = client.post(reverse("admin:auth_user_changelist"), {**chosen, "post": "yes"})
+    only_bob = {"action": "delete_selected", "_selected_action": [bob.pk]}
+    asked = client.post(reverse("admin:auth_user_changelist"), only_bob).content.decode()
+
+    assert "无权删除" not in page
+    assert "所选用户仍有 2 个任务，控制台会保留这些任务" in page
+    assert "请改为停用这些账号" in page
+    assert confirmed.status_code == 403  # refused, as Django refuses it, nothing deleted
+    assert User.objects.filter(pk__in=[alice.pk, bob.pk]).count() == 2
+    assert "仍有" not in asked  # bob alone has none: Django's own confirmation
