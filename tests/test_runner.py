@@ -982,6 +982,9 @@ def test_a_hang_warning_is_cleared_before_the_end_of_a_job_that_wrote_again_and_
     run_until(worker, lambda: "started" in log_text(job, "master-0"), what="its line")
     silent_for_minutes(job, 2)
     run_until(worker, lambda: job.events.filter(reason="HangSuspected").exists())
+    # The hang's stack capture (a thread of the worker's) is stored before the job goes on:
+    # stored when it finishes, it may come after the end, which this test is not about.
+    run_until(worker, lambda: job.events.filter(reason="StacksCaptured").exists())
 
     open_gate(settings)
     # Its line and its end, both before the worker looks again.
