@@ -2514,6 +2514,74 @@ def test_a_custom_job_whose_pods_are_refused_says_why_from_its_jobs_events(fake,
     )
 
 
+def test_a_custom_job_whose_jobs_a_quota_refuses_says_the_jobset_controllers_words(
+    fake, k8s, alice
+):
+    """One step before its pods: the JobSet controller cannot create the JobSet's Jobs (a
+    `count/jobs.batch` quota used up), and says so only in a Warning JobCreationFailed event
+    on the JobSet, each Job's error a line (kubernetes-sigs/jobset createJobs). The job
+    stays Queued saying why, the controller's words quoted."""
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    fake.add_quota("default", "jobs", hard={"count/jobs.batch": "0"})
+
+    assert fake.run_pods(name) == []
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    refused = [
+        f'job "{name}-{role}-0" creation failed with error: jobs.batch "{name}-{role}-0" is '
+        "forbidden: exceeded quota: jobs, requested: count/jobs.batch=1, used: "
+        "count/jobs.batch=0, limited: count/jobs.batch=0"
+        for role in ("trainer", "param-server")
+    ]
+    assert job.status_reason == (
+        f"Kubernetes cannot create the job's pods (JobSet {name}, JobCreationFailed): "
+        f"“{chr(10).join(refused)}”. The job stays queued while Kubernetes tries again; stop "
+        "it if the cause will not go away."
+    )
+    [event] = job.events.filter(reason="K8s:JobCreationFailed")
+    assert event.type == EventType.WARNING
+
+
+def test_a_custom_job_one_of_whose_jobs_is_refused_says_why_until_every_pod_is_made(
+    fake, k8s, alice
+):
+    """A partial refusal: the quota admits the trainers' Job (its two pods made and
+    running) and not the parameter server's. The job says why while that pod is missing,
+    and says it no more once the quota lets the JobSet controller make its Job."""
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    fake.add_quota("default", "jobs", hard={"count/jobs.batch": "1"})
+
+    made = fake.run_pods(name, phase="Pending")
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert [p.rsplit("-", 2)[0] for p in made] == [f"{name}-trainer-0"] * 2
+    assert job.status == JobStatus.QUEUED
+    assert job.status_reason.startswith(
+        f"Kubernetes cannot create the job's pods (JobSet {name}, JobCreationFailed): "
+        f'“job "{name}-param-server-0" creation failed with error: jobs.batch '
+        f'"{name}-param-server-0" is forbidden: exceeded quota: jobs, requested: '
+        "count/jobs.batch=1, used: count/jobs.batch=1, limited: count/jobs.batch=1”."
+    )
+
+    # The cluster's operator raises the quota: the controller's next try makes the Job, its
+    # pod is made, and the reason goes (the trainers' pods are not made again).
+    fake.add_quota(
+        "default", "jobs", hard={"count/jobs.batch": "2"}, used={"count/jobs.batch": "1"}
+    )
+    [param_server] = fake.run_pods(name, phase="Pending")
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert param_server.startswith(f"{name}-param-server-0-0-")
+    assert (job.status, job.status_reason) == (JobStatus.QUEUED, "")
+    assert len(fake.pods) == 2 + 3  # the fixture's two, and the job's three
+
+
 def test_a_failed_custom_job_is_failed_and_one_past_its_deadline_timed_out(fake, k8s, alice):
     broken = submitted(alice, k8s, **custom())
     late = submitted(alice, k8s, **custom())
