@@ -451,3 +451,25 @@ def test_a_trainjob_whose_node_pods_pod_security_refuses_says_why_until_they_are
 
     job.refresh_from_db()
     assert (job.status, job.status_reason) == (JobStatus.QUEUED, "")
+
+
+def test_a_trainjob_whose_node_job_a_quota_refuses_says_the_jobset_controllers_words(
+    trainer, k8s, alice
+):
+    """Trainer's JobSet (named after the TrainJob) cannot create its node Job: its
+    controller's Warning JobCreationFailed on that JobSet is the Queued TrainJob's reason."""
+    job = submitted(alice, k8s)
+    name = job.external_id
+    trainer.add_quota("default", "jobs", hard={"count/jobs.batch": "0"})
+
+    assert trainer.run_pods(name) == []
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert job.status_reason.startswith(
+        f"Kubernetes cannot create the job's pods (JobSet {name}, JobCreationFailed): “job "
+        f'"{name}-node-0" creation failed with error: jobs.batch "{name}-node-0" is '
+        "forbidden: exceeded quota: jobs, requested: count/jobs.batch=1, used: "
+        "count/jobs.batch=0, limited: count/jobs.batch=0”."
+    )
