@@ -70,7 +70,9 @@ RBAC on it is `forbid("list", "pods.metrics.k8s.io")`.
 ResourceQuotas are served read-only (list and get, in a namespace or cluster-wide), with
 spec.hard and status.hard/status.used as the quota controller writes them; `add_quota`
 refuses what the API server's validation refuses (an extended resource limited other than
-as `requests.<name>`).
+as `requests.<name>`). One is enforced: `count/jobs.batch`, on the Jobs the JobSet
+controller makes for a JobSet or a TrainJob (`run_pods`): a Job over it is not made, and the
+JobSet says so as its controller does (a Warning JobCreationFailed event, `_jobs_refused`).
 
 It records every request. Tests steer it: `set_conditions`, `set_jobset_status`
 (replicatedJobsStatus and restarts, as the JobSet controller writes them), `run_pods` (pods
@@ -598,6 +600,9 @@ class FakeKubernetes:
         self.revision = 1
         self.nodes: list[dict] = []
         self.pods: dict[tuple[str, str], dict] = {}
+        # The batch Jobs the JobSet controller made (a JobSet's, Trainer's), as
+        # (namespace, name, restart attempt): made once each, held to `count/jobs.batch`.
+        self.batch_jobs: set[tuple[str, str, str]] = set()
         self.events: list[dict] = []
         self.log_lines: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self.generated_logs: dict[tuple[str, str], GeneratedLog] = {}
@@ -1055,6 +1060,72 @@ class FakeKubernetes:
             )
         return refusal is not None
 
+    def _jobs_refused(self, jobset: str, namespace: str, jobs: list[tuple[str, str]]) -> set[str]:
+        """The JobSet controller's creates of `jobs` ((name, restart attempt)) not made yet:
+        the names the API server refuses, over a ResourceQuota's `count/jobs.batch`, whose
+        status.used quota admission charges for each one admitted (in this order here; the
+        controller creates them in parallel). The refusals said as the controller says
+        them (kubernetes-sigs/jobset pkg/controllers/jobset_controller.go createJobs): one
+        Warning JobCreationFailed event on the JobSet, each Job's error a line of it, `job
+        "<name>" creation failed with error: jobs.batch "<name>" is forbidden: exceeded
+        quota: ...` (the quota admission plugin's words)."""
+        quotas = [
+            quota
+            for (plural, where, _name), quota in self.objects.items()
+            if plural == "resourcequotas"
+            and where == namespace
+            and "count/jobs.batch" in quota["spec"]["hard"]
+        ]
+        refused: list[str] = []
+        for job_name, attempt in jobs:
+            if (namespace, job_name, attempt) in self.batch_jobs:
+                continue
+            over = next(
+                (
+                    q
+                    for q in quotas
+                    if int(q["status"]["used"]["count/jobs.batch"]) + 1
+                    > int(q["spec"]["hard"]["count/jobs.batch"])
+                ),
+                None,
+            )
+            if over is not None:
+                used, hard = (
+                    over["status"]["used"]["count/jobs.batch"],
+                    over["spec"]["hard"]["count/jobs.batch"],
+                )
+                refused.append(
+                    f'job "{job_name}" creation failed with error: jobs.batch "{job_name}" is '
+                    f"forbidden: exceeded quota: {over['metadata']['name']}, requested: "
+                    f"count/jobs.batch=1, used: count/jobs.batch={used}, limited: "
+                    f"count/jobs.batch={hard}"
+                )
+                continue
+            for quota in quotas:
+                used = quota["status"]["used"]
+                used["count/jobs.batch"] = str(int(used["count/jobs.batch"]) + 1)
+            self.batch_jobs.add((namespace, job_name, attempt))
+        if refused:
+            self.add_event(
+                "JobSet",
+                jobset,
+                "JobCreationFailed",
+                "\n".join(refused),
+                type="Warning",
+                namespace=namespace,
+            )
+        return {line.split('"')[1] for line in refused}
+
+    def _has_pods(self, namespace: str, job_name: str, attempt: str) -> bool:
+        """Whether a batch Job of a JobSet's `attempt` has its pods (its controller makes
+        them once; a JobSet makes a Job once, shouldCreateJob)."""
+        return any(
+            where == namespace
+            and pod["metadata"]["labels"].get("batch.kubernetes.io/job-name") == job_name
+            and pod["metadata"]["labels"].get("jobset.sigs.k8s.io/restart-attempt") == attempt
+            for (where, _pod), pod in self.pods.items()
+        )
+
     def _run_jobset_pods(
         self, jobset: dict, *, phase: str, node: str, restarts: int, exit_code: int | None
     ) -> list[str]:
@@ -1065,12 +1136,23 @@ class FakeKubernetes:
         name, namespace = jobset["metadata"]["name"], jobset["metadata"]["namespace"]
         attempt = str((jobset.get("status") or {}).get("restarts") or 0)
         subdomain = (jobset["spec"].get("network") or {}).get("subdomain") or name
+        refused = self._jobs_refused(
+            name,
+            namespace,
+            [
+                (f"{name}-{rjob['name']}-{j}", attempt)
+                for rjob in jobset["spec"]["replicatedJobs"]
+                for j in range(rjob.get("replicas", 1))
+            ],
+        )
         made = []
         for rjob in jobset["spec"]["replicatedJobs"]:
             job_spec = rjob["template"]["spec"]
             template = job_spec["template"]
             for j in range(rjob.get("replicas", 1)):
                 job_name = f"{name}-{rjob['name']}-{j}"
+                if job_name in refused or self._has_pods(namespace, job_name, attempt):
+                    continue
                 if self._job_refused(namespace, job_name, template["spec"]):
                     continue
                 for index in range(job_spec.get("completions", 1)):
@@ -1142,7 +1224,9 @@ class FakeKubernetes:
         name, namespace = trainjob["metadata"]["name"], trainjob["metadata"]["namespace"]
         nodes = (trainjob["spec"].get("trainer") or {}).get("numNodes", 1)
         job_name = f"{name}-node-0"
-        made = []
+        made: list[str] = []
+        if self._jobs_refused(name, namespace, [(job_name, str(attempt))]):
+            return made
         if self._job_refused(namespace, job_name, self._trainjob_node_pod(trainjob, 0)[1]):
             return made
         for index in range(nodes):

@@ -2514,6 +2514,128 @@ def test_a_custom_job_whose_pods_are_refused_says_why_from_its_jobs_events(fake,
     )
 
 
+def test_a_custom_job_whose_jobs_a_quota_refuses_says_the_jobset_controllers_words(
+    fake, k8s, alice
+):
+    """One step before its pods: the JobSet controller cannot create the JobSet's Jobs (a
+    `count/jobs.batch` quota used up), and says so only in a Warning JobCreationFailed event
+    on the JobSet, each Job's error a line (kubernetes-sigs/jobset createJobs). The job
+    stays Queued saying why, the controller's words quoted."""
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    fake.add_quota("default", "jobs", hard={"count/jobs.batch": "0"})
+
+    assert fake.run_pods(name) == []
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    refused = [
+        f'job "{name}-{role}-0" creation failed with error: jobs.batch "{name}-{role}-0" is '
+        "forbidden: exceeded quota: jobs, requested: count/jobs.batch=1, used: "
+        "count/jobs.batch=0, limited: count/jobs.batch=0"
+        for role in ("trainer", "param-server")
+    ]
+    assert job.status_reason == (
+        f"Kubernetes cannot create the job's pods (JobSet {name}, JobCreationFailed): "
+        f"“{chr(10).join(refused)}”. The job stays queued while Kubernetes tries again; stop "
+        "it if the cause will not go away."
+    )
+    [event] = job.events.filter(reason="K8s:JobCreationFailed")
+    assert event.type == EventType.WARNING
+
+
+def test_a_custom_job_one_of_whose_jobs_is_refused_says_why_until_every_pod_is_made(
+    fake, k8s, alice
+):
+    """A partial refusal: the quota admits the trainers' Job (its two pods made and
+    running) and not the parameter server's. The job says why while that pod is missing,
+    and says it no more once the quota lets the JobSet controller make its Job."""
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    fake.add_quota("default", "jobs", hard={"count/jobs.batch": "1"})
+
+    made = fake.run_pods(name, phase="Pending")
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert [p.rsplit("-", 2)[0] for p in made] == [f"{name}-trainer-0"] * 2
+    assert job.status == JobStatus.QUEUED
+    assert job.status_reason.startswith(
+        f"Kubernetes cannot create the job's pods (JobSet {name}, JobCreationFailed): "
+        f'“job "{name}-param-server-0" creation failed with error: jobs.batch '
+        f'"{name}-param-server-0" is forbidden: exceeded quota: jobs, requested: '
+        "count/jobs.batch=1, used: count/jobs.batch=1, limited: count/jobs.batch=1”."
+    )
+
+    # The cluster's operator raises the quota: the controller's next try makes the Job, its
+    # pod is made, and the reason goes (the trainers' pods are not made again).
+    fake.add_quota(
+        "default", "jobs", hard={"count/jobs.batch": "2"}, used={"count/jobs.batch": "1"}
+    )
+    [param_server] = fake.run_pods(name, phase="Pending")
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert param_server.startswith(f"{name}-param-server-0-0-")
+    assert (job.status, job.status_reason) == (JobStatus.QUEUED, "")
+    assert len(fake.pods) == 2 + 3  # the fixture's two, and the job's three
+
+
+def test_a_pytorch_job_whose_pods_are_refused_stays_queued_past_its_timeout_saying_why(
+    fake, k8s, alice
+):
+    """A Kubernetes job's timeout is the activeDeadlineSeconds it was sent; the console
+    times out only the local pool's jobs itself. training-operator starts that clock
+    (status.startTime) only once every replica type's pods were created (common/job.go
+    ReconcileJobs), so a job whose pods are refused writes no Failed condition, and the
+    console leaves it Queued, saying why, however long past its timeout, and sends no
+    delete."""
+    job = refused_after_it_was_sent(
+        fake, k8s, alice, "baseline", datasources=[SCRATCH], timeout_minutes=1
+    )
+    # Sent two hours ago, its one-minute timeout long past.
+    Job.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(hours=2))
+
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert job.status_reason.startswith("Kubernetes cannot create the job's pods (PyTorchJob ")
+    assert fake.job(job.external_id)
+    assert not fake.calls("delete pytorchjobs")
+
+
+def test_a_custom_job_one_of_whose_jobs_was_made_is_timed_out_by_that_jobs_deadline(
+    fake, k8s, alice
+):
+    """A batch Job that exists starts its deadline at its first sync, pods or not
+    (kubernetes job_controller.go): the trainers' Job, made while the parameter server's is
+    refused, fails past its activeDeadlineSeconds, the console's FailJobSet rule fails the
+    JobSet, and the job is Timed out, the refusal no longer its reason."""
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    fake.add_quota("default", "jobs", hard={"count/jobs.batch": "1"})
+    fake.run_pods(name, phase="Pending")
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert "JobCreationFailed" in job.status_reason
+
+    fake.set_conditions(
+        name,
+        (
+            "Failed",
+            f"applying FailJobSet failure policy action (first failed job: {name}-trainer-0)",
+            "FailJobSetFailurePolicyAction",
+        ),
+    )
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.TIMED_OUT
+    assert "JobCreationFailed" not in job.status_reason
+
+
 def test_a_failed_custom_job_is_failed_and_one_past_its_deadline_timed_out(fake, k8s, alice):
     broken = submitted(alice, k8s, **custom())
     late = submitted(alice, k8s, **custom())

@@ -420,3 +420,56 @@ def test_an_image_address_a_trainjob_cannot_carry_is_refused_at_the_image_field(
 
 def test_a_long_image_address_is_not_refused_on_a_training_operator_cluster(fake, k8s):
     assert k8s.check_spec(spec(image=image_of_length(512))) == {}
+
+
+def test_a_trainjob_whose_node_pods_pod_security_refuses_says_why_until_they_are_made(
+    trainer, k8s, alice
+):
+    """Trainer runs a TrainJob as a JobSet of its name, its nodes the pods of one Job,
+    <name>-node-0: a node pod refused at admission is said only in that Job's FailedCreate
+    event (the Job controller's, its Indexed pods' generateName). The Queued TrainJob says
+    why, and says it no more once its pods are made."""
+    job = backend_tests.refused_after_it_was_sent(
+        trainer, k8s, alice, "baseline", datasources=[backend_tests.SCRATCH]
+    )
+    name = job.external_id
+
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert job.status_reason == (
+        f"Kubernetes cannot create the job's pods (Job {name}-node-0, FailedCreate): “Error "
+        f'creating: pods "{name}-node-0-0-" is forbidden: violates PodSecurity '
+        '"baseline:latest": hostPath volumes (volume "data-0")”. The job stays queued while '
+        "Kubernetes tries again; stop it if the cause will not go away."
+    )
+
+    trainer.add_namespace("default", pod_security="privileged")
+    assert len(trainer.run_pods(name, phase="Pending")) == 2
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert (job.status, job.status_reason) == (JobStatus.QUEUED, "")
+
+
+def test_a_trainjob_whose_node_job_a_quota_refuses_says_the_jobset_controllers_words(
+    trainer, k8s, alice
+):
+    """Trainer's JobSet (named after the TrainJob) cannot create its node Job: its
+    controller's Warning JobCreationFailed on that JobSet is the Queued TrainJob's reason."""
+    job = submitted(alice, k8s)
+    name = job.external_id
+    trainer.add_quota("default", "jobs", hard={"count/jobs.batch": "0"})
+
+    assert trainer.run_pods(name) == []
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert job.status_reason.startswith(
+        f"Kubernetes cannot create the job's pods (JobSet {name}, JobCreationFailed): “job "
+        f'"{name}-node-0" creation failed with error: jobs.batch "{name}-node-0" is '
+        "forbidden: exceeded quota: jobs, requested: count/jobs.batch=1, used: "
+        "count/jobs.batch=0, limited: count/jobs.batch=0”."
+    )

@@ -156,8 +156,15 @@ PODS_NOT_CREATED = gettext_noop(
 #   kubernetes pkg/controller/controller_utils.go: Warning FailedCreate on the Job, worded so;
 # - mpi-operator v2, pkg/controller/mpi_job_controller.go: Warning MPIJobFailed on the MPIJob,
 #   "worker pod created failed: ..." (getOrCreateWorker; the launcher Job is not made until
-#   the workers are) or "launcher pod created failed: ..." (the launcher Job's create).
-CREATE_REFUSED_REASONS = frozenset({"FailedCreatePod", "FailedCreate"})
+#   the workers are) or "launcher pod created failed: ..." (the launcher Job's create);
+# - the JobSet controller (a custom job's JobSet, the one Trainer runs a TrainJob as), one
+#   step earlier: a Job it could not create (over a `count/jobs.batch` ResourceQuota, refused
+#   by a policy webhook) has no pods at all. kubernetes-sigs/jobset
+#   pkg/controllers/jobset_controller.go createJobs: Warning JobCreationFailed on the JobSet,
+#   its message the Jobs' errors joined one a line, each `job "<name>" creation failed with
+#   error: <the API server's error>` (pkg/constants/constants.go: "The event uses the
+#   error(s) as the message"); no condition, and its reconcile is tried again.
+CREATE_REFUSED_REASONS = frozenset({"FailedCreatePod", "FailedCreate", "JobCreationFailed"})
 MPI_CREATE_FAILED = ("worker pod created failed:", "launcher pod created failed:")
 # Creates that got no clear answer (a timeout, a 5xx) before the job is Submit failed.
 MAX_UNANSWERED_CREATES = 4
@@ -352,8 +359,8 @@ def _event_time(event: dict[str, Any]) -> datetime | None:
 
 def pods_not_created(events: list[tuple[str, str, dict[str, Any]]]) -> dict[str, str] | None:
     """The newest of `events` ((kind, name, event) of the job's objects) in which its
-    operator, or a Job of it, says it could not create a pod (CREATE_REFUSED_REASONS,
-    MPI_CREATE_FAILED): {object, reason, message}, or None."""
+    operator, its JobSet or a Job of it, says it could not create a pod or a Job that
+    makes them (CREATE_REFUSED_REASONS, MPI_CREATE_FAILED): {object, reason, message}, or None."""
     refusals = [
         (kind, name, event)
         for kind, name, event in events
