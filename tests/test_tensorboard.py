@@ -781,7 +781,9 @@ def test_a_queue_task_that_waited_for_the_one_before_it_draws_only_its_own_files
     while time.time() < int(written.name.split(".")[3]) + tb.PRELOADED_SECONDS + 1:
         time.sleep(0.05)
     open_gate(settings)
-    run_until(worker, lambda: status_of(second) == JobStatus.SUCCEEDED)
+    # Two jobs' ends and one start, each with its Tensorboard: more than run_until's 30 s on a
+    # loaded machine (a ci rehearsal at load 28).
+    run_until(worker, lambda: status_of(second) == JobStatus.SUCCEEDED, timeout=120)
 
     assert [c.latest for c in read(first).charts] == ["0.5"]
     assert read(second).charts == []
