@@ -67,6 +67,7 @@ from .api_views import (
     fields_read,
     group_fields,
     int_param,
+    invalid_fields,
     job_create,
     job_deleted,
     job_events_answer,
@@ -94,7 +95,6 @@ from .api_views import (
     text_param,
     v1_paths,
     web_terminal_refused,
-    with_misplaced,
 )
 from .backends import AcceleratorStock, Pool
 from .models import Job, JobGroup
@@ -243,16 +243,17 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         if given is None or given == "":
             document = {**document, "queue": queue}
         elif str(given) != queue:
-            raise ApiError(400, "InvalidParameter", f"queue {given} and queueID {queue_id} differ.")
+            raise invalid_fields({"queue": [f"{given} and queueID {queue_id} differ."]})
     unread, misplaced = fields_read(document, spec_module.V2_FIELDS)
     rename = v2_paths(document)
     try:
         v1 = v1_from_v2(document)
     except RoleMapError as exc:
-        raise ApiError(400, "InvalidParameter", with_misplaced(misplaced, str(exc))) from None
+        problems = {path: [message] for path, message in exc.problems}
+        raise invalid_fields(problems, misplaced=misplaced) from None
     except ValueError as exc:
-        message = with_misplaced(misplaced, f"faultToleranceArgs: {exc}.")
-        raise ApiError(400, "InvalidParameter", message) from None
+        faults = {"faultToleranceArgs": [f"{exc}."]}
+        raise invalid_fields(faults, misplaced=misplaced) from None
     job = job_create(
         owner=owner,
         pool_id=pool_id,

@@ -230,7 +230,7 @@ def api_view(*methods: str) -> Callable[..., Any]:
                         raise ApiError(413, "EntityTooLarge", too_large_message()) from None
                 except ApiAuthError as exc:
                     response = _answer(
-                        {"code": exc.code, "message": exc.message},
+                        {"code": exc.code, "message": exc.message, **exc.extensions},
                         status=exc.status,
                         request_id=request_id,
                     )
@@ -730,9 +730,7 @@ def job_create(
     misplaced = misplaced or {}
 
     def refused(errors: dict[str, list[str]]) -> ApiError:
-        return ApiError(
-            400, "InvalidParameter", with_misplaced(misplaced, _errors_message(errors, rename))
-        )
+        return invalid_fields(errors, rename, misplaced=misplaced)
 
     from .wizard import (  # the wizard's own rules
         console_rules,
@@ -763,7 +761,7 @@ def job_create(
             return made
     unread_values: dict[str, list[str]] = {}
     try:
-        spec = spec_module.parse_document(document, resource_pool_id=pool_id)
+        spec = spec_module.parse_document(document, resource_pool_id=pool_id, json_types=True)
     except spec_module.SpecError as exc:
         if exc.partial is None:  # not an object: nothing read to check the rules on
             raise refused(exc.errors) from None
@@ -894,16 +892,10 @@ def fields_read(
     """The paths of the body's keys the console reads nowhere (accepted, as AIHC accepts
     them), and a refusal (path -> message, as the body names it) of each key it reads at
     another place (jobs.spec.unread_fields: `jobSpec.datasources` runs no mount, so it is
-    refused rather than dropped), said with the body's other errors (with_misplaced)."""
+    refused rather than dropped), said with the body's other errors (invalid_fields)."""
     unread = spec_module.unread_fields(document, fields)
     misplaced = spec_module.misplaced_named(unread.misplaced) if unread.misplaced else {}
     return unread.unknown, misplaced
-
-
-def with_misplaced(misplaced: Mapping[str, list[str]], message: str = "") -> str:
-    """An InvalidParameter message with the keys found at the wrong place said first (qa97:
-    they were answered alone, the body's other errors only after they were moved)."""
-    return "; ".join(part for part in (_errors_message(dict(misplaced)), message) if part)
 
 
 def fields_warnings(unread: Sequence[str]) -> dict[str, Any]:
@@ -951,30 +943,79 @@ def create_warnings(job: Job, unread: Sequence[str], rename: Callable[[str], str
     return {"warnings": warnings} if warnings else {}
 
 
-def fault_tolerance_args_read(document: Any) -> Any:
+def fault_tolerance_args_read(
+    document: Any, *, misplaced: Mapping[str, list[str]] | None = None
+) -> Any:
     """A v1 body with `faultToleranceArgs` as the body with that faultToleranceConfig
     (jobs.aihc.mapping.v1_fault_tolerance_args); both at once, or a flag the console does not
-    run, is refused."""
+    run, is refused, after the keys found at the wrong place (`misplaced`)."""
     if not isinstance(document, dict):
         return document
     try:
         return v1_fault_tolerance_args(document)
     except ValueError as exc:
-        raise ApiError(400, "InvalidParameter", f"faultToleranceArgs: {exc}.") from None
+        raise invalid_fields({"faultToleranceArgs": [f"{exc}."]}, misplaced=misplaced) from None
 
 
-def _errors_message(errors: dict[str, list[str]], rename: Callable[[str], str] = str) -> str:
-    """One part per field path as the client's body names it. Several of the spec's paths can
-    name one place in the body (a v1 body's jobSpec.resources holds the master's and the
-    workers' CPU): their messages are said once, under that path, not once per role."""
+def _fields_said(
+    errors: Mapping[str, Sequence[str]], rename: Callable[[str], str] = str
+) -> dict[str, list[str]]:
+    """The messages per field path as the client's body names it. Several of the spec's paths
+    can name one place in the body (a v1 body's jobSpec.resources holds the master's and the
+    workers' CPU): their messages are said once, under that path, not once per role. The
+    empty path holds what is said of no field."""
     said: dict[str, list[str]] = {}
     for path, messages in errors.items():
         place = said.setdefault(rename(path) if path else "", [])
         place.extend(m for m in map(str, messages) if m not in place)
-    return "; ".join(
-        f"{path}: {' '.join(messages)}" if path else " ".join(messages)
-        for path, messages in said.items()
+    return said
+
+
+# Chinese messages end with a full stop of their own, after which "; " read badly
+# ("…字符。; jobSpec.image: …", qa97): a Chinese sentence is followed by the next directly.
+_SENTENCE_ENDS_CHINESE = ("。", "！", "？", "）")
+
+
+def _joined_parts(parts: Sequence[str]) -> str:
+    joined = ""
+    for part in parts:
+        if joined:
+            joined += "" if joined.endswith(_SENTENCE_ENDS_CHINESE) else "; "
+        joined += part
+    return joined
+
+
+def _errors_message(errors: Mapping[str, Sequence[str]], rename: Callable[[str], str] = str) -> str:
+    """One part per field path as the client's body names it (_fields_said)."""
+    return _joined_parts(
+        [
+            f"{path}: {' '.join(messages)}" if path else " ".join(messages)
+            for path, messages in _fields_said(errors, rename).items()
+        ]
     )
+
+
+def invalid_fields(
+    errors: Mapping[str, Sequence[str]],
+    rename: Callable[[str], str] = str,
+    *,
+    misplaced: Mapping[str, Sequence[str]] | None = None,
+) -> ApiError:
+    """400 InvalidParameter naming fields: `message` says them all in one text, as AIHC's
+    answers do and scripts read, and `errors`, the console's own key (as `warnings`'
+    `fields` is), lists each field path as the body names it with its message, so a script
+    need not split the text (qa97). The keys found at the wrong place (`misplaced`, paths
+    as the body names them) are said first; what is said of no field (the empty path: that
+    more follows) only in `message`."""
+    said = _fields_said(misplaced or {})
+    for path, messages in _fields_said(errors, rename).items():
+        place = said.setdefault(path, [])
+        place.extend(m for m in messages if m not in place)
+    message = _errors_message(said)
+    listed = [
+        {"field": path, "message": " ".join(messages)} for path, messages in said.items() if path
+    ]
+    return ApiError(400, "InvalidParameter", message, extensions={"errors": listed})
 
 
 def jobs_found(
@@ -1636,7 +1677,7 @@ def _body(request: HttpRequest) -> Any:
         # rest is judged once these are gone, and said to follow, so that the answer does not
         # read as all there is to change (qa97).
         errors[""] = [_("The body's other fields are checked once these are corrected.")]
-        raise ApiError(400, "InvalidParameter", _errors_message(errors))
+        raise invalid_fields(errors)
     return document
 
 
@@ -1780,10 +1821,7 @@ def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
     token, document = client_token(request.GET, _body(request))
     fingerprint = body_fingerprint(document)
     unread, misplaced = fields_read(document, spec_module.V1_FIELDS)
-    try:
-        document = fault_tolerance_args_read(document)
-    except ApiError as exc:
-        raise ApiError(exc.status, exc.code, with_misplaced(misplaced, exc.message)) from None
+    document = fault_tolerance_args_read(document, misplaced=misplaced)
     job = job_create(
         owner=owner,
         pool_id=pool_id,
@@ -1836,7 +1874,7 @@ def v1_list_queue(params: Params, pool: str) -> str:
         raise ApiError(400, "InvalidParameter", f"queueID {queue_id} is not a queue of {pool}.")
     name = name if separator else queue_id
     if queue and queue != name:
-        raise ApiError(400, "InvalidParameter", f"queue {queue} and queueID {queue_id} differ.")
+        raise invalid_fields({"queue": [f"{queue} and queueID {queue_id} differ."]})
     return name
 
 

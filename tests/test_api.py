@@ -1008,8 +1008,8 @@ def test_every_number_too_large_for_any_field_is_named_in_the_language_asked_for
 
     assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
     assert r.json()["message"] == (
-        "name: 数字 -2e999 超出范围：没有字段能接受它。; "
-        "jobSpec.replicas: 数字 1e400 超出范围：没有字段能接受它。; "
+        "name: 数字 -2e999 超出范围：没有字段能接受它。"
+        "jobSpec.replicas: 数字 1e400 超出范围：没有字段能接受它。"
         "改正这些之后，才会检查请求体的其他字段。"
     )
     assert Job.objects.count() == 0
