@@ -578,7 +578,11 @@ def test_a_wrongly_typed_field_is_named_too(api):
     error = refused(lambda: api.create_job(pool="local", body=bad))
 
     assert error.code == "InvalidParameter"
-    assert "jobSpec.replicas: Must be a whole number." in error.message
+    # Text where AIHC declares a number, said as JSON's types (qa97).
+    assert (
+        'jobSpec.replicas: Must be a whole number: a JSON number, without quotes (2, not "2").'
+        in error.message
+    )
 
 
 def test_a_wrongly_typed_field_of_a_roles_resources_is_named_at_its_place_under_console(api):
