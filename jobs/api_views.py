@@ -522,6 +522,19 @@ def job_view(job: Job, *, detail: bool) -> dict[str, Any]:
 Params = Mapping[str, Any]
 
 
+def param_refused(name: str, message: str) -> ApiError:
+    """400 InvalidParameter of one request parameter (in the query, or a v2 action's body),
+    with `errors` naming it as invalid_fields names a body's fields, so a script reads every
+    InvalidParameter that names a field the same way; the item's message is the whole
+    message, which starts with the parameter's name."""
+    return ApiError(
+        400,
+        "InvalidParameter",
+        message,
+        extensions={"errors": [{"field": name, "message": message}]},
+    )
+
+
 def text_param(params: Params, name: str) -> str:
     """A parameter as text ("" when absent): a string, or a number as JSON sends one."""
     value = params.get(name)
@@ -531,13 +544,13 @@ def text_param(params: Params, name: str) -> str:
         return "true" if value else "false"
     if isinstance(value, str | int | float):
         return str(value).strip()
-    raise ApiError(400, "InvalidParameter", f"{name} must be a string or a number.")
+    raise param_refused(name, f"{name} must be a string or a number.")
 
 
 def required_param(params: Params, name: str) -> str:
     value = text_param(params, name)
     if not value:
-        raise ApiError(400, "InvalidParameter", f"{name} is required.")
+        raise param_refused(name, f"{name} is required.")
     return value
 
 
@@ -550,7 +563,7 @@ def int_param(params: Params, name: str, default: int, high: int) -> int:
     except ValueError:
         value = 0
     if not 1 <= value <= high:
-        raise ApiError(400, "InvalidParameter", f"{name} is a whole number from 1 to {high}.")
+        raise param_refused(name, f"{name} is a whole number from 1 to {high}.")
     return value
 
 
@@ -558,7 +571,7 @@ def choice_param(params: Params, name: str, choices: Mapping[str, str], default:
     """The meaning (`choices` value) of a parameter given as one of `choices`' names."""
     raw = text_param(params, name) or default
     if raw not in choices:
-        raise ApiError(400, "InvalidParameter", f"{name} is one of: {', '.join(choices)}.")
+        raise param_refused(name, f"{name} is one of: {', '.join(choices)}.")
     return choices[raw]
 
 
@@ -566,7 +579,7 @@ def order_param(params: Params, default: str) -> str:
     """asc or desc, in either case (AIHC's v1 writes them in lower case, v2 in upper)."""
     order = (text_param(params, "order") or default).lower()
     if order not in ("asc", "desc"):
-        raise ApiError(400, "InvalidParameter", "order is asc or desc.")
+        raise param_refused("order", "order is asc or desc.")
     return order
 
 
@@ -580,7 +593,7 @@ def time_param(params: Params, name: str) -> float | None:
     except ValueError:
         value = -1.0
     if not 0 <= value < LATEST_TIME:  # NaN fails this too
-        raise ApiError(400, "InvalidParameter", f"{name} is a time in unix seconds.")
+        raise param_refused(name, f"{name} is a time in unix seconds.")
     return value
 
 
@@ -592,9 +605,8 @@ def duration_param(params: Params, name: str, default: int) -> int:
     match = DURATION.fullmatch(raw)
     seconds = int(match[1]) * DURATION_SECONDS[match[2]] if match else 0
     if not 1 <= seconds <= MAX_TIME_STEP:
-        raise ApiError(
-            400,
-            "InvalidParameter",
+        raise param_refused(
+            name,
             f"{name} is a number of seconds from 1 to {MAX_TIME_STEP}, "
             "or a duration such as 30s, 5m or 1h.",
         )
@@ -1111,7 +1123,7 @@ def job_deleted(*, job: Job, actor: Any = None) -> dict[str, Any]:
 def priority_changed(*, job: Job, priority: str, owner: Any) -> None:
     """The job's new priority, while it can still take effect (jobs.actions)."""
     if priority not in spec_module.PRIORITIES:
-        raise ApiError(400, "InvalidParameter", "priority is high, normal or low.")
+        raise param_refused("priority", "priority is high, normal or low.")
     try:
         job_priority_change(job=job, priority=priority, actor=owner)
     except ActionError as exc:
@@ -1141,7 +1153,7 @@ def event_window(params: Params) -> Window:
     start = time_param(params, "startTime")
     end = time_param(params, "endTime") or None  # 0: an unset number of a Go client
     if start is not None and end is not None and end < start:
-        raise ApiError(400, "InvalidParameter", "endTime is before startTime.")
+        raise param_refused("endTime", "endTime is before startTime.")
     return start, end
 
 
@@ -1205,7 +1217,7 @@ def event_marker(params: Params) -> int | None:
     if raw in ("", "0"):
         return None
     if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
-        raise ApiError(400, "InvalidParameter", "marker is the nextMarker of an earlier answer.")
+        raise param_refused("marker", "marker is the nextMarker of an earlier answer.")
     return int(raw)
 
 
@@ -1288,9 +1300,8 @@ def log_filters_refused(params: Params, names: Sequence[str]) -> None:
         raw = text_param(params, name)
         if raw in ("", "0") or (name == "chunkSize" and raw == "1"):
             continue
-        raise ApiError(
-            400,
-            "InvalidParameter",
+        raise param_refused(
+            name,
             f"{name} is not served: this console answers a pod's last maxLines lines, from "
             "startTime on when given, without keywords, endTime or paging (search a log on "
             "the job's page).",
@@ -1315,23 +1326,19 @@ def pod_log_lines(*, job: Job, pod: str, params: Params) -> tuple[list[str], str
     if marker_text:
         marker = LogMarker.parse(marker_text)
         if marker is None:
-            raise ApiError(
-                400,
-                "InvalidParameter",
+            raise param_refused(
+                "marker",
                 f"marker is the nextMarker of an earlier answer, or {LOG_START} for the log's "
                 "start.",
             )
         if since is not None:
-            raise ApiError(
-                400, "InvalidParameter", "Give marker or startTime, not both: marker says where."
-            )
+            raise param_refused("marker", "Give marker or startTime, not both: marker says where.")
     replica = job_replica(job, pod)
     replica_name = f"{replica.role}-{replica.index}"
     if job.backend != "local":
         if marker_text:
-            raise ApiError(
-                400,
-                "InvalidParameter",
+            raise param_refused(
+                "marker",
                 "marker is served for jobs of the local runner: this job's log comes from its "
                 "platform, read as its last maxLines lines, from startTime on when given.",
             )
@@ -1362,9 +1369,8 @@ def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
     on_aihc = job.backend == "aihc"
     known = [*AIHC_METRIC_TYPES, "TmpUsage"] if on_aihc else list(METRIC_TYPES)
     if metric_type not in known:
-        raise ApiError(
-            400,
-            "InvalidParameter",
+        raise param_refused(
+            "metricType",
             f"metricType is one of: {', '.join(known)}"
             + (
                 " (AIHC's utilisations in percent; TmpUsage is not measured on AIHC)."
@@ -1375,7 +1381,7 @@ def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
     start = time_param(params, "startTime")
     end = time_param(params, "endTime")
     if start is not None and end is not None and end < start:
-        raise ApiError(400, "InvalidParameter", "endTime is before startTime.")
+        raise param_refused("endTime", "endTime is before startTime.")
     step = duration_param(params, "timeStep", DEFAULT_TIME_STEP)
     duration_param(params, "rateInterval", 1)  # checked, not used: CPU is a rate already
     if job.backend not in ("local", "kubernetes", "aihc"):
@@ -1849,9 +1855,8 @@ def v1_list_filters_refused(params: Params) -> None:
     """InvalidParameter naming a v2-only filter given to v1's job list (empty: no filter)."""
     for name in V2_ONLY_LIST_FILTERS:
         if text_param(params, name):
-            raise ApiError(
-                400,
-                "InvalidParameter",
+            raise param_refused(
+                name,
                 _(
                     "%(name)s: AIHC's v1 job list (GET /api/v1/aijobs) has no %(name)s filter, "
                     "so the console does not take one there rather than list every job. It "
@@ -1871,7 +1876,7 @@ def v1_list_queue(params: Params, pool: str) -> str:
         return queue
     named_pool, separator, name = queue_id.partition(":")
     if separator and named_pool != pool:
-        raise ApiError(400, "InvalidParameter", f"queueID {queue_id} is not a queue of {pool}.")
+        raise param_refused("queueID", f"queueID {queue_id} is not a queue of {pool}.")
     name = name if separator else queue_id
     if queue and queue != name:
         raise invalid_fields({"queue": [f"{queue} and queueID {queue_id} differ."]})

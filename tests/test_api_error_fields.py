@@ -162,3 +162,21 @@ def test_a_refused_signature_answers_the_canonical_request_and_prefix_the_consol
     # Neither the key's secret nor the signing key derived from it is answered.
     assert secret not in r.text
     assert signer.signing_key(secret, prefix) not in r.text
+
+
+def test_a_refused_parameter_is_listed_in_errors_under_its_name_in_v1_and_v2(wsgi, alice_key):
+    query = [("resourcePoolId", "local"), ("pageSize", "0")]
+
+    v1_list = signed_request(wsgi, alice_key, method="GET", query=query)
+    v2_list = signed_request(
+        wsgi, alice_key, method="POST", path="/", query=[("action", "DescribeJobs")],
+        headers={**JSON, "X-API-Version": "v2"},
+        json={"resourcePoolId": "local", "status": "Sleeping"},
+    )  # fmt: skip
+
+    assert (v1_list.status_code, v1_list.json()["code"]) == (400, "InvalidParameter")
+    message = v1_list.json()["message"]
+    assert message.startswith("pageSize is a whole number from 1 to ")
+    assert v1_list.json()["errors"] == [{"field": "pageSize", "message": message}]
+    assert (v2_list.status_code, v2_list.json()["code"]) == (400, "InvalidParameter")
+    assert v2_list.json()["errors"] == [{"field": "status", "message": v2_list.json()["message"]}]
