@@ -128,11 +128,16 @@ _NONCE_BYTES = 12  # GCM's standard nonce; random, one per sealing
 
 
 class ApiAuthError(Exception):
-    """A refused request, with BCE's error code and HTTP status (§2.4 of the reference)."""
+    """A refused request, with BCE's error code and HTTP status (§2.4 of the reference).
+    `extensions`: the console's own keys answered beside code and message (`errors`, a
+    refused signature's canonical request), which BCE's SDKs ignore as keys they do not know."""
 
-    def __init__(self, status: int, code: str, message: str):
+    def __init__(
+        self, status: int, code: str, message: str, *, extensions: dict[str, Any] | None = None
+    ):
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+        self.extensions = extensions or {}
 
 
 # -- sealing the secret ---------------------------------------------------------------
@@ -561,11 +566,17 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
     expected = signer._hmac_hex(signer.signing_key(secret, prefix), canonical)
     if not hmac.compare_digest(expected, auth.signature):
         _guess_refused(throttle_name=throttle_name, request=request)
+        # What the console signed, as AWS answers its StringToSign and CanonicalRequest (qa97):
+        # a script's author diffs them with their own signing's to find the part that differs
+        # (the path's encoding, a header's case, the query's order). Neither holds the secret:
+        # the signing key is derived from it and the prefix, and the canonical request is the
+        # sender's own request.
         raise ApiAuthError(
             403,
             "SignatureDoesNotMatch",
             "The request signature we calculated does not match the signature you provided. "
             "Check your secret key and signing method.",
+            extensions={"canonicalRequest": canonical, "authStringPrefix": prefix},
         )
     _check_body_digests(request, signed)
     login_failures_clear(username=throttle_name)

@@ -67,6 +67,7 @@ from .api_views import (
     fields_read,
     group_fields,
     int_param,
+    invalid_fields,
     job_create,
     job_deleted,
     job_events_answer,
@@ -79,6 +80,7 @@ from .api_views import (
     order_param,
     owned_job,
     page_of,
+    param_refused,
     pod_event_views,
     pod_log_lines,
     pod_metrics,
@@ -94,7 +96,6 @@ from .api_views import (
     text_param,
     v1_paths,
     web_terminal_refused,
-    with_misplaced,
 )
 from .backends import AcceleratorStock, Pool
 from .models import Job, JobGroup
@@ -154,7 +155,7 @@ def actions_or(page: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]
 def actions(request: HttpRequest, owner: Any) -> dict[str, Any]:
     action = text_param(request.GET, "action")
     if not action:
-        raise ApiError(400, "InvalidParameter", "action is required (?action=DescribeJobs…).")
+        raise param_refused("action", "action is required (?action=DescribeJobs…).")
     handler = ACTIONS.get(action)
     if handler is None:
         raise ApiError(404, "NotFound", not_served_message(f"action {action}"))
@@ -202,7 +203,7 @@ def _queue_name(queue_id: str, pool_id: str) -> str:
     if not separator:
         return queue_id
     if pool != pool_id:
-        raise ApiError(400, "InvalidParameter", f"queueID {queue_id} is not a queue of {pool_id}.")
+        raise param_refused("queueID", f"queueID {queue_id} is not a queue of {pool_id}.")
     return name
 
 
@@ -243,16 +244,17 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         if given is None or given == "":
             document = {**document, "queue": queue}
         elif str(given) != queue:
-            raise ApiError(400, "InvalidParameter", f"queue {given} and queueID {queue_id} differ.")
+            raise invalid_fields({"queue": [f"{given} and queueID {queue_id} differ."]})
     unread, misplaced = fields_read(document, spec_module.V2_FIELDS)
     rename = v2_paths(document)
     try:
         v1 = v1_from_v2(document)
     except RoleMapError as exc:
-        raise ApiError(400, "InvalidParameter", with_misplaced(misplaced, str(exc))) from None
+        problems = {path: [message] for path, message in exc.problems}
+        raise invalid_fields(problems, misplaced=misplaced) from None
     except ValueError as exc:
-        message = with_misplaced(misplaced, f"faultToleranceArgs: {exc}.")
-        raise ApiError(400, "InvalidParameter", message) from None
+        faults = {"faultToleranceArgs": [f"{exc}."]}
+        raise invalid_fields(faults, misplaced=misplaced) from None
     job = job_create(
         owner=owner,
         pool_id=pool_id,
@@ -363,9 +365,7 @@ def _describe_jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
     if len(keyword) > MAX_KEYWORD_LENGTH:
         # The job list's search box holds as much. SQLite refuses a LIKE pattern past
         # 50,000 bytes ("pattern too complex"): a body with a longer keyword answered 500.
-        raise ApiError(
-            400, "InvalidParameter", f"keyword is at most {MAX_KEYWORD_LENGTH} characters."
-        )
+        raise param_refused("keyword", f"keyword is at most {MAX_KEYWORD_LENGTH} characters.")
     order_by = choice_param(params, "orderBy", ORDER_BY, "createdAt")
     order = order_param(params, "desc")
     page_number, page_size = _paging(params)
@@ -402,7 +402,7 @@ def _status_param(params: Params) -> str:
         if known.lower() == status.lower():
             return known
     allowed = ", ".join(dict.fromkeys(AIHC_STATUS.values()))
-    raise ApiError(400, "InvalidParameter", f"status is one of: {allowed}.")
+    raise param_refused("status", f"status is one of: {allowed}.")
 
 
 def _describe_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
@@ -516,12 +516,12 @@ def _job_list(params: Params) -> list[str]:
     """BatchStopJobs' `jobList` (`[{"jobId": …}, …]`) as job ids, each once."""
     given = params.get("jobList")
     if not isinstance(given, list) or not given:
-        raise ApiError(400, "InvalidParameter", 'jobList is required: [{"jobId": …}, …].')
+        raise param_refused("jobList", 'jobList is required: [{"jobId": …}, …].')
     if len(given) > MAX_SELECTED:
-        raise ApiError(400, "InvalidParameter", f"jobList holds at most {MAX_SELECTED} jobs.")
+        raise param_refused("jobList", f"jobList holds at most {MAX_SELECTED} jobs.")
     ids = [text_param(item, "jobId") if isinstance(item, dict) else "" for item in given]
     if not all(ids):
-        raise ApiError(400, "InvalidParameter", 'Each item of jobList is {"jobId": …}.')
+        raise param_refused("jobList", 'Each item of jobList is {"jobId": …}.')
     return list(dict.fromkeys(ids))
 
 
@@ -675,8 +675,8 @@ def _describe_resource_pools(request: HttpRequest, owner: Any) -> dict[str, Any]
     params = _params(request)
     pool_type = required_param(params, "resourcePoolType")
     if pool_type not in POOL_TYPES:
-        raise ApiError(
-            400, "InvalidParameter", f"resourcePoolType is one of: {', '.join(POOL_TYPES)}."
+        raise param_refused(
+            "resourcePoolType", f"resourcePoolType is one of: {', '.join(POOL_TYPES)}."
         )
     keyword_type = text_param(params, "keywordType") or "resourcePoolName"
     keyword_on = choice_param(
@@ -776,9 +776,8 @@ def _describe_queue(request: HttpRequest, owner: Any) -> dict[str, Any]:
     if not separator:
         pool_id, name = text_param(params, "resourcePoolId"), queue_id
         if not pool_id:
-            raise ApiError(
-                400,
-                "InvalidParameter",
+            raise param_refused(
+                "queueId",
                 "queueId is <resourcePoolId>:<queueName>, as DescribeQueues gives it "
                 "(or a queue name, with resourcePoolId).",
             )

@@ -230,7 +230,7 @@ def api_view(*methods: str) -> Callable[..., Any]:
                         raise ApiError(413, "EntityTooLarge", too_large_message()) from None
                 except ApiAuthError as exc:
                     response = _answer(
-                        {"code": exc.code, "message": exc.message},
+                        {"code": exc.code, "message": exc.message, **exc.extensions},
                         status=exc.status,
                         request_id=request_id,
                     )
@@ -522,6 +522,19 @@ def job_view(job: Job, *, detail: bool) -> dict[str, Any]:
 Params = Mapping[str, Any]
 
 
+def param_refused(name: str, message: str) -> ApiError:
+    """400 InvalidParameter of one request parameter (in the query, or a v2 action's body),
+    with `errors` naming it as invalid_fields names a body's fields, so a script reads every
+    InvalidParameter that names a field the same way; the item's message is the whole
+    message, which starts with the parameter's name."""
+    return ApiError(
+        400,
+        "InvalidParameter",
+        message,
+        extensions={"errors": [{"field": name, "message": message}]},
+    )
+
+
 def text_param(params: Params, name: str) -> str:
     """A parameter as text ("" when absent): a string, or a number as JSON sends one."""
     value = params.get(name)
@@ -531,13 +544,13 @@ def text_param(params: Params, name: str) -> str:
         return "true" if value else "false"
     if isinstance(value, str | int | float):
         return str(value).strip()
-    raise ApiError(400, "InvalidParameter", f"{name} must be a string or a number.")
+    raise param_refused(name, f"{name} must be a string or a number.")
 
 
 def required_param(params: Params, name: str) -> str:
     value = text_param(params, name)
     if not value:
-        raise ApiError(400, "InvalidParameter", f"{name} is required.")
+        raise param_refused(name, f"{name} is required.")
     return value
 
 
@@ -550,7 +563,7 @@ def int_param(params: Params, name: str, default: int, high: int) -> int:
     except ValueError:
         value = 0
     if not 1 <= value <= high:
-        raise ApiError(400, "InvalidParameter", f"{name} is a whole number from 1 to {high}.")
+        raise param_refused(name, f"{name} is a whole number from 1 to {high}.")
     return value
 
 
@@ -558,7 +571,7 @@ def choice_param(params: Params, name: str, choices: Mapping[str, str], default:
     """The meaning (`choices` value) of a parameter given as one of `choices`' names."""
     raw = text_param(params, name) or default
     if raw not in choices:
-        raise ApiError(400, "InvalidParameter", f"{name} is one of: {', '.join(choices)}.")
+        raise param_refused(name, f"{name} is one of: {', '.join(choices)}.")
     return choices[raw]
 
 
@@ -566,7 +579,7 @@ def order_param(params: Params, default: str) -> str:
     """asc or desc, in either case (AIHC's v1 writes them in lower case, v2 in upper)."""
     order = (text_param(params, "order") or default).lower()
     if order not in ("asc", "desc"):
-        raise ApiError(400, "InvalidParameter", "order is asc or desc.")
+        raise param_refused("order", "order is asc or desc.")
     return order
 
 
@@ -580,7 +593,7 @@ def time_param(params: Params, name: str) -> float | None:
     except ValueError:
         value = -1.0
     if not 0 <= value < LATEST_TIME:  # NaN fails this too
-        raise ApiError(400, "InvalidParameter", f"{name} is a time in unix seconds.")
+        raise param_refused(name, f"{name} is a time in unix seconds.")
     return value
 
 
@@ -592,9 +605,8 @@ def duration_param(params: Params, name: str, default: int) -> int:
     match = DURATION.fullmatch(raw)
     seconds = int(match[1]) * DURATION_SECONDS[match[2]] if match else 0
     if not 1 <= seconds <= MAX_TIME_STEP:
-        raise ApiError(
-            400,
-            "InvalidParameter",
+        raise param_refused(
+            name,
             f"{name} is a number of seconds from 1 to {MAX_TIME_STEP}, "
             "or a duration such as 30s, 5m or 1h.",
         )
@@ -730,9 +742,7 @@ def job_create(
     misplaced = misplaced or {}
 
     def refused(errors: dict[str, list[str]]) -> ApiError:
-        return ApiError(
-            400, "InvalidParameter", with_misplaced(misplaced, _errors_message(errors, rename))
-        )
+        return invalid_fields(errors, rename, misplaced=misplaced)
 
     from .wizard import (  # the wizard's own rules
         console_rules,
@@ -763,7 +773,7 @@ def job_create(
             return made
     unread_values: dict[str, list[str]] = {}
     try:
-        spec = spec_module.parse_document(document, resource_pool_id=pool_id)
+        spec = spec_module.parse_document(document, resource_pool_id=pool_id, json_types=True)
     except spec_module.SpecError as exc:
         if exc.partial is None:  # not an object: nothing read to check the rules on
             raise refused(exc.errors) from None
@@ -894,16 +904,10 @@ def fields_read(
     """The paths of the body's keys the console reads nowhere (accepted, as AIHC accepts
     them), and a refusal (path -> message, as the body names it) of each key it reads at
     another place (jobs.spec.unread_fields: `jobSpec.datasources` runs no mount, so it is
-    refused rather than dropped), said with the body's other errors (with_misplaced)."""
+    refused rather than dropped), said with the body's other errors (invalid_fields)."""
     unread = spec_module.unread_fields(document, fields)
     misplaced = spec_module.misplaced_named(unread.misplaced) if unread.misplaced else {}
     return unread.unknown, misplaced
-
-
-def with_misplaced(misplaced: Mapping[str, list[str]], message: str = "") -> str:
-    """An InvalidParameter message with the keys found at the wrong place said first (qa97:
-    they were answered alone, the body's other errors only after they were moved)."""
-    return "; ".join(part for part in (_errors_message(dict(misplaced)), message) if part)
 
 
 def fields_warnings(unread: Sequence[str]) -> dict[str, Any]:
@@ -951,30 +955,79 @@ def create_warnings(job: Job, unread: Sequence[str], rename: Callable[[str], str
     return {"warnings": warnings} if warnings else {}
 
 
-def fault_tolerance_args_read(document: Any) -> Any:
+def fault_tolerance_args_read(
+    document: Any, *, misplaced: Mapping[str, list[str]] | None = None
+) -> Any:
     """A v1 body with `faultToleranceArgs` as the body with that faultToleranceConfig
     (jobs.aihc.mapping.v1_fault_tolerance_args); both at once, or a flag the console does not
-    run, is refused."""
+    run, is refused, after the keys found at the wrong place (`misplaced`)."""
     if not isinstance(document, dict):
         return document
     try:
         return v1_fault_tolerance_args(document)
     except ValueError as exc:
-        raise ApiError(400, "InvalidParameter", f"faultToleranceArgs: {exc}.") from None
+        raise invalid_fields({"faultToleranceArgs": [f"{exc}."]}, misplaced=misplaced) from None
 
 
-def _errors_message(errors: dict[str, list[str]], rename: Callable[[str], str] = str) -> str:
-    """One part per field path as the client's body names it. Several of the spec's paths can
-    name one place in the body (a v1 body's jobSpec.resources holds the master's and the
-    workers' CPU): their messages are said once, under that path, not once per role."""
+def _fields_said(
+    errors: Mapping[str, Sequence[str]], rename: Callable[[str], str] = str
+) -> dict[str, list[str]]:
+    """The messages per field path as the client's body names it. Several of the spec's paths
+    can name one place in the body (a v1 body's jobSpec.resources holds the master's and the
+    workers' CPU): their messages are said once, under that path, not once per role. The
+    empty path holds what is said of no field."""
     said: dict[str, list[str]] = {}
     for path, messages in errors.items():
         place = said.setdefault(rename(path) if path else "", [])
         place.extend(m for m in map(str, messages) if m not in place)
-    return "; ".join(
-        f"{path}: {' '.join(messages)}" if path else " ".join(messages)
-        for path, messages in said.items()
+    return said
+
+
+# Chinese messages end with a full stop of their own, after which "; " read badly
+# ("…字符。; jobSpec.image: …", qa97): a Chinese sentence is followed by the next directly.
+_SENTENCE_ENDS_CHINESE = ("。", "！", "？", "）")
+
+
+def _joined_parts(parts: Sequence[str]) -> str:
+    joined = ""
+    for part in parts:
+        if joined:
+            joined += "" if joined.endswith(_SENTENCE_ENDS_CHINESE) else "; "
+        joined += part
+    return joined
+
+
+def _errors_message(errors: Mapping[str, Sequence[str]], rename: Callable[[str], str] = str) -> str:
+    """One part per field path as the client's body names it (_fields_said)."""
+    return _joined_parts(
+        [
+            f"{path}: {' '.join(messages)}" if path else " ".join(messages)
+            for path, messages in _fields_said(errors, rename).items()
+        ]
     )
+
+
+def invalid_fields(
+    errors: Mapping[str, Sequence[str]],
+    rename: Callable[[str], str] = str,
+    *,
+    misplaced: Mapping[str, Sequence[str]] | None = None,
+) -> ApiError:
+    """400 InvalidParameter naming fields: `message` says them all in one text, as AIHC's
+    answers do and scripts read, and `errors`, the console's own key (as `warnings`'
+    `fields` is), lists each field path as the body names it with its message, so a script
+    need not split the text (qa97). The keys found at the wrong place (`misplaced`, paths
+    as the body names them) are said first; what is said of no field (the empty path: that
+    more follows) only in `message`."""
+    said = _fields_said(misplaced or {})
+    for path, messages in _fields_said(errors, rename).items():
+        place = said.setdefault(path, [])
+        place.extend(m for m in messages if m not in place)
+    message = _errors_message(said)
+    listed = [
+        {"field": path, "message": " ".join(messages)} for path, messages in said.items() if path
+    ]
+    return ApiError(400, "InvalidParameter", message, extensions={"errors": listed})
 
 
 def jobs_found(
@@ -1070,7 +1123,7 @@ def job_deleted(*, job: Job, actor: Any = None) -> dict[str, Any]:
 def priority_changed(*, job: Job, priority: str, owner: Any) -> None:
     """The job's new priority, while it can still take effect (jobs.actions)."""
     if priority not in spec_module.PRIORITIES:
-        raise ApiError(400, "InvalidParameter", "priority is high, normal or low.")
+        raise param_refused("priority", "priority is high, normal or low.")
     try:
         job_priority_change(job=job, priority=priority, actor=owner)
     except ActionError as exc:
@@ -1100,7 +1153,7 @@ def event_window(params: Params) -> Window:
     start = time_param(params, "startTime")
     end = time_param(params, "endTime") or None  # 0: an unset number of a Go client
     if start is not None and end is not None and end < start:
-        raise ApiError(400, "InvalidParameter", "endTime is before startTime.")
+        raise param_refused("endTime", "endTime is before startTime.")
     return start, end
 
 
@@ -1164,7 +1217,7 @@ def event_marker(params: Params) -> int | None:
     if raw in ("", "0"):
         return None
     if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
-        raise ApiError(400, "InvalidParameter", "marker is the nextMarker of an earlier answer.")
+        raise param_refused("marker", "marker is the nextMarker of an earlier answer.")
     return int(raw)
 
 
@@ -1247,9 +1300,8 @@ def log_filters_refused(params: Params, names: Sequence[str]) -> None:
         raw = text_param(params, name)
         if raw in ("", "0") or (name == "chunkSize" and raw == "1"):
             continue
-        raise ApiError(
-            400,
-            "InvalidParameter",
+        raise param_refused(
+            name,
             f"{name} is not served: this console answers a pod's last maxLines lines, from "
             "startTime on when given, without keywords, endTime or paging (search a log on "
             "the job's page).",
@@ -1274,23 +1326,19 @@ def pod_log_lines(*, job: Job, pod: str, params: Params) -> tuple[list[str], str
     if marker_text:
         marker = LogMarker.parse(marker_text)
         if marker is None:
-            raise ApiError(
-                400,
-                "InvalidParameter",
+            raise param_refused(
+                "marker",
                 f"marker is the nextMarker of an earlier answer, or {LOG_START} for the log's "
                 "start.",
             )
         if since is not None:
-            raise ApiError(
-                400, "InvalidParameter", "Give marker or startTime, not both: marker says where."
-            )
+            raise param_refused("marker", "Give marker or startTime, not both: marker says where.")
     replica = job_replica(job, pod)
     replica_name = f"{replica.role}-{replica.index}"
     if job.backend != "local":
         if marker_text:
-            raise ApiError(
-                400,
-                "InvalidParameter",
+            raise param_refused(
+                "marker",
                 "marker is served for jobs of the local runner: this job's log comes from its "
                 "platform, read as its last maxLines lines, from startTime on when given.",
             )
@@ -1321,9 +1369,8 @@ def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
     on_aihc = job.backend == "aihc"
     known = [*AIHC_METRIC_TYPES, "TmpUsage"] if on_aihc else list(METRIC_TYPES)
     if metric_type not in known:
-        raise ApiError(
-            400,
-            "InvalidParameter",
+        raise param_refused(
+            "metricType",
             f"metricType is one of: {', '.join(known)}"
             + (
                 " (AIHC's utilisations in percent; TmpUsage is not measured on AIHC)."
@@ -1334,7 +1381,7 @@ def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
     start = time_param(params, "startTime")
     end = time_param(params, "endTime")
     if start is not None and end is not None and end < start:
-        raise ApiError(400, "InvalidParameter", "endTime is before startTime.")
+        raise param_refused("endTime", "endTime is before startTime.")
     step = duration_param(params, "timeStep", DEFAULT_TIME_STEP)
     duration_param(params, "rateInterval", 1)  # checked, not used: CPU is a rate already
     if job.backend not in ("local", "kubernetes", "aihc"):
@@ -1636,7 +1683,7 @@ def _body(request: HttpRequest) -> Any:
         # rest is judged once these are gone, and said to follow, so that the answer does not
         # read as all there is to change (qa97).
         errors[""] = [_("The body's other fields are checked once these are corrected.")]
-        raise ApiError(400, "InvalidParameter", _errors_message(errors))
+        raise invalid_fields(errors)
     return document
 
 
@@ -1780,10 +1827,7 @@ def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
     token, document = client_token(request.GET, _body(request))
     fingerprint = body_fingerprint(document)
     unread, misplaced = fields_read(document, spec_module.V1_FIELDS)
-    try:
-        document = fault_tolerance_args_read(document)
-    except ApiError as exc:
-        raise ApiError(exc.status, exc.code, with_misplaced(misplaced, exc.message)) from None
+    document = fault_tolerance_args_read(document, misplaced=misplaced)
     job = job_create(
         owner=owner,
         pool_id=pool_id,
@@ -1811,9 +1855,8 @@ def v1_list_filters_refused(params: Params) -> None:
     """InvalidParameter naming a v2-only filter given to v1's job list (empty: no filter)."""
     for name in V2_ONLY_LIST_FILTERS:
         if text_param(params, name):
-            raise ApiError(
-                400,
-                "InvalidParameter",
+            raise param_refused(
+                name,
                 _(
                     "%(name)s: AIHC's v1 job list (GET /api/v1/aijobs) has no %(name)s filter, "
                     "so the console does not take one there rather than list every job. It "
@@ -1833,10 +1876,10 @@ def v1_list_queue(params: Params, pool: str) -> str:
         return queue
     named_pool, separator, name = queue_id.partition(":")
     if separator and named_pool != pool:
-        raise ApiError(400, "InvalidParameter", f"queueID {queue_id} is not a queue of {pool}.")
+        raise param_refused("queueID", f"queueID {queue_id} is not a queue of {pool}.")
     name = name if separator else queue_id
     if queue and queue != name:
-        raise ApiError(400, "InvalidParameter", f"queue {queue} and queueID {queue_id} differ.")
+        raise invalid_fields({"queue": [f"{queue} and queueID {queue_id} differ."]})
     return name
 
 

@@ -614,10 +614,14 @@ def _datasource_body(ds: Datasource) -> dict[str, Any]:
 
 
 class _Reader:
-    """Reads a loosely typed JSON document, collecting field-addressed errors."""
+    """Reads a loosely typed JSON document, collecting field-addressed errors. `json_types`:
+    a whole number sent as text ("2") and text sent as a number (1) are refused, as AIHC's
+    server (Go's encoding/json) refuses them (qa97: the API stored "replicas": "2" as 2);
+    a resource's quantity is read from text still, which Baidu's SDKs and CLI send."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, json_types: bool = False) -> None:
         self.errors: dict[str, list[str]] = {}
+        self.json_types = json_types
 
     def error(self, path: str, message: str) -> None:
         self.errors.setdefault(path, []).append(message)
@@ -644,6 +648,10 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             self.error(path, _("Must be text."))
             return default
+        if self.json_types and not isinstance(value, str):
+            # The value is not quoted back: an env's may be a secret.
+            self.error(path, _('Must be text: a JSON string, in quotes ("1", not 1).'))
+            return default
         return str(value)
 
     def bool(self, value: Any, path: str, default: bool = False) -> bool:
@@ -656,8 +664,16 @@ class _Reader:
         self.error(path, _("Must be true or false."))
         return default
 
-    def int(self, value: Any, path: str, default: int | None = None) -> int | None:
-        """An integer, also from a numeric string ("8") or an integral float (8.0)."""
+    def int(
+        self, value: Any, path: str, default: int | None = None, *, text_taken: bool = False
+    ) -> int | None:
+        """An integer, also from an integral float (8.0), and from a numeric string ("8")
+        unless `json_types` (but for `text_taken`: a quantity, which clients send as text)."""
+        if self.json_types and isinstance(value, str) and not text_taken:
+            self.error(
+                path, _('Must be a whole number: a JSON number, without quotes (2, not "2").')
+            )
+            return default
         if value is None or value == "":
             return default
         if isinstance(value, bool):
@@ -699,7 +715,7 @@ def _read_resources(
         res = reader.obj(item, item_path)
         name = reader.str(res.get("name"), f"{item_path}.name").strip()
         if name == CPU_RESOURCE:
-            role.cpu = reader.int(res.get("quantity"), f"{item_path}.quantity")
+            role.cpu = reader.int(res.get("quantity"), f"{item_path}.quantity", text_taken=True)
         elif name == MEMORY_RESOURCE:
             role.memory_gb = reader.memory_gb(res.get("quantity"), f"{item_path}.quantity")
         elif name in (SHARED_MEMORY_RESOURCE, "rdma/hca"):
@@ -708,7 +724,9 @@ def _read_resources(
             if role.accelerator_type and role.accelerator_type != name:
                 reader.error(item_path, _("Only one card type per role."))
             role.accelerator_type = name
-            role.accelerators = reader.int(res.get("quantity"), f"{item_path}.quantity", 0) or 0
+            role.accelerators = (
+                reader.int(res.get("quantity"), f"{item_path}.quantity", 0, text_taken=True) or 0
+            )
         else:
             reader.error(f"{item_path}.name", _("Resource name is required."))
     return role
@@ -810,16 +828,20 @@ def _leaves(value: Any) -> list[str]:
     return [str(value)]
 
 
-def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
+def parse_document(
+    doc: Any, *, resource_pool_id: str | None = None, json_types: bool = False
+) -> JobSpec:
     """Reads a v1 request body or a stored document into a JobSpec.
 
     Tolerates what real clients send: `quantity` as a number or numeric string, memory as
     "64GB", `datasource`/`dataSources` for `datasources`, nulls for optional objects.
+    `json_types` (the API's bodies): a number sent as text, or text as a number, elsewhere
+    is of the wrong type, as AIHC's server reads it (_Reader).
     Raises SpecError for values of the wrong type; call `validate()` for the rules.
     """
     if not isinstance(doc, Mapping):
         raise SpecError({"": [_("The request body must be a JSON object.")]})
-    r = _Reader()
+    r = _Reader(json_types=json_types)
     top = doc
     console = r.obj(top.get("console"), "console")
     job_spec = r.obj(top.get("jobSpec"), "jobSpec")
@@ -1002,7 +1024,8 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
     spec.retention_period = r.str(top.get("retentionPeriod"), "retentionPeriod").strip()
 
     shm = console.get("sharedMemoryGi", _v1_shared_memory(job_spec))
-    spec.shared_memory_gi = r.int(shm, "sharedMemoryGi", DEFAULT_SHARED_MEMORY_GI) or 0
+    shm_read = r.int(shm, "sharedMemoryGi", DEFAULT_SHARED_MEMORY_GI, text_taken=True)
+    spec.shared_memory_gi = shm_read or 0
     spec.cpu_exclusive = r.bool(console.get("cpuExclusive"), "cpuExclusive")
     spec.timeout_minutes = (
         r.int(console.get("timeoutMinutes"), "timeoutMinutes", DEFAULT_TIMEOUT_MINUTES) or 0

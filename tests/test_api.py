@@ -578,7 +578,11 @@ def test_a_wrongly_typed_field_is_named_too(api):
     error = refused(lambda: api.create_job(pool="local", body=bad))
 
     assert error.code == "InvalidParameter"
-    assert "jobSpec.replicas: Must be a whole number." in error.message
+    # Text where AIHC declares a number, said as JSON's types (qa97).
+    assert (
+        'jobSpec.replicas: Must be a whole number: a JSON number, without quotes (2, not "2").'
+        in error.message
+    )
 
 
 def test_a_wrongly_typed_field_of_a_roles_resources_is_named_at_its_place_under_console(api):
@@ -1008,8 +1012,8 @@ def test_every_number_too_large_for_any_field_is_named_in_the_language_asked_for
 
     assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
     assert r.json()["message"] == (
-        "name: 数字 -2e999 超出范围：没有字段能接受它。; "
-        "jobSpec.replicas: 数字 1e400 超出范围：没有字段能接受它。; "
+        "name: 数字 -2e999 超出范围：没有字段能接受它。"
+        "jobSpec.replicas: 数字 1e400 超出范围：没有字段能接受它。"
         "改正这些之后，才会检查请求体的其他字段。"
     )
     assert Job.objects.count() == 0

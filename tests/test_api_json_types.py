@@ -1,0 +1,78 @@
+"""A CreateJob body's values are of the JSON type AIHC's server declares (qa97): a whole
+number sent as text and text sent as a number are refused on their field, as AIHC's Go
+server refuses them; a resource's quantity as text is taken, as Baidu's SDKs and CLI send it."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.models import Job
+
+from . import test_api as v1
+from .runner_helpers import runner_settings  # noqa: F401
+from .signed_requests import signed_request
+from .test_api import body
+from .test_api_v2 import v2_body
+
+# The v1 tests' fixtures: the console as a WSGI transport and Alice's key.
+wsgi, alice_key = v1.wsgi, v1.alice_key
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+JSON = {"Content-Type": "application/json"}
+WHOLE_NUMBER = 'Must be a whole number: a JSON number, without quotes (2, not "2").'
+TEXT = 'Must be text: a JSON string, in quotes ("1", not 1).'
+
+
+def v1_create(wsgi, alice_key, document):
+    return signed_request(wsgi, alice_key, method="POST", headers=JSON, json=document)
+
+
+def test_replicas_sent_as_text_are_refused_on_their_field_and_create_nothing(wsgi, alice_key):
+    document = body()
+    document["jobSpec"]["replicas"] = "2"
+
+    r = v1_create(wsgi, alice_key, document)
+
+    assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
+    assert {"field": "jobSpec.replicas", "message": WHOLE_NUMBER} in r.json()["errors"]
+    assert r.json()["message"].startswith(f"jobSpec.replicas: {WHOLE_NUMBER}")
+    assert Job.objects.count() == 0
+
+
+def test_an_env_value_sent_as_a_number_is_refused_without_quoting_it_back(wsgi, alice_key):
+    document = body()
+    document["jobSpec"]["envs"] = [{"name": "PIN", "value": 987654}]
+
+    r = v1_create(wsgi, alice_key, document)
+
+    assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
+    assert {"field": "jobSpec.envs[0].value", "message": TEXT} in r.json()["errors"]
+    assert "987654" not in r.text
+    assert Job.objects.count() == 0
+
+
+def test_a_v2_bodys_replicas_as_text_are_refused_on_the_v2_path(wsgi, alice_key):
+    document = v2_body()
+    document["jobSpec"]["replicas"] = "1"
+    query = [("action", "CreateJob"), ("resourcePoolId", "local")]
+
+    r = signed_request(
+        wsgi, alice_key, method="POST", path="/", query=query,
+        headers={**JSON, "X-API-Version": "v2"}, json=document,
+    )  # fmt: skip
+
+    assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
+    assert {"field": "jobSpec.replicas", "message": WHOLE_NUMBER} in r.json()["errors"]
+    assert Job.objects.count() == 0
+
+
+def test_a_quantity_sent_as_text_is_taken_as_baidus_sdks_send_it(wsgi, alice_key):
+    document = body()
+    document["jobSpec"]["resources"] = [{"name": "cpu", "quantity": "2"}]
+
+    r = v1_create(wsgi, alice_key, document)
+
+    assert r.status_code == 200, r.json()
+    job = Job.objects.get(public_id=r.json()["result"]["jobId"])
+    assert {role.cpu for role in job.job_spec().roles} == {2}
