@@ -32,7 +32,7 @@ from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.forms import AdminPasswordChangeForm, SetUnusablePasswordMixin
 from django.contrib.auth.models import Group, Permission, User
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Max, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTransform
 from django.http import (
@@ -1145,6 +1145,34 @@ def _row_labels(job: Job) -> str:
     return format_html('<div class="job-row-labels">{}{}</div>', shown, more)
 
 
+# A word read as the start of a job ID: its uuid's first 8 hex digits or more, with or without
+# the framework's prefix ("3439ea6e", "pytorchjob-3439ea6e-1f"): fewer would find jobs by chance.
+JOB_ID_START = re.compile(r"(?P<kind>[a-z]+-)?[0-9a-f]{8}[0-9a-f-]*")
+# Jobs a word finds by their ID at most: one in four billion shares 8 random hex digits, so
+# this bounds only the look-up, never what a real start finds.
+MOST_FOUND_BY_ID = 1000
+
+
+def job_id_prefix_found(word: str) -> Q:
+    """The jobs whose ID starts with the word (JOB_ID_START; none for another word), each
+    start looked up in the ID's index: on PostgreSQL LIKE 'start%' is served by the
+    pattern index Django makes beside a unique CharField's; SQLite's LIKE ignores letter case
+    and so no index, hence the range too, which its binary order makes exact."""
+    start = word.lower()
+    if (match := JOB_ID_START.fullmatch(start)) is None:
+        return Q(pk__in=[])
+    starts = [start]
+    if match["kind"] is None:
+        starts += [f"{kind}-{start}" for kind in {*spec_module.JOB_ID_PREFIX.values(), "job"}]
+    found = Q(pk__in=[])
+    for each in starts:
+        condition = Q(public_id__startswith=each)
+        if connection.vendor == "sqlite":
+            condition &= Q(public_id__gte=each, public_id__lt=each[:-1] + chr(ord(each[-1]) + 1))
+        found |= condition
+    return found
+
+
 @admin.register(Job)
 class JobAdmin(
     PermissionBeforeLookupMixin,
@@ -1192,14 +1220,14 @@ class JobAdmin(
     # The group: a queue group's task says which task it is (name_shown).
     list_select_related = ["owner", "group"]
     # What the search finds; get_search_results reads it so that an index serves it.
-    search_fields = ["=public_id", "name", "owner__username"]
+    search_fields = ["=public_id", "name", "owner__username", "image"]
     date_hierarchy = "created_at"
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
     ) -> tuple[QuerySet, bool]:
-        """What search_fields find (a job by its exact ID, a substring of its name or of its
-        owner's username; each word, all of them), asked so that indexes serve it (left21;
+        """What search_fields find (a job by its exact ID or the start of it, a substring of
+        its name, of its owner's username or of its image; each word, all of them), asked so that indexes serve it (left21;
         README "A year of a big team"). The ID and the owners are looked up first in their
         own indexes, so the jobs are read through `job_search` (name, owner, creation) on
         SQLite and the name's trigrams on PostgreSQL, never joined to the users (Django's own search read every job's
@@ -1225,12 +1253,17 @@ class JobAdmin(
             # owner's) and SQLite read job_search alone.
             by_id = Job.objects.filter(
                 # IDs are written in lower case; one pasted in capitals is found too.
-                public_id__in={word, word.lower()}
-            ).values_list("pk", flat=True)
+                Q(public_id__in={word, word.lower()}) | job_id_prefix_found(word)
+            ).values_list("pk", flat=True)[:MOST_FOUND_BY_ID]
             owners: Any = User.objects.filter(username__icontains=word).values("pk")
             if len(listed := [row["pk"] for row in owners[: FEW_FOUND + 1]]) <= FEW_FOUND:
                 owners = listed
-            found &= Q(pk__in=list(by_id)) | Q(name__icontains=word) | Q(owner__in=owners)
+            found &= (
+                Q(pk__in=list(by_id))
+                | Q(name__icontains=word)
+                | Q(owner__in=owners)
+                | Q(image__icontains=word)
+            )
         # In no order: read from job_search alone, not the creation-time index and each row.
         few = list(
             Job.objects.filter(found).order_by().values_list("pk", flat=True)[: FEW_FOUND + 1]
