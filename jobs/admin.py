@@ -1781,6 +1781,10 @@ class JobAdmin(
         jobs = list(eligible[:CONFIRMATION_SHOWN])
         if action == "approve":
             _mark_never_allowed(jobs)
+            for job in jobs:
+                # Approved, it would wait unseen: no job of a deactivated account starts or is
+                # sent (scheduler.OWNER_DEACTIVATED; qa98). The owner is read with the job.
+                job.owner_deactivated = not job.owner.is_active
         if action == "stop":
             for job in jobs:
                 # Awaiting review it was never sent (or is looked for anyway): no create

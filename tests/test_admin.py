@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import html
 import re
 from datetime import timedelta
 
@@ -766,6 +767,31 @@ def test_the_approve_confirmation_marks_a_job_its_owners_quota_never_allows_with
     assert f"所有者的配额最多允许 2 张（{A800}），而此任务需要 4 张" in chinese
     # Marked, not refused: the reviewer may still approve it (the quota may be raised).
     assert Job.objects.get(pk=never.pk).status == JobStatus.PENDING_REVIEW
+
+
+def test_the_approve_confirmation_marks_a_job_whose_owner_is_deactivated_it_waits_until_active(
+    alice, bob, reviewer, review_all
+):
+    waits = submit(alice, "1", name="owner-gone")
+    fits = submit(bob, "2", name="fits")
+    User.objects.filter(pk=alice.pk).update(is_active=False)  # after submitting
+    english = client_for(reviewer)
+    english.cookies["django_language"] = "en"
+
+    ask = english.post(
+        CHANGELIST, {"action": "approve_jobs", "_selected_action": [waits.pk, fits.pk]}
+    ).content.decode()
+    chinese = client_for(reviewer).get(f"{CHANGELIST}{waits.pk}/review/approve/").content.decode()
+
+    rows = dict(re.findall(r"<li>(owner-gone|fits) (.*?)</li>", ask, re.S))
+    assert (
+        '<strong class="owner-deactivated">Its owner\'s account is deactivated: approved, '
+        "it waits until an administrator activates the account again.</strong>"
+    ) in html.unescape(rows["owner-gone"])
+    assert "owner-deactivated" not in rows["fits"]
+    assert "所有者的账号已停用" in chinese
+    # Marked, not refused: it may still be approved, and waits.
+    assert Job.objects.get(pk=waits.pk).status == JobStatus.PENDING_REVIEW
 
 
 def test_bulk_actions_skip_jobs_whose_status_does_not_allow_them(alice, reviewer, review_all):
