@@ -119,3 +119,49 @@ def test_setting_someones_password_warns_in_chinese_that_disabling_loses_it(alic
     assert (
         warning.format("If disabled, the current password for this user will be lost.") in english
     )
+
+
+def test_a_quotas_change_in_the_admin_history_reads_its_fields_in_the_readers_language(
+    superuser, alice
+):
+    # qa98: Django stores the changed fields' English labels and looks each up as it shows
+    # the history; "At most N cards" had no translation (only "at most N cards").
+    quota = CardQuota.objects.create(user=alice, max_cards=2)
+    english = Client()
+    english.force_login(superuser)
+    english.cookies["django_language"] = "en"
+    saved = english.post(
+        f"/admin/jobs/cardquota/{quota.pk}/change/",
+        {"user": alice.pk, "group": "", "card_type": "", "max_cards": 4, "max_running_jobs": 3},
+    )
+    assert saved.status_code == 302
+    chinese = Client()
+    chinese.force_login(superuser)
+    chinese.cookies["django_language"] = "zh-hans"
+
+    history = chinese.get(f"/admin/jobs/cardquota/{quota.pk}/history/").content.decode()
+
+    assert "最多 N 张卡" in history and "最多 M 个运行中任务" in history
+    assert "At most" not in history
+    assert CardQuota.objects.get(pk=quota.pk).max_cards == 4
+
+
+def test_every_field_label_the_admins_forms_change_has_a_chinese_translation():
+    from django.contrib import admin
+    from django.utils import translation
+    from django.utils.text import capfirst
+    from django.utils.translation import gettext
+
+    untranslated = []
+    for model in admin.site._registry:
+        if model._meta.app_label not in ("jobs", "auth"):
+            continue
+        for field in model._meta.get_fields():
+            if field.auto_created or not getattr(field, "editable", False):
+                continue
+            with translation.override(None):
+                label = capfirst(str(field.verbose_name))
+            with translation.override("zh-hans"):
+                if gettext(label) == label:
+                    untranslated.append(f"{model._meta.label}.{field.name}: {label}")
+    assert untranslated == []
