@@ -98,6 +98,7 @@ from .labels import label_asked, labelled
 from .languages import language_after_login
 from .models import (
     ACTIVE_STATUSES,
+    ApiKey,
     CardQuota,
     Job,
     JobEvent,
@@ -343,6 +344,19 @@ class ConsoleUserAdmin(
     asked) and log in as them. Their own password they change as everyone does."""
 
     change_password_form = ConsolePasswordChangeForm
+    # Whether an account is active, beside whether it is staff (qa98: a quota admin saw it only
+    # on each user's page, or through the filter).
+    list_display = (*UserAdmin.list_display, "is_active")
+    # The user's page links to their jobs, API keys and card quotas (object-tools).
+    change_form_template = "admin/auth/user/change_form.html"
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        links = user_admin_links(viewer=request.user, user_id=object_id)
+        return super().change_view(
+            request, object_id, form_url, {**(extra_context or {}), "user_links": links}
+        )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = tuple(super().get_readonly_fields(request, obj))
@@ -457,6 +471,23 @@ class ConsoleUserAdmin(
                 messages.WARNING,
             )
         return response
+
+
+def user_admin_links(*, viewer: Any, user_id: str) -> list[tuple[str, str]]:
+    """The admin lists of a user's jobs, API keys and card quotas, filtered to them, that the
+    viewer may read (qa98: a quota admin looked each up by hand): (label, address)."""
+    if not (user_id.isascii() and user_id.isdigit()):
+        return []  # Django's page says no such user
+    lists = [(Job, "owner"), (ApiKey, "owner"), (CardQuota, "user")]
+    return [
+        (
+            capfirst(model._meta.verbose_name_plural),
+            f"{reverse(f'admin:jobs_{model._meta.model_name}_changelist')}"
+            f"?{field}__id__exact={int(user_id)}",
+        )
+        for model, field in lists
+        if viewer.has_perm(f"jobs.view_{model._meta.model_name}")
+    ]
 
 
 def _delete_users_saying_jobs(
@@ -2241,7 +2272,12 @@ class CardQuotaAdmin(
         "max_running_jobs",
         "updated_at",
     ]
-    list_filter = [("group", admin.RelatedOnlyFieldListFilter), "card_type"]
+    # The user's: their page's "Card quotas" link filters by it (qa98).
+    list_filter = [
+        ("user", admin.RelatedOnlyFieldListFilter),
+        ("group", admin.RelatedOnlyFieldListFilter),
+        "card_type",
+    ]
     search_fields = ["user__username", "group__name", "card_type"]
     autocomplete_fields = ["user", "group"]
     list_select_related = ["user", "group"]
