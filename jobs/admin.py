@@ -2008,13 +2008,28 @@ class JobAdmin(
 
     @admin.action(permissions=["review"], description=gettext_lazy("Stop selected jobs"))
     def stop_jobs(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        # An optional reason the owner sees (qa98: "admin 请求停止。", then "已停止。"), as long
+        # as a rejection's at most; one too long is said on its box, the text kept.
+        reason = request.POST.get("reason", "").replace("\r\n", "\n").strip()
+        if request.POST.get("post") == "yes" and len(reason) > MAX_REJECT_REASON:
+            return self._confirmation(
+                request,
+                "stop",
+                queryset,
+                single=request.POST.get("_single") == "1",
+                error=_(
+                    "Keep the reason to %(max)d characters (this one has %(count)d); link to a "
+                    "longer text if needed."
+                )
+                % {"max": MAX_REJECT_REASON, "count": len(reason)},
+            )
         # One deadline for them all, as the job list's Stop selected (BULK_ACTION_SECONDS):
         # the stops not sent by then go Stopping, for the worker to send.
         deadline = bulk_deadline()
         looked_for: list[tuple[Job, str]] = []
 
         def stop(job: Job) -> bool:
-            done = job_stop_by(job=job, actor=request.user, deadline=deadline).done
+            done = job_stop_by(job=job, actor=request.user, deadline=deadline, reason=reason).done
             if done and (said := stop_looked_for(job)):
                 looked_for.append((job, said))
             return done
