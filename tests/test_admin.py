@@ -2224,3 +2224,29 @@ def test_the_history_of_a_stop_names_the_review_state_only_where_it_changed(
         str(held.pk): "Changed status and review.",  # withdrawn from review
         str(queued.pk): "Changed status.",
     }
+
+
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_the_admins_date_time_columns_read_as_the_job_lists_in_either_language(
+    alice, superuser, settings, language
+):
+    # qa98: quotas, keys and log entries said "Dec. 7, 2026, 2:26 p.m." / "2026年12月7日 14:26"
+    # beside the job list's "2026-12-07 14:26".
+    from datetime import UTC, datetime
+
+    from jobs.api_keys import api_key_create
+    from jobs.models import ApiKey, CardQuota
+
+    settings.TIME_ZONE = "Asia/Shanghai"
+    moment = datetime(2026, 12, 7, 6, 26, 5, tzinfo=UTC)  # 14:26 in Shanghai
+    quota = CardQuota.objects.create(user=alice, max_cards=2)
+    CardQuota.objects.filter(pk=quota.pk).update(updated_at=moment)
+    key, _ = api_key_create(owner=alice)
+    ApiKey.objects.filter(pk=key.pk).update(created_at=moment)
+    client = client_for(superuser)
+    client.cookies["django_language"] = language
+
+    for page in ["/admin/jobs/cardquota/", "/admin/jobs/apikey/"]:
+        html = client.get(page).content.decode()
+        assert "2026-12-07 14:26" in html, page
+        assert "p.m." not in html and "2026年12月7日" not in html, page
