@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop, ngettext, pgettext_lazy
 
@@ -801,6 +801,27 @@ class CardQuota(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject}: {self.card_type or _('every card type')}"
+
+    @staticmethod
+    def repr_in_language(text: str) -> str:
+        """A quota's name as str() gave it in any of the console's languages (the admin's
+        history keeps it as written, "alice: every card type"), in the active one: its words
+        (everyone, group X, every card type) said again (qa98). Other text is left as it is."""
+        subject, colon, card_type = text.rpartition(": ")
+        if not colon:
+            return text
+        for code, _name in settings.LANGUAGES:
+            with translation.override(code):
+                every, everyone = str(_("every card type")), str(_("everyone"))
+                group = str(_("group %(name)s")).partition("%(name)s")
+            if card_type == every:
+                card_type = str(_("every card type"))
+            if subject == everyone:
+                subject = str(_("everyone"))
+            elif group[0] and subject.startswith(group[0]) and subject.endswith(group[2]):
+                name = subject[len(group[0]) : len(subject) - len(group[2])]
+                subject = _("group %(name)s") % {"name": name}
+        return f"{subject}: {card_type}"
 
     @property
     def subject(self) -> str:

@@ -165,3 +165,36 @@ def test_every_field_label_the_admins_forms_change_has_a_chinese_translation():
                 if gettext(label) == label:
                     untranslated.append(f"{model._meta.label}.{field.name}: {label}")
     assert untranslated == []
+
+
+@pytest.mark.parametrize(
+    ("saved_as", "subject"),
+    [("alice", "alice"), ("group", "用户组 team"), ("everyone", "所有人")],
+)
+def test_a_quotas_name_in_the_log_entries_reads_in_the_readers_language_whichever_it_was_saved_in(
+    superuser, alice, saved_as, subject
+):
+    # qa98: "alice: every card type" stayed English on a Chinese page (saved in English).
+    from django.contrib.auth.models import Group
+
+    owner = {
+        "alice": {"user": alice},
+        "group": {"group": Group.objects.create(name="team")},
+        "everyone": {},
+    }[saved_as]
+    english = Client()
+    english.force_login(superuser)
+    english.cookies["django_language"] = "en"
+    fields = {"user": "", "group": "", "card_type": "", "max_cards": 2, "max_running_jobs": ""}
+    fields.update({key: value.pk for key, value in owner.items()})
+    assert english.post("/admin/jobs/cardquota/add/", fields).status_code == 302
+    chinese = Client()
+    chinese.force_login(superuser)
+    chinese.cookies["django_language"] = "zh-hans"
+
+    page = chinese.get("/admin/admin/logentry/").content.decode()
+    shown_en = english.get("/admin/admin/logentry/").content.decode()
+
+    assert f"{subject}: 所有卡型" in page
+    assert "every card type" not in page
+    assert ": every card type" in shown_en
