@@ -32,6 +32,15 @@ from .models import CardQuota, DeletedJob
 from .summary import retention_words
 
 
+def log_object_shown(entry: LogEntry) -> str:
+    """A log entry's object as the page's language names it: a card quota's words said again
+    (CardQuota.repr_in_language), whichever language it was saved in; others as stored."""
+    kind = entry.content_type
+    if kind is not None and (kind.app_label, kind.model) == ("jobs", "cardquota"):
+        return CardQuota.repr_in_language(entry.object_repr)
+    return str(entry.object_repr)
+
+
 class ReadOnlyAdmin(
     PermissionBeforeLookupMixin, NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmin
 ):
@@ -94,10 +103,7 @@ class LogEntryAdmin(ReadOnlyAdmin):
     def object_shown(self, obj: LogEntry) -> str:
         # A card quota's name in the page's language, whichever it was saved in (qa98: "alice:
         # every card type" on a Chinese page); others as stored.
-        kind = obj.content_type
-        if kind is not None and (kind.app_label, kind.model) == ("jobs", "cardquota"):
-            return CardQuota.repr_in_language(obj.object_repr)
-        return obj.object_repr
+        return log_object_shown(obj)
 
     @admin.display(description=gettext_lazy("action"), ordering="action_flag")
     def action(self, obj: LogEntry) -> str:

@@ -195,6 +195,9 @@ def test_a_quotas_name_in_the_log_entries_reads_in_the_readers_language_whicheve
     page = chinese.get("/admin/admin/logentry/").content.decode()
     shown_en = english.get("/admin/admin/logentry/").content.decode()
 
+    front = chinese.get("/admin/").content.decode()  # its Recent actions
+
     assert f"{subject}: 所有卡型" in page
     assert "every card type" not in page
     assert ": every card type" in shown_en
+    assert f"{subject}: 所有卡型" in front and "every card type" not in front
