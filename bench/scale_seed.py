@@ -284,6 +284,7 @@ def seed(*, jobs: int = JOBS, seed_value: int = 18) -> dict[str, int]:
                         cards=S.charged_cards(
                             kept_document if i % 3 == 0 else document, 8 * (1 + i % 4)
                         ),
+                        image=S.stored_image(kept_document if i % 3 == 0 else document),
                         group=group,
                         group_index=task + 1 if group else None,
                         review_state=ReviewState.PENDING

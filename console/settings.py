@@ -389,6 +389,9 @@ if LANGUAGE_CODE not in dict(LANGUAGES):
 # and auth's (which come first in INSTALLED_APPS, so as apps they would win), and a msgid it
 # translates is said its way in the admin too (jobs.django_terms: 按状态, not 以 状态).
 LOCALE_PATHS = [BASE_DIR / "jobs" / "locale"]
+# Date-times in the admin's lists and pages as the job list writes them, "2026-12-07 14:26" in
+# either language and the reader's time zone (console/formats; qa98: three formats).
+FORMAT_MODULE_PATH = ["console.formats"]
 TIME_ZONE = env("TIME_ZONE", "Asia/Shanghai")
 try:
     zoneinfo.ZoneInfo(TIME_ZONE)

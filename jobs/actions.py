@@ -105,13 +105,26 @@ class ActionError(Exception):
     """The action cannot be done now; the message is safe to show."""
 
 
-def job_stop(*, job: Job, actor: User | None = None, message: str = "", send: bool = True) -> bool:
+def job_stop(
+    *,
+    job: Job,
+    actor: User | None = None,
+    message: str = "",
+    send: bool = True,
+    reason: str = "",
+) -> bool:
     """Stops a job wherever it is: one that has not started directly, a running one through
     its backend. `actor` is who asked (the owner, or a reviewer in the admin). False when the
     job is already finished or stopping. `send` False: no time is left to ask the job's
-    platform (jobs_stop), so the worker sends the stop (Backend.stop_unsent)."""
+    platform (jobs_stop), so the worker sends the stop (Backend.stop_unsent). `reason`: why,
+    as staff gave it in the admin (qa98), in the event and the reason the job ends with
+    (a remote job's in its event alone: it ends with its platform's word)."""
     by = actor.get_username() if actor is not None else ""
     key = signing_key()  # asked through the API: which of the owner's keys
+    if reason:
+        message = message or recorded(
+            gettext_noop("Stopped by %(user)s: %(reason)s"), user=by, reason=reason
+        )
     stopped = message or _stopped_by(by=by, key=key)
     for _attempt in range(2):
         if not job_stoppable(job):
@@ -135,24 +148,27 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "", send: bo
                 return True
             continue  # the worker dispatched it meanwhile: stop it through the backend
         if actor is not None:
-            job_event(
-                job=job,
-                reason="StopRequested",
-                message=recorded(
+            if reason:
+                requested = recorded(
+                    gettext_noop("Stop requested by %(user)s: %(reason)s"), user=by, reason=reason
+                )
+            elif key:
+                requested = recorded(
                     gettext_noop("Stop requested by %(user)s with API key %(key)s."),
                     user=by,
                     key=key,
                 )
-                if key
-                else recorded(gettext_noop("Stop requested by %(user)s."), user=by),
-                actor=actor,
-            )
+            else:
+                requested = recorded(gettext_noop("Stop requested by %(user)s."), user=by)
+            job_event(job=job, reason="StopRequested", message=requested, actor=actor)
         backend = get_backend(job.backend)
+        # The reason given is what the job ends with; otherwise the backend's own word.
+        ends_with = stopped if reason else ""
         try:
             if send:
-                backend.stop(job)
+                backend.stop(job, message=ends_with)
             else:
-                backend.stop_unsent(job)
+                backend.stop_unsent(job, message=ends_with)
         except BackendError as exc:
             raise ActionError(exc.message) from exc
         return True
@@ -466,11 +482,11 @@ def bulk_deadline() -> float:
     return time.monotonic() + settings.BULK_ACTION_SECONDS
 
 
-def job_stop_by(*, job: Job, actor: User, deadline: float) -> Outcome:
+def job_stop_by(*, job: Job, actor: User, deadline: float, reason: str = "") -> Outcome:
     """job_stop as one of several jobs' stops (jobs_stop, the admin's Stop selected jobs):
     past `deadline` a stop that would wait on the job's platform is the worker's to send."""
     late = time.monotonic() >= deadline and get_backend(job.backend).stop_asks_platform(job)
-    done = job_stop(job=job, actor=actor, send=not late)
+    done = job_stop(job=job, actor=actor, send=not late, reason=reason)
     return Outcome(job=job, done=done, not_reached=late and done)
 
 

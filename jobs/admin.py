@@ -32,7 +32,7 @@ from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.forms import AdminPasswordChangeForm, SetUnusablePasswordMixin
 from django.contrib.auth.models import Group, Permission, User
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Max, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTransform
 from django.http import (
@@ -98,6 +98,7 @@ from .labels import label_asked, labelled
 from .languages import language_after_login
 from .models import (
     ACTIVE_STATUSES,
+    ApiKey,
     CardQuota,
     Job,
     JobEvent,
@@ -343,6 +344,19 @@ class ConsoleUserAdmin(
     asked) and log in as them. Their own password they change as everyone does."""
 
     change_password_form = ConsolePasswordChangeForm
+    # Whether an account is active, beside whether it is staff (qa98: a quota admin saw it only
+    # on each user's page, or through the filter).
+    list_display = (*UserAdmin.list_display, "is_active")
+    # The user's page links to their jobs, API keys and card quotas (object-tools).
+    change_form_template = "admin/auth/user/change_form.html"
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        links = user_admin_links(viewer=request.user, user_id=object_id)
+        return super().change_view(
+            request, object_id, form_url, {**(extra_context or {}), "user_links": links}
+        )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = tuple(super().get_readonly_fields(request, obj))
@@ -457,6 +471,23 @@ class ConsoleUserAdmin(
                 messages.WARNING,
             )
         return response
+
+
+def user_admin_links(*, viewer: Any, user_id: str) -> list[tuple[str, str]]:
+    """The admin lists of a user's jobs, API keys and card quotas, filtered to them, that the
+    viewer may read (qa98: a quota admin looked each up by hand): (label, address)."""
+    if not (user_id.isascii() and user_id.isdigit()):
+        return []  # Django's page says no such user
+    lists = [(Job, "owner"), (ApiKey, "owner"), (CardQuota, "user")]
+    return [
+        (
+            capfirst(model._meta.verbose_name_plural),
+            f"{reverse(f'admin:jobs_{model._meta.model_name}_changelist')}"
+            f"?{field}__id__exact={int(user_id)}",
+        )
+        for model, field in lists
+        if viewer.has_perm(f"jobs.view_{model._meta.model_name}")
+    ]
 
 
 def _delete_users_saying_jobs(
@@ -1145,6 +1176,34 @@ def _row_labels(job: Job) -> str:
     return format_html('<div class="job-row-labels">{}{}</div>', shown, more)
 
 
+# A word read as the start of a job ID: its uuid's first 8 hex digits or more, with or without
+# the framework's prefix ("3439ea6e", "pytorchjob-3439ea6e-1f"): fewer would find jobs by chance.
+JOB_ID_START = re.compile(r"(?P<kind>[a-z]+-)?[0-9a-f]{8}[0-9a-f-]*")
+# Jobs a word finds by their ID at most: one in four billion shares 8 random hex digits, so
+# this bounds only the look-up, never what a real start finds.
+MOST_FOUND_BY_ID = 1000
+
+
+def job_id_prefix_found(word: str) -> Q:
+    """The jobs whose ID starts with the word (JOB_ID_START; none for another word), each
+    start looked up in the ID's index: on PostgreSQL LIKE 'start%' is served by the
+    pattern index Django makes beside a unique CharField's; SQLite's LIKE ignores letter case
+    and so no index, hence the range too, which its binary order makes exact."""
+    start = word.lower()
+    if (match := JOB_ID_START.fullmatch(start)) is None:
+        return Q(pk__in=[])
+    starts = [start]
+    if match["kind"] is None:
+        starts += [f"{kind}-{start}" for kind in {*spec_module.JOB_ID_PREFIX.values(), "job"}]
+    found = Q(pk__in=[])
+    for each in starts:
+        condition = Q(public_id__startswith=each)
+        if connection.vendor == "sqlite":
+            condition &= Q(public_id__gte=each, public_id__lt=each[:-1] + chr(ord(each[-1]) + 1))
+        found |= condition
+    return found
+
+
 @admin.register(Job)
 class JobAdmin(
     PermissionBeforeLookupMixin,
@@ -1192,14 +1251,14 @@ class JobAdmin(
     # The group: a queue group's task says which task it is (name_shown).
     list_select_related = ["owner", "group"]
     # What the search finds; get_search_results reads it so that an index serves it.
-    search_fields = ["=public_id", "name", "owner__username"]
+    search_fields = ["=public_id", "name", "owner__username", "image"]
     date_hierarchy = "created_at"
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
     ) -> tuple[QuerySet, bool]:
-        """What search_fields find (a job by its exact ID, a substring of its name or of its
-        owner's username; each word, all of them), asked so that indexes serve it (left21;
+        """What search_fields find (a job by its exact ID or the start of it, a substring of
+        its name, of its owner's username or of its image; each word, all of them), asked so that indexes serve it (left21;
         README "A year of a big team"). The ID and the owners are looked up first in their
         own indexes, so the jobs are read through `job_search` (name, owner, creation) on
         SQLite and the name's trigrams on PostgreSQL, never joined to the users (Django's own search read every job's
@@ -1225,12 +1284,17 @@ class JobAdmin(
             # owner's) and SQLite read job_search alone.
             by_id = Job.objects.filter(
                 # IDs are written in lower case; one pasted in capitals is found too.
-                public_id__in={word, word.lower()}
-            ).values_list("pk", flat=True)
+                Q(public_id__in={word, word.lower()}) | job_id_prefix_found(word)
+            ).values_list("pk", flat=True)[:MOST_FOUND_BY_ID]
             owners: Any = User.objects.filter(username__icontains=word).values("pk")
             if len(listed := [row["pk"] for row in owners[: FEW_FOUND + 1]]) <= FEW_FOUND:
                 owners = listed
-            found &= Q(pk__in=list(by_id)) | Q(name__icontains=word) | Q(owner__in=owners)
+            found &= (
+                Q(pk__in=list(by_id))
+                | Q(name__icontains=word)
+                | Q(owner__in=owners)
+                | Q(image__icontains=word)
+            )
         # In no order: read from job_search alone, not the creation-time index and each row.
         few = list(
             Job.objects.filter(found).order_by().values_list("pk", flat=True)[: FEW_FOUND + 1]
@@ -1748,6 +1812,10 @@ class JobAdmin(
         jobs = list(eligible[:CONFIRMATION_SHOWN])
         if action == "approve":
             _mark_never_allowed(jobs)
+            for job in jobs:
+                # Approved, it would wait unseen: no job of a deactivated account starts or is
+                # sent (scheduler.OWNER_DEACTIVATED; qa98). The owner is read with the job.
+                job.owner_deactivated = not job.owner.is_active
         if action == "stop":
             for job in jobs:
                 # Awaiting review it was never sent (or is looked for anyway): no create
@@ -1940,13 +2008,28 @@ class JobAdmin(
 
     @admin.action(permissions=["review"], description=gettext_lazy("Stop selected jobs"))
     def stop_jobs(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        # An optional reason the owner sees (qa98: "admin 请求停止。", then "已停止。"), as long
+        # as a rejection's at most; one too long is said on its box, the text kept.
+        reason = request.POST.get("reason", "").replace("\r\n", "\n").strip()
+        if request.POST.get("post") == "yes" and len(reason) > MAX_REJECT_REASON:
+            return self._confirmation(
+                request,
+                "stop",
+                queryset,
+                single=request.POST.get("_single") == "1",
+                error=_(
+                    "Keep the reason to %(max)d characters (this one has %(count)d); link to a "
+                    "longer text if needed."
+                )
+                % {"max": MAX_REJECT_REASON, "count": len(reason)},
+            )
         # One deadline for them all, as the job list's Stop selected (BULK_ACTION_SECONDS):
         # the stops not sent by then go Stopping, for the worker to send.
         deadline = bulk_deadline()
         looked_for: list[tuple[Job, str]] = []
 
         def stop(job: Job) -> bool:
-            done = job_stop_by(job=job, actor=request.user, deadline=deadline).done
+            done = job_stop_by(job=job, actor=request.user, deadline=deadline, reason=reason).done
             if done and (said := stop_looked_for(job)):
                 looked_for.append((job, said))
             return done
@@ -2204,7 +2287,12 @@ class CardQuotaAdmin(
         "max_running_jobs",
         "updated_at",
     ]
-    list_filter = [("group", admin.RelatedOnlyFieldListFilter), "card_type"]
+    # The user's: their page's "Card quotas" link filters by it (qa98).
+    list_filter = [
+        ("user", admin.RelatedOnlyFieldListFilter),
+        ("group", admin.RelatedOnlyFieldListFilter),
+        "card_type",
+    ]
     search_fields = ["user__username", "group__name", "card_type"]
     autocomplete_fields = ["user", "group"]
     list_select_related = ["user", "group"]

@@ -78,7 +78,13 @@ class ApiKeyAdmin(
     )
     readonly_fields = fields
     list_display = fields
-    list_filter = (("revoked_at", admin.EmptyFieldListFilter), ExpiryFilter, "revoke_reason")
+    # The owner's: a user's admin page links to their keys by it (qa98).
+    list_filter = (
+        ("owner", admin.RelatedOnlyFieldListFilter),
+        ("revoked_at", admin.EmptyFieldListFilter),
+        ExpiryFilter,
+        "revoke_reason",
+    )
     search_fields = ("access_key_id", "owner__username")
     list_select_related = ("owner",)
     actions = ["revoke_keys"]

@@ -117,3 +117,34 @@ ADMIN_TERMS = (
     gettext_noop("time cost"),
     gettext_noop("parallelism"),
 )
+
+# The admin's history (LogEntry) stores a change's fields by their form labels in English
+# (Django writes the message under translation.override(None)) and says them in the reader's
+# language by looking each label up as it is: the model field's verbose_name capitalised,
+# "At most N cards", which no catalogue had (only "at most N cards"), so a Chinese history
+# read "已修改 At most N cards。" (qa98). Each label of a field the admin's forms change,
+# capitalised, for the console's models and Django's user (tests/test_django_terms.py checks
+# that none is missing).
+ADMIN_FIELD_LABELS = (
+    gettext_noop("Owner"),
+    gettext_noop("Spec"),
+    gettext_noop("Status reason"),
+    gettext_noop("External ID"),
+    gettext_noop("Reviewed by"),
+    gettext_noop("Reviewed"),
+    gettext_noop("Finished"),
+    gettext_noop("More than N cards"),
+    gettext_noop("Reviewers may approve their own jobs"),
+    gettext_noop("Updated by"),
+    gettext_noop("Group"),
+    gettext_noop("At most N cards"),
+    gettext_noop("At most M running jobs"),
+    gettext_noop("Last login"),
+    gettext_noop("Superuser status"),
+    gettext_noop("First name"),
+    gettext_noop("Last name"),
+    gettext_noop("Staff status"),
+    gettext_noop("Date joined"),
+    gettext_noop("Groups"),
+    gettext_noop("User permissions"),
+)

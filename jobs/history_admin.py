@@ -28,8 +28,17 @@ from .admin_lists import (
     PermissionBeforeLookupMixin,
 )
 from .backends.remote import console_time
-from .models import DeletedJob
+from .models import CardQuota, DeletedJob
 from .summary import retention_words
+
+
+def log_object_shown(entry: LogEntry) -> str:
+    """A log entry's object as the page's language names it: a card quota's words said again
+    (CardQuota.repr_in_language), whichever language it was saved in; others as stored."""
+    kind = entry.content_type
+    if kind is not None and (kind.app_label, kind.model) == ("jobs", "cardquota"):
+        return CardQuota.repr_in_language(entry.object_repr)
+    return str(entry.object_repr)
 
 
 class ReadOnlyAdmin(
@@ -70,7 +79,7 @@ class ReadOnlyAdmin(
 
 @admin.register(LogEntry)
 class LogEntryAdmin(ReadOnlyAdmin):
-    list_display = ["action_time", "user", "content_type", "object_repr", "action", "message"]
+    list_display = ["action_time", "user", "content_type", "object_shown", "action", "message"]
     list_filter = [
         ("user", admin.RelatedOnlyFieldListFilter),
         ("content_type", admin.RelatedOnlyFieldListFilter),
@@ -89,6 +98,12 @@ class LogEntryAdmin(ReadOnlyAdmin):
         "message",
     ]
     readonly_fields = fields
+
+    @admin.display(description=LogEntry._meta.get_field("object_repr").verbose_name)
+    def object_shown(self, obj: LogEntry) -> str:
+        # A card quota's name in the page's language, whichever it was saved in (qa98: "alice:
+        # every card type" on a Chinese page); others as stored.
+        return log_object_shown(obj)
 
     @admin.display(description=gettext_lazy("action"), ordering="action_flag")
     def action(self, obj: LogEntry) -> str:

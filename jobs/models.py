@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop, ngettext, pgettext_lazy
 
@@ -172,6 +172,10 @@ class Job(models.Model):
     # {}: CPU only): worked out from the spec whenever save() writes it, so the report sums
     # this small column instead of reading every job's spec (scale review, session 19).
     cards = models.JSONField(default=dict, editable=False)
+    # Its image address, copied from the spec whenever save() writes it (spec.stored_image),
+    # so the admin's search finds who runs an image through job_search instead of reading
+    # every job's spec (qa98: "who runs nvcr.io/...?" found nothing).
+    image = models.CharField(_("image"), max_length=512, blank=True, default="", editable=False)
     group = models.ForeignKey(
         JobGroup,
         null=True,
@@ -261,8 +265,10 @@ class Job(models.Model):
             # The admin's search (JobAdmin.get_search_results): a substring of the name has
             # no index to seek, but its count and date drill-down read this (a tenth of the
             # table: no spec) instead of every job's row; the owner and creation time are in
-            # it so that they never visit a row (left21).
-            models.Index(fields=["name", "owner", "created_at"], name="job_search"),
+            # it so that they never visit a row (left21); the image too, which the search
+            # finds as well (qa98), so a word looked for in names and images still reads
+            # only this.
+            models.Index(fields=["name", "owner", "created_at", "image"], name="job_search"),
             # Everything the usage report reads of a job, with what it groups by first: its
             # pass over a period's jobs reads this index alone, in group order, not each job's
             # row with its spec (scale review, session 19: half the time of reading the rows
@@ -299,6 +305,10 @@ class Job(models.Model):
             self.cards = spec_module.charged_cards(self.spec, self.total_cards)
             if update_fields is not None:
                 kwargs["update_fields"] = {*update_fields, "cards"}
+        if update_fields is None or "spec" in update_fields:
+            self.image = spec_module.stored_image(self.spec)
+            if update_fields is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "image"}
         super().save(*args, **kwargs)
 
     @staticmethod
@@ -791,6 +801,27 @@ class CardQuota(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject}: {self.card_type or _('every card type')}"
+
+    @staticmethod
+    def repr_in_language(text: str) -> str:
+        """A quota's name as str() gave it in any of the console's languages (the admin's
+        history keeps it as written, "alice: every card type"), in the active one: its words
+        (everyone, group X, every card type) said again (qa98). Other text is left as it is."""
+        subject, colon, card_type = text.rpartition(": ")
+        if not colon:
+            return text
+        for code, _name in settings.LANGUAGES:
+            with translation.override(code):
+                every, everyone = str(_("every card type")), str(_("everyone"))
+                group = str(_("group %(name)s")).partition("%(name)s")
+            if card_type == every:
+                card_type = str(_("every card type"))
+            if subject == everyone:
+                subject = str(_("everyone"))
+            elif group[0] and subject.startswith(group[0]) and subject.endswith(group[2]):
+                name = subject[len(group[0]) : len(subject) - len(group[2])]
+                subject = _("group %(name)s") % {"name": name}
+        return f"{subject}: {card_type}"
 
     @property
     def subject(self) -> str:

@@ -110,10 +110,15 @@ TYPED_BOXES = {
     # character but the four letters of "jobs" up to 3 bytes ("%3A"). Its host, a sub-path and
     # the id come first (85 characters on a console's own host), so one the box cuts (a long
     # ?back= query) still names its job.
+    # Or an image's address or part of it (nvcr.io/nvidia/pytorch:24.01-py3, qa98): its "/",
+    # ":" and "@" 3 bytes each, so 128 of them are the box's longest.
     "q": TypedBox(
         max_length=128,
-        pattern=r"[\w .\-]*([\/／][\w .\-]*)?| *[\x21-\x7E]*\/jobs\/[\x21-\x7E]* *",
-        most_bytes=(128 - 4) * 3 + 4,
+        pattern=(
+            r"[\w .\-]*([\/／][\w .\-]*)?|[\w.\-:@]+(\/[\w.\-:@]+)*"
+            r"| *[\x21-\x7E]*\/jobs\/[\x21-\x7E]* *"
+        ),
+        most_bytes=128 * 3,
     ),
     "queue": TypedBox(max_length=64, pattern=r"[\w .\-]*", most_bytes=64),
     # A key of 317 characters (a 253-character prefix, "/", 63), "=", a value of 63.

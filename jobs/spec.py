@@ -752,6 +752,14 @@ def _roles_from_v1(framework: str, replicas: int, template: Role) -> list[Role]:
 UNKNOWN_CARD = "?"
 
 
+def stored_image(doc: Any) -> str:
+    """A stored document's image address (`jobSpec.image`), as Job.image keeps it for the
+    admin's search; "" where it cannot be read. At most 512 characters, as the rule allows."""
+    job_spec = doc.get("jobSpec") if isinstance(doc, Mapping) else None
+    image = job_spec.get("image") if isinstance(job_spec, Mapping) else None
+    return image.strip()[:512] if isinstance(image, str) else ""
+
+
 def charged_cards(doc: Any, total_cards: int) -> dict[str, int]:
     """Cards per type of a stored document's `console.roles`, by sorted type: how the usage
     report (jobs.usage) splits a job's card-hours, kept on the job (Job.cards). Roles that

@@ -441,12 +441,18 @@ GROUP_TASK_SEARCH = re.compile(r"^(?:(?P<name>.*?)\s+)?(?P<index>\d+)\s*[/／]\s
 
 
 def _search(text: str) -> Q:
-    """What the list's search box finds: a job whose name, ID or platform ID holds the text,
+    """What the list's search box finds: a job whose name, ID, platform ID or image holds the text,
     and a queue group's task by its text as the list shows it ("qa-grp 2/3", or "2/3" for that
     task of every group): the name before it held as above, the task's number and the group's
     size equal. Still one query over the user's own jobs (the group joined by its key)."""
     # The platform's own id too (AIHC names its jobs like ours): people copy either.
-    found = Q(name__icontains=text) | Q(public_id__icontains=text) | Q(external_id__icontains=text)
+    # The image too, as the admin's search finds it (qa98).
+    found = (
+        Q(name__icontains=text)
+        | Q(public_id__icontains=text)
+        | Q(external_id__icontains=text)
+        | Q(image__icontains=text)
+    )
     task = GROUP_TASK_SEARCH.match(text.strip())
     if task is not None and len(task["index"]) <= 9 and len(task["total"]) <= 9:
         # A number past nine digits is no task's (and would overflow the database's integer).

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import html
 import re
 from datetime import timedelta
 
@@ -193,11 +194,103 @@ def test_the_search_finds_what_djangos_did_each_word_all_of_them_many_or_few(
             assert found("sweep alice") == {job.name for job in sweep}  # every word
             assert found('"sweep-3"') == {"lr-sweep-3"}  # quoted, as Django reads it
             assert found(sweep[2].public_id.upper()) == {"lr-sweep-2"}  # an ID, in capitals too
-            assert found(sweep[2].public_id[:20]) == set()  # part of an ID: as before, none
+            assert found(sweep[2].public_id[4:24]) == set()  # a middle part of an ID: none
             assert found("BOB") == {"bobs-lr-sweep"}  # any letter case
             assert found("nothing-like-it") == set()
         finally:
             job_admin.FEW_FOUND = 1000
+
+
+NGC_IMAGE = "nvcr.io/nvidia/pytorch:24.01-py3"
+
+
+def test_the_job_list_search_finds_who_runs_an_image_by_any_part_of_its_address(
+    alice, bob, reviewer
+):
+    # qa98: "who runs image X?" found nothing, the image being only in the spec.
+    from jobs import admin as job_admin
+
+    ngc = submit(alice, "1", name="ngc", image=NGC_IMAGE)
+    submit(bob, "2", name="plain")  # python:3.12
+    client = client_for(reviewer)
+
+    for few_found in (1000, 0):  # by their ids, or (more found than that) searched as they are
+        job_admin.FEW_FOUND = few_found
+        try:
+            for query in ["nvcr.io", "pytorch:24.01", "NVIDIA/PyTorch", "nvcr.io alice"]:
+                r = client.get(CHANGELIST, {"q": query})
+                assert [j.name for j in r.context["cl"].result_list] == ["ngc"], query
+            r = client.get(CHANGELIST, {"q": "nvcr.io bob"})
+            assert list(r.context["cl"].result_list) == []
+        finally:
+            job_admin.FEW_FOUND = 1000
+    assert Job.objects.get(pk=ngc.pk).image == NGC_IMAGE
+
+
+def test_the_job_list_search_finds_a_job_by_the_start_of_its_id_its_kind_left_out_or_not(
+    alice, reviewer
+):
+    job = submit(alice, "1", name="wanted")
+    submit(alice, "2", name="other")
+    kind, uuid_part = job.public_id.split("-", 1)
+    client = client_for(reviewer)
+
+    def found(query: str) -> list[str]:
+        r = client.get(CHANGELIST, {"q": query})
+        assert r.status_code == 200
+        return [j.name for j in r.context["cl"].result_list]
+
+    assert found(uuid_part[:8]) == ["wanted"]  # 3439ea6e
+    assert found(uuid_part[:13].upper()) == ["wanted"]  # 3439EA6E-1F2A
+    assert found(f"{kind}-{uuid_part[:8]}") == ["wanted"]
+    # Fewer than 8 hex digits would find jobs by chance: none by its ID then.
+    assert found(uuid_part[:7]) == []
+    assert found(uuid_part[9:20]) == []  # not its start
+
+
+def test_a_search_by_the_start_of_a_job_id_costs_what_an_exact_id_costs_through_its_index(
+    alice, reviewer
+):
+    job = submit(alice, "1", name="wanted")
+    client = client_for(reviewer)
+
+    with CaptureQueriesContext(connection) as exact:
+        client.get(CHANGELIST, {"q": job.public_id})
+    with CaptureQueriesContext(connection) as start:
+        r = client.get(CHANGELIST, {"q": job.public_id.split("-", 1)[1][:8]})
+
+    assert [j.name for j in r.context["cl"].result_list] == ["wanted"]
+    assert len(start) == len(exact)
+    if connection.vendor == "sqlite":
+        [by_id] = [
+            q["sql"]
+            for q in start.captured_queries
+            if "public_id" in q["sql"] and "LIKE" in q["sql"]
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN QUERY PLAN " + by_id)
+            plan = [row[-1] for row in cursor.fetchall()]
+        # Each start sought in the ID's index, no job read to compare its ID.
+        assert not [step for step in plan if step.startswith("SCAN")], plan
+        assert "SEARCH jobs_job USING INDEX" in " ".join(plan), plan
+
+
+def test_the_image_migration_fills_each_existing_jobs_image_from_its_spec(alice):
+    import importlib
+
+    from django.apps import apps
+
+    ngc = submit(alice, "1", name="ngc", image=NGC_IMAGE)
+    plain = submit(alice, "2", name="plain")
+    Job.objects.update(image="")  # as the rows were before the column
+    migration = importlib.import_module("jobs.migrations.0053_job_image")
+
+    migration.fill_images(apps, None)
+
+    assert dict(Job.objects.values_list("pk", "image")) == {
+        ngc.pk: NGC_IMAGE,
+        plain.pk: "python:3.12",
+    }
 
 
 def test_the_search_reads_jobs_through_the_search_index_never_every_row(alice, reviewer):
@@ -674,6 +767,31 @@ def test_the_approve_confirmation_marks_a_job_its_owners_quota_never_allows_with
     assert f"所有者的配额最多允许 2 张（{A800}），而此任务需要 4 张" in chinese
     # Marked, not refused: the reviewer may still approve it (the quota may be raised).
     assert Job.objects.get(pk=never.pk).status == JobStatus.PENDING_REVIEW
+
+
+def test_the_approve_confirmation_marks_a_job_whose_owner_is_deactivated_it_waits_until_active(
+    alice, bob, reviewer, review_all
+):
+    waits = submit(alice, "1", name="owner-gone")
+    fits = submit(bob, "2", name="fits")
+    User.objects.filter(pk=alice.pk).update(is_active=False)  # after submitting
+    english = client_for(reviewer)
+    english.cookies["django_language"] = "en"
+
+    ask = english.post(
+        CHANGELIST, {"action": "approve_jobs", "_selected_action": [waits.pk, fits.pk]}
+    ).content.decode()
+    chinese = client_for(reviewer).get(f"{CHANGELIST}{waits.pk}/review/approve/").content.decode()
+
+    rows = dict(re.findall(r"<li>(owner-gone|fits) (.*?)</li>", ask, re.S))
+    assert (
+        '<strong class="owner-deactivated">Its owner\'s account is deactivated: approved, '
+        "it waits until an administrator activates the account again.</strong>"
+    ) in html.unescape(rows["owner-gone"])
+    assert "owner-deactivated" not in rows["fits"]
+    assert "所有者的账号已停用" in chinese
+    # Marked, not refused: it may still be approved, and waits.
+    assert Job.objects.get(pk=waits.pk).status == JobStatus.PENDING_REVIEW
 
 
 def test_bulk_actions_skip_jobs_whose_status_does_not_allow_them(alice, reviewer, review_all):
@@ -2106,3 +2224,29 @@ def test_the_history_of_a_stop_names_the_review_state_only_where_it_changed(
         str(held.pk): "Changed status and review.",  # withdrawn from review
         str(queued.pk): "Changed status.",
     }
+
+
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_the_admins_date_time_columns_read_as_the_job_lists_in_either_language(
+    alice, superuser, settings, language
+):
+    # qa98: quotas, keys and log entries said "Dec. 7, 2026, 2:26 p.m." / "2026年12月7日 14:26"
+    # beside the job list's "2026-12-07 14:26".
+    from datetime import UTC, datetime
+
+    from jobs.api_keys import api_key_create
+    from jobs.models import ApiKey, CardQuota
+
+    settings.TIME_ZONE = "Asia/Shanghai"
+    moment = datetime(2026, 12, 7, 6, 26, 5, tzinfo=UTC)  # 14:26 in Shanghai
+    quota = CardQuota.objects.create(user=alice, max_cards=2)
+    CardQuota.objects.filter(pk=quota.pk).update(updated_at=moment)
+    key, _ = api_key_create(owner=alice)
+    ApiKey.objects.filter(pk=key.pk).update(created_at=moment)
+    client = client_for(superuser)
+    client.cookies["django_language"] = language
+
+    for page in ["/admin/jobs/cardquota/", "/admin/jobs/apikey/"]:
+        html = client.get(page).content.decode()
+        assert "2026-12-07 14:26" in html, page
+        assert "p.m." not in html and "2026年12月7日" not in html, page

@@ -212,3 +212,66 @@ def test_deleting_selected_users_of_whom_one_has_jobs_says_so_in_the_same_words(
     assert confirmed.status_code == 403  # refused, as Django refuses it, nothing deleted
     assert User.objects.filter(pk__in=[alice.pk, bob.pk]).count() == 2
     assert "仍有" not in asked  # bob alone has none: Django's own confirmation
+
+
+def test_the_user_list_shows_whether_each_account_is_active(superuser, alice, bob):
+    # qa98: a quota admin saw it only on each user's page.
+    User.objects.filter(pk=bob.pk).update(is_active=False)
+    client = Client()
+    client.force_login(superuser)
+    client.cookies["django_language"] = "en"
+
+    page = client.get("/admin/auth/user/")
+
+    assert page.status_code == 200
+    cl = page.context["cl"]
+    assert "is_active" in cl.list_display
+    html = page.content.decode()
+    assert re.search(r">bob</a>.*?<img [^>]*alt=\"False\"[^>]*></td>\s*</tr>", html, re.S)
+
+
+def test_a_users_page_links_to_their_jobs_api_keys_and_quotas_filtered_to_them(
+    superuser, alice, bob
+):
+    from jobs.api_keys import api_key_create
+    from jobs.models import CardQuota
+
+    [mine] = jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key="a1")
+    jobs_submit(owner=bob, spec=make_spec("echo hi"), submit_key="b1")
+    CardQuota.objects.create(user=alice, max_cards=2)
+    CardQuota.objects.create(user=bob, max_cards=3)
+    key, _ = api_key_create(owner=alice)
+    api_key_create(owner=bob)
+    client = Client()
+    client.force_login(superuser)
+    client.cookies["django_language"] = "en"
+
+    page = client.get(f"/admin/auth/user/{alice.pk}/change/").content.decode()
+    links = {
+        label: href.replace("&amp;", "&")
+        for href, label in re.findall(r'<a href="([^"]+)" class="user-link">([^<]+)</a>', page)
+    }
+
+    assert set(links) == {"Jobs", "API access keys", "Card quotas"}
+    shown = {label: client.get(href).context["cl"].result_list for label, href in links.items()}
+    assert [job.pk for job in shown["Jobs"]] == [mine.pk]
+    assert [k.pk for k in shown["API access keys"]] == [key.pk]
+    assert [q.user_id for q in shown["Card quotas"]] == [alice.pk]
+
+
+def test_a_users_page_links_only_to_the_lists_the_viewer_may_read(alice):
+    from django.contrib.auth.models import Permission
+
+    staff = User.objects.create_user("quota-admin", password="pw", is_staff=True)
+    staff.user_permissions.set(
+        Permission.objects.filter(
+            codename__in=["view_user", "change_user", "view_cardquota", "change_cardquota"]
+        )
+    )
+    client = Client()
+    client.force_login(staff)
+    client.cookies["django_language"] = "zh-hans"
+
+    page = client.get(f"/admin/auth/user/{alice.pk}/change/").content.decode()
+
+    assert re.findall(r'class="user-link">([^<]+)<', page) == ["卡配额"]

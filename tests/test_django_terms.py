@@ -119,3 +119,85 @@ def test_setting_someones_password_warns_in_chinese_that_disabling_loses_it(alic
     assert (
         warning.format("If disabled, the current password for this user will be lost.") in english
     )
+
+
+def test_a_quotas_change_in_the_admin_history_reads_its_fields_in_the_readers_language(
+    superuser, alice
+):
+    # qa98: Django stores the changed fields' English labels and looks each up as it shows
+    # the history; "At most N cards" had no translation (only "at most N cards").
+    quota = CardQuota.objects.create(user=alice, max_cards=2)
+    english = Client()
+    english.force_login(superuser)
+    english.cookies["django_language"] = "en"
+    saved = english.post(
+        f"/admin/jobs/cardquota/{quota.pk}/change/",
+        {"user": alice.pk, "group": "", "card_type": "", "max_cards": 4, "max_running_jobs": 3},
+    )
+    assert saved.status_code == 302
+    chinese = Client()
+    chinese.force_login(superuser)
+    chinese.cookies["django_language"] = "zh-hans"
+
+    history = chinese.get(f"/admin/jobs/cardquota/{quota.pk}/history/").content.decode()
+
+    assert "最多 N 张卡" in history and "最多 M 个运行中任务" in history
+    assert "At most" not in history
+    assert CardQuota.objects.get(pk=quota.pk).max_cards == 4
+
+
+def test_every_field_label_the_admins_forms_change_has_a_chinese_translation():
+    from django.contrib import admin
+    from django.utils import translation
+    from django.utils.text import capfirst
+    from django.utils.translation import gettext
+
+    untranslated = []
+    for model in admin.site._registry:
+        if model._meta.app_label not in ("jobs", "auth"):
+            continue
+        for field in model._meta.get_fields():
+            if field.auto_created or not getattr(field, "editable", False):
+                continue
+            with translation.override(None):
+                label = capfirst(str(field.verbose_name))
+            with translation.override("zh-hans"):
+                if gettext(label) == label:
+                    untranslated.append(f"{model._meta.label}.{field.name}: {label}")
+    assert untranslated == []
+
+
+@pytest.mark.parametrize(
+    ("saved_as", "subject"),
+    [("alice", "alice"), ("group", "用户组 team"), ("everyone", "所有人")],
+)
+def test_a_quotas_name_in_the_log_entries_reads_in_the_readers_language_whichever_it_was_saved_in(
+    superuser, alice, saved_as, subject
+):
+    # qa98: "alice: every card type" stayed English on a Chinese page (saved in English).
+    from django.contrib.auth.models import Group
+
+    owner = {
+        "alice": {"user": alice},
+        "group": {"group": Group.objects.create(name="team")},
+        "everyone": {},
+    }[saved_as]
+    english = Client()
+    english.force_login(superuser)
+    english.cookies["django_language"] = "en"
+    fields = {"user": "", "group": "", "card_type": "", "max_cards": 2, "max_running_jobs": ""}
+    fields.update({key: value.pk for key, value in owner.items()})
+    assert english.post("/admin/jobs/cardquota/add/", fields).status_code == 302
+    chinese = Client()
+    chinese.force_login(superuser)
+    chinese.cookies["django_language"] = "zh-hans"
+
+    page = chinese.get("/admin/admin/logentry/").content.decode()
+    shown_en = english.get("/admin/admin/logentry/").content.decode()
+
+    front = chinese.get("/admin/").content.decode()  # its Recent actions
+
+    assert f"{subject}: 所有卡型" in page
+    assert "every card type" not in page
+    assert ": every card type" in shown_en
+    assert f"{subject}: 所有卡型" in front and "every card type" not in front

@@ -325,3 +325,21 @@ def test_a_tasks_page_links_its_groups_tasks_and_the_list_filtered_so_clears_bac
     expect(page.locator("#group-filter")).to_have_count(0)
     expect(page.locator("#job-table tbody tr")).to_have_count(5)
     expect(page.locator("#job-count")).to_have_text("共 5 个任务")
+
+
+def test_an_image_address_typed_in_the_search_box_is_sent_and_finds_who_runs_it(
+    logged_in_page, alice
+):
+    # qa98: the box's pattern took one "/" and no ":", so the browser refused an image's
+    # address ("Please match the requested format") and nothing was searched.
+    ngc = submitted(alice, "ngc", image="nvcr.io/nvidia/pytorch:24.01-py3")
+    submitted(alice, "plain")  # registry.example.com/x:1
+    page = logged_in_page
+    page.goto("/")
+
+    page.fill("#id_q", "nvcr.io/nvidia/pytorch:24.01")
+    page.press("#id_q", "Enter")
+
+    page.wait_for_url("**/?q=nvcr.io*")
+    expect(page.locator("#job-table tbody tr[data-job]")).to_have_count(1)
+    expect(page.locator(f'tr[data-job="{ngc.public_id}"]')).to_be_visible()

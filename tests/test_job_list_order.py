@@ -392,6 +392,17 @@ def test_another_users_job_address_is_answered_as_one_that_does_not_exist(alice,
     assert alone.status_code == 200 and shown(alone.content.decode()) == []
 
 
+def test_the_search_box_finds_a_job_by_any_part_of_its_image_as_the_admins_does(
+    alice, alice_client
+):
+    ngc = submit(alice, name="ngc", image="nvcr.io/nvidia/pytorch:24.01-py3")
+    submit(alice, name="plain")  # python:3.12
+
+    for query in ["nvcr.io", "pytorch:24.01", "NVCR.IO"]:
+        r = alice_client.get(LIST, {"q": query})
+        assert shown(r.content.decode()) == [ngc.public_id], query
+
+
 def test_a_platform_id_two_jobs_share_or_an_address_of_no_job_is_searched_as_text(
     alice, alice_client
 ):
@@ -430,13 +441,16 @@ def test_the_search_box_takes_a_job_address_and_what_the_form_sends_stays_bounde
         "/jobs/x",
         "qa-grp2 2/3",
         "exp-01",
+        "nvcr.io/nvidia/pytorch:24.01-py3",  # an image (qa98)
+        "pytorch:24.01",
+        "registry.example.com/team/img@sha256:0a1b",
     ]:
         assert pattern.fullmatch(text), text
-    for text in ["训练", "http://h/pools/", "a/b/c", "http://h/jobs/x y/"]:
+    for text in ["训练", "http://h/pools/", "a b/c/d", "a/b／c", "http://h/jobs/x y/"]:
         assert not pattern.fullmatch(text), text
-    # Each character of an address sent as up to 3 bytes (%3A), the form's longest address
-    # counted so (jobs.selection.form_carries_selection).
-    assert box.most_bytes == len(quote_plus("/jobs/" + "%" * (box.max_length - 6)))
+    # Each character of an image's address or a job page's sent as up to 3 bytes (%3A), the
+    # form's longest address counted so (jobs.selection.form_carries_selection).
+    assert box.most_bytes == len(quote_plus(":" * box.max_length))
     submit(alice)
     form = alice_en.get(LIST).content.decode()
     assert 'maxlength="128"' in form and "or a job page address" in form

@@ -507,7 +507,8 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # training API a job was created under past 0042 (none: read as v1, as before the setting),
     # a user's time zone past 0043 (none: the console's) and an AIHC job's watch for a create
     # landing late past 0045 (none: not watched), a deleted job's past 0047 (the same) and
-    # what that watch found past 0048 (none).
+    # what that watch found past 0048 (none), and a job's image past 0053 (filled again from
+    # its spec, as `cards`).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -519,6 +520,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "stop_sent_at",
         "training_api",
         "duplicate_watch_until",
+        "image",
     }
     defaults = {
         "allow_self_approval": False,
@@ -531,9 +533,11 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "time_zone": "",
     }
     for name, rows in before.items():
-        gone = dropped[name] - {"group_index", "cards"}
+        gone = dropped[name] - {"group_index", "cards", "image"}
         for pk, row in rows.items():
             expected = {**row, **{key: defaults.get(key) for key in gone}}
+            if "image" in dropped[name]:  # filled from the spec (rows made without save())
+                expected["image"] = S.stored_image(row["spec"])
             assert after[name][pk] == expected, (name, pk)
 
 
@@ -977,8 +981,14 @@ def test_upgrading_past_0032_adds_the_search_index_and_downgrading_drops_it_keep
     )
     assert "job_search" not in job_indexes()
 
-    new = migrate(None)
+    new = migrate("0052_deleted_job_group_again")
     assert job_indexes()["job_search"] == ["name", "owner_id", "created_at"]
+    new = migrate(None)  # 0053 adds the image to it (qa98), filled from the spec
+    assert job_indexes()["job_search"] == ["name", "owner_id", "created_at", "image"]
+    assert (
+        new.get_model("jobs", "Job").objects.get().image
+        == spec_document("kept")["jobSpec"]["image"]
+    )
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT extname FROM pg_extension WHERE extname = 'pg_trgm'")

@@ -1979,8 +1979,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
 
     # -- actions -------------------------------------------------------------------
 
-    def stop(self, job: Job) -> None:
-        """Stops the job on AIHC. A clear refusal (a 4xx other than JobNotFound) raises
+    def stop(self, job: Job, *, message: str = "") -> None:
+        """Stops the job on AIHC (`message`: see Backend.stop). A clear refusal (a 4xx other than JobNotFound) raises
         BackendError and leaves the job as it was, with a StopFailed event; a stop AIHC gave
         no clear answer to (no answer, a 5xx, 429) is taken all the same: the job goes Stopping
         and sync sends the stop again (`_stop_again`) while AIHC still reports it running."""

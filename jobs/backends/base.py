@@ -464,7 +464,10 @@ class Backend(ABC):
     def submit(self, job: Job) -> None: ...
 
     @abstractmethod
-    def stop(self, job: Job) -> None: ...
+    def stop(self, job: Job, *, message: str = "") -> None:
+        """Stops the job. `message` (recorded): the status reason it ends with where the
+        console ends it (a staff Stop's reason, qa98); a remote job ends with its platform's
+        word, the message then in its StopRequested event alone."""
 
     def create_unsettled(self, job: Job) -> bool:
         """Whether the platform may have made the job though the console has no id for it:
@@ -488,11 +491,11 @@ class Backend(ABC):
         """Whether stop(job) waits on the job's platform to answer (a page waits with it)."""
         return False
 
-    def stop_unsent(self, job: Job) -> None:
+    def stop_unsent(self, job: Job, *, message: str = "") -> None:
         """A person's stop there was no time left to send (a Stop selected past
         BULK_ACTION_SECONDS): the job marked so, the worker sending it. A backend whose stop
         waits on no platform stops it now."""
-        self.stop(job)
+        self.stop(job, message=message)
 
     def delete_asks_platform(self, job: Job) -> bool:
         """Whether delete(job) waits on the job's platform to answer."""

@@ -2237,8 +2237,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if not _not_found(exc):
                 logger.warning("Kubernetes delete of %s failed: %s", path, logged_error(exc))
 
-    def stop(self, job: Job) -> None:
-        """Deletes the job's resource. A clear refusal (403, 422...) raises BackendError and
+    def stop(self, job: Job, *, message: str = "") -> None:
+        """Deletes the job's resource (`message`: see Backend.stop). A clear refusal (403, 422...) raises BackendError and
         leaves the job as it was, with a StopFailed event; a delete that got no clear answer
         is taken all the same (Stopping; sync sends it again while the resource is there)."""
         if job.status in FINAL_STATUSES:

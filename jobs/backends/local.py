@@ -719,9 +719,10 @@ class LocalBackend(Backend):
     def submit(self, job: Job) -> None:
         """Nothing to do: queued local jobs are started by the worker's scheduler."""
 
-    def stop(self, job: Job) -> None:
+    def stop(self, job: Job, *, message: str = "") -> None:
         """A job that has not started stops at once; a running one is stopped by the worker
-        (SIGTERM, then SIGKILL after the grace period) and goes Stopping -> Stopped."""
+        (SIGTERM, then SIGKILL after the grace period) and goes Stopping -> Stopped, with
+        `message` as its reason ("Stopped." without one)."""
         from jobs.models import JobStatus
         from jobs.runner import TARGET_STOPPED, request_stop
         from jobs.services import job_transition, recorded
@@ -731,10 +732,12 @@ class LocalBackend(Backend):
             job=job,
             to=JobStatus.STOPPED,
             reason="Stopped",
-            message=recorded(gettext_noop("Stopped.")),
+            message=message or recorded(gettext_noop("Stopped.")),
         ):
             return
-        request_stop(job, target=TARGET_STOPPED, message=recorded(gettext_noop("Stopped.")))
+        request_stop(
+            job, target=TARGET_STOPPED, message=message or recorded(gettext_noop("Stopped."))
+        )
 
     def delete(self, job: Job) -> None:
         """Removes the job's logs and scratch files (its processes are gone by now)."""

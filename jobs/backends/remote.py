@@ -653,7 +653,7 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
     def stop_asks_platform(self, job: Job) -> bool:
         return bool(job.external_id)  # before the platform has it, its stop is the database's
 
-    def stop_unsent(self, job: Job) -> None:
+    def stop_unsent(self, job: Job, *, message: str = "") -> None:
         """Stopping, the stop not sent: the worker's sync sends it (a STOP_RESEND after), as
         it sends again a stop the platform gave no clear answer to, until the platform
         reports the job ended."""

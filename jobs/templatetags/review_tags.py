@@ -38,3 +38,11 @@ def result_count(cl: Any) -> str:
     # A name starting with a Latin word ("API 访问密钥") is set apart from 个 by a space, as
     # the console's Chinese does between Chinese and Latin words.
     return re.sub(r"(?<=个)(?=[A-Za-z0-9])", " ", text)
+
+
+@register.filter
+def log_object_shown(entry: Any) -> str:
+    """The admin's Recent actions: a log entry's object in the page's language (qa98)."""
+    from jobs.history_admin import log_object_shown as shown
+
+    return shown(entry)
