@@ -947,6 +947,39 @@ def test_an_overlong_reject_reason_is_refused_and_kept_for_shortening(alice, rev
     assert job.status == JobStatus.PENDING_REVIEW
 
 
+def test_a_reject_reason_with_a_nul_is_refused_on_its_box_kept_and_nothing_written(
+    alice, reviewer, review_all, mailoutbox
+):
+    # A NUL was a 500 on PostgreSQL (the status reason, the event, the history's JSON):
+    # refused before anything is written, as SQLite (which would take it) shows.
+    from django.contrib.admin.models import LogEntry
+
+    job = submit(alice, "1")
+    events = job.events.count()
+    reason = "Ask for 8 cards\x00 at most.\n\tSee the wiki."
+    client = client_for(reviewer)
+    client.cookies["django_language"] = "en"
+
+    r = confirm(client, "reject_jobs", [job], reason=reason)
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "The reason has an invisible control character (U+0000): delete it." in html
+    assert f">{reason}</textarea>" in html
+    job.refresh_from_db()
+    assert job.status == JobStatus.PENDING_REVIEW and job.events.count() == events
+    assert not LogEntry.objects.exists() and not mailoutbox
+
+
+def test_a_reject_reason_with_an_escape_is_refused_in_chinese(alice, reviewer, review_all):
+    job = submit(alice, "1")
+
+    r = confirm(client_for(reviewer), "reject_jobs", [job], reason="\x1b[31m太多卡\x1b[0m")
+
+    assert "原因中有一个看不见的控制字符（U+001B）：请删除它。" in r.content.decode()
+    assert Job.objects.get(pk=job.pk).status == JobStatus.PENDING_REVIEW
+
+
 def test_a_reject_reason_of_1000_characters_with_line_breaks_is_taken(alice, reviewer, review_all):
     job = submit(alice, "1")
     reason = "\r\n".join(["x" * 99] * 10)  # 1000 characters as the browser counts them
