@@ -293,6 +293,37 @@ def test_the_image_migration_fills_each_existing_jobs_image_from_its_spec(alice)
     }
 
 
+def test_the_image_migration_writes_each_batch_of_jobs_with_one_update_of_distinct_images(
+    alice,
+):
+    # fix106: with a tag per build (an image per job) it made one UPDATE per job.
+    import importlib
+
+    from django.apps import apps
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    migration = importlib.import_module("jobs.migrations.0053_job_image")
+    template = submit(alice, "1")
+    copies = []
+    for i in range(migration.READ + 1):  # a whole batch, and one job in the next
+        job = Job.objects.get(pk=template.pk)
+        job.pk, job.public_id, job.submit_key = None, f"pytorchjob-copy-{i}", None
+        job.spec = {**job.spec, "jobSpec": {**job.spec["jobSpec"], "image": f"lab/train:b{i}"}}
+        copies.append(job)
+    Job.objects.bulk_create(copies)
+    Job.objects.update(image="")  # as the rows were before the column
+
+    with CaptureQueriesContext(connection) as queries:
+        migration.fill_images(apps, None)
+
+    updates = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
+    assert len(updates) == 2
+    images = dict(Job.objects.values_list("public_id", "image"))
+    assert images.pop(template.public_id) == "python:3.12"
+    assert images == {f"pytorchjob-copy-{i}": f"lab/train:b{i}" for i in range(migration.READ + 1)}
+
+
 def test_the_search_reads_jobs_through_the_search_index_never_every_row(alice, reviewer):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
