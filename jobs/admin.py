@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -1136,6 +1137,28 @@ CONFIRMATION_SHOWN = 100
 MAX_REJECT_REASON = 1000
 
 
+def reason_problem(reason: str) -> str:
+    """What keeps a reviewer's Reject or Stop reason from being recorded, or "": too long, or
+    a control character other than a line break or a tab. A NUL was a 500 on PostgreSQL, whose
+    JSON (the action's history) and text columns cannot hold one; the others would reach the
+    owner's pages and email unseen."""
+    if len(reason) > MAX_REJECT_REASON:
+        # It is the job's status reason on every page and in the owner's email.
+        return _(
+            "Keep the reason to %(max)d characters (this one has %(count)d); link to a "
+            "longer text if needed."
+        ) % {"max": MAX_REJECT_REASON, "count": len(reason)}
+    for c in reason:
+        if c not in "\n\t" and unicodedata.category(c) == "Cc":
+            # Named by its code point: it cannot be seen in the box.
+            return _(
+                "The reason has an invisible control character (U+%(code)04X): delete it. Line "
+                "breaks and tabs are the only ones it may hold (text pasted from a terminal or "
+                "a file can bring one along)."
+            ) % {"code": ord(c)}
+    return ""
+
+
 def _user_text(user: Any) -> str:
     if user is None:
         return "—"
@@ -1984,12 +2007,8 @@ class JobAdmin(
                 "Give the reason the owners will see.",
                 queryset.count(),
             )
-        elif len(reason) > MAX_REJECT_REASON:
-            # It is the job's status reason on every page and in the owner's email.
-            error = _(
-                "Keep the reason to %(max)d characters (this one has %(count)d); link to a "
-                "longer text if needed."
-            ) % {"max": MAX_REJECT_REASON, "count": len(reason)}
+        else:
+            error = reason_problem(reason)
         if request.POST.get("post") == "yes" and error:
             return self._confirmation(
                 request,
@@ -2008,20 +2027,12 @@ class JobAdmin(
 
     @admin.action(permissions=["review"], description=gettext_lazy("Stop selected jobs"))
     def stop_jobs(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
-        # An optional reason the owner sees (qa98: "admin 请求停止。", then "已停止。"), as long
-        # as a rejection's at most; one too long is said on its box, the text kept.
+        # An optional reason the owner sees (qa98: "admin 请求停止。", then "已停止。"), held to
+        # a rejection's rules; one refused is said on its box, the text kept.
         reason = request.POST.get("reason", "").replace("\r\n", "\n").strip()
-        if request.POST.get("post") == "yes" and len(reason) > MAX_REJECT_REASON:
+        if request.POST.get("post") == "yes" and (error := reason_problem(reason)):
             return self._confirmation(
-                request,
-                "stop",
-                queryset,
-                single=request.POST.get("_single") == "1",
-                error=_(
-                    "Keep the reason to %(max)d characters (this one has %(count)d); link to a "
-                    "longer text if needed."
-                )
-                % {"max": MAX_REJECT_REASON, "count": len(reason)},
+                request, "stop", queryset, single=request.POST.get("_single") == "1", error=error
             )
         # One deadline for them all, as the job list's Stop selected (BULK_ACTION_SECONDS):
         # the stops not sent by then go Stopping, for the worker to send.

@@ -489,6 +489,32 @@ def revoked_key_message(key: ApiKey) -> str:
     return message % values
 
 
+# What a SignatureDoesNotMatch's canonicalRequest answers for a signed header that only the
+# client sends no value of: a header a reverse proxy adds on the way (X-Forwarded-For,
+# X-Real-IP, an ingress's identity header) may be signed if the client lists it, and its value
+# is the proxy's, not for the client to read back. Never a value: the canonical form
+# percent-encodes "<", ">" and the space.
+VALUE_NOT_SHOWN = "<not shown>"
+
+
+def _sent_by_the_client(name: str) -> bool:
+    """Whether a signed header (its canonical, lower-case name) is one the client itself must
+    send, whose value it already has: host, content-*, x-bce-* (bce-auth-v1's default set)."""
+    return name == "host" or name.startswith(("content-", "x-bce-"))
+
+
+def canonical_request_shown(canonical: str) -> str:
+    """`canonical` as a SignatureDoesNotMatch answers it: each signed header not sent by the
+    client by its name only, VALUE_NOT_SHOWN for its value. Its line keeps its place (the
+    lines sort by name: a name holds no ":")."""
+    method, path, query, *headers = canonical.split("\n")
+    shown = []
+    for line in headers:
+        name = line.split(":", 1)[0]
+        shown.append(line if _sent_by_the_client(name) else f"{name}:{VALUE_NOT_SHOWN}")
+    return "\n".join([method, path, query, *shown])
+
+
 def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiKey:
     """The key that signed this request, or ApiAuthError saying why it is refused."""
     value = request.headers.get("Authorization", "")
@@ -570,13 +596,16 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
         # a script's author diffs them with their own signing's to find the part that differs
         # (the path's encoding, a header's case, the query's order). Neither holds the secret:
         # the signing key is derived from it and the prefix, and the canonical request is the
-        # sender's own request.
+        # sender's own request, but for the values of headers a proxy may have added.
         raise ApiAuthError(
             403,
             "SignatureDoesNotMatch",
             "The request signature we calculated does not match the signature you provided. "
             "Check your secret key and signing method.",
-            extensions={"canonicalRequest": canonical, "authStringPrefix": prefix},
+            extensions={
+                "canonicalRequest": canonical_request_shown(canonical),
+                "authStringPrefix": prefix,
+            },
         )
     _check_body_digests(request, signed)
     login_failures_clear(username=throttle_name)

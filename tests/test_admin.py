@@ -293,6 +293,37 @@ def test_the_image_migration_fills_each_existing_jobs_image_from_its_spec(alice)
     }
 
 
+def test_the_image_migration_writes_each_batch_of_jobs_with_one_update_of_distinct_images(
+    alice,
+):
+    # fix106: with a tag per build (an image per job) it made one UPDATE per job.
+    import importlib
+
+    from django.apps import apps
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    migration = importlib.import_module("jobs.migrations.0053_job_image")
+    template = submit(alice, "1")
+    copies = []
+    for i in range(migration.READ + 1):  # a whole batch, and one job in the next
+        job = Job.objects.get(pk=template.pk)
+        job.pk, job.public_id, job.submit_key = None, f"pytorchjob-copy-{i}", None
+        job.spec = {**job.spec, "jobSpec": {**job.spec["jobSpec"], "image": f"lab/train:b{i}"}}
+        copies.append(job)
+    Job.objects.bulk_create(copies)
+    Job.objects.update(image="")  # as the rows were before the column
+
+    with CaptureQueriesContext(connection) as queries:
+        migration.fill_images(apps, None)
+
+    updates = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
+    assert len(updates) == 2
+    images = dict(Job.objects.values_list("public_id", "image"))
+    assert images.pop(template.public_id) == "python:3.12"
+    assert images == {f"pytorchjob-copy-{i}": f"lab/train:b{i}" for i in range(migration.READ + 1)}
+
+
 def test_the_search_reads_jobs_through_the_search_index_never_every_row(alice, reviewer):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -945,6 +976,39 @@ def test_an_overlong_reject_reason_is_refused_and_kept_for_shortening(alice, rev
     assert r.status_code == 200
     assert "1000" in r.content.decode() and long_reason in r.content.decode()
     assert job.status == JobStatus.PENDING_REVIEW
+
+
+def test_a_reject_reason_with_a_nul_is_refused_on_its_box_kept_and_nothing_written(
+    alice, reviewer, review_all, mailoutbox
+):
+    # A NUL was a 500 on PostgreSQL (the status reason, the event, the history's JSON):
+    # refused before anything is written, as SQLite (which would take it) shows.
+    from django.contrib.admin.models import LogEntry
+
+    job = submit(alice, "1")
+    events = job.events.count()
+    reason = "Ask for 8 cards\x00 at most.\n\tSee the wiki."
+    client = client_for(reviewer)
+    client.cookies["django_language"] = "en"
+
+    r = confirm(client, "reject_jobs", [job], reason=reason)
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "The reason has an invisible control character (U+0000): delete it." in html
+    assert f">{reason}</textarea>" in html
+    job.refresh_from_db()
+    assert job.status == JobStatus.PENDING_REVIEW and job.events.count() == events
+    assert not LogEntry.objects.exists() and not mailoutbox
+
+
+def test_a_reject_reason_with_an_escape_is_refused_in_chinese(alice, reviewer, review_all):
+    job = submit(alice, "1")
+
+    r = confirm(client_for(reviewer), "reject_jobs", [job], reason="\x1b[31m太多卡\x1b[0m")
+
+    assert "原因中有一个看不见的控制字符（U+001B）：请删除它。" in r.content.decode()
+    assert Job.objects.get(pk=job.pk).status == JobStatus.PENDING_REVIEW
 
 
 def test_a_reject_reason_of_1000_characters_with_line_breaks_is_taken(alice, reviewer, review_all):

@@ -4,6 +4,7 @@ event and the reason it ends with (qa98: "admin 请求停止。", then "已停�
 from __future__ import annotations
 
 import pytest
+from django.contrib.admin.models import LogEntry
 from django.test import Client
 from django.utils import translation
 
@@ -96,3 +97,47 @@ def test_a_stop_without_a_reason_reads_as_before(alice, reviewer):
     job.refresh_from_db()
     with translation.override("en"):
         assert job.status_reason_shown == "Stopped by carol."
+
+
+@pytest.mark.parametrize(
+    ("control", "code"), [("\x00", "U+0000"), ("\x1b[31m", "U+001B"), ("\x7f", "U+007F")]
+)
+def test_a_stop_reason_with_a_control_character_is_said_on_its_box_kept_and_nothing_written(
+    alice, reviewer, control, code
+):
+    # A NUL was a 500 on PostgreSQL (the event's text, the history's JSON): refused before
+    # anything is written, as SQLite (which would take it) shows.
+    job = submit(alice, make_spec("true"))
+    events = job.events.count()
+    reason = f"Drained{control} tonight.\n\tSee the wiki."
+
+    page = stop_in_the_admin(reviewer_client(reviewer), job, reason)
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert f"The reason has an invisible control character ({code}): delete it." in html
+    assert f">{reason}</textarea>" in html
+    assert status_of(job) == JobStatus.QUEUED
+    assert job.events.count() == events
+    assert not LogEntry.objects.exists()
+
+
+def test_a_stop_reason_with_a_control_character_is_refused_in_chinese_too(alice, reviewer):
+    job = submit(alice, make_spec("true"))
+    client = reviewer_client(reviewer)
+    client.cookies["django_language"] = "zh-hans"
+
+    page = stop_in_the_admin(client, job, "维护\x00")
+
+    assert "原因中有一个看不见的控制字符（U+0000）：请删除它。" in page.content.decode()
+    assert status_of(job) == JobStatus.QUEUED
+
+
+def test_a_stop_reason_with_line_breaks_and_tabs_is_taken(alice, reviewer):
+    job = submit(alice, make_spec("true"))
+
+    stop_in_the_admin(reviewer_client(reviewer), job, "Drained tonight.\r\n\tSee the wiki.")
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert job.events.filter(message__contains="Drained tonight.\n\tSee the wiki.").exists()

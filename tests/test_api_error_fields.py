@@ -164,6 +164,42 @@ def test_a_refused_signature_answers_the_canonical_request_and_prefix_the_consol
     assert signer.signing_key(secret, prefix) not in r.text
 
 
+def test_a_refused_signature_names_signed_headers_a_proxy_adds_without_their_values(
+    wsgi, alice_key
+):
+    # A client may list headers its reverse proxy adds as signed: their values (its address
+    # as the proxy saw it, the user an ingress vouched for) are not answered back to it.
+    key, _secret = alice_key
+    proxy_added = {
+        "X-Forwarded-For": "203.0.113.7, 10.0.0.2",
+        "X-Real-IP": "10.0.0.2",
+        "X-Auth-Request-Email": "alice@lab.example",
+    }
+    headers = signed_headers(
+        (key, "0" * 32), method="GET", path="/api/v1/aijobs", query=[],
+        headers={**JSON, **proxy_added},
+        signed=["host", "x-bce-date", "content-type", *(n.lower() for n in proxy_added)],
+    )  # fmt: skip
+    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
+        r = http.get("/api/v1/aijobs", headers=headers)
+
+    assert (r.status_code, r.json()["code"]) == (403, "SignatureDoesNotMatch")
+    date = signer.uri_encode(headers["x-bce-date"])
+    assert r.json()["canonicalRequest"].split("\n") == [
+        "GET",
+        "/api/v1/aijobs",
+        "",
+        "content-type:application%2Fjson",
+        "host:testserver",
+        "x-auth-request-email:<not shown>",
+        f"x-bce-date:{date}",
+        "x-forwarded-for:<not shown>",
+        "x-real-ip:<not shown>",
+    ]
+    for value in proxy_added.values():
+        assert value not in r.text and signer.uri_encode(value) not in r.text
+
+
 def test_a_refused_parameter_is_listed_in_errors_under_its_name_in_v1_and_v2(wsgi, alice_key):
     query = [("resourcePoolId", "local"), ("pageSize", "0")]
 
