@@ -93,6 +93,7 @@ from .api_keys import password_set_by
 from .backends import BackendError, NoLog, get_backend, no_log_yet
 from .backends import local as local_backend
 from .backends.local import detected_accelerators
+from .backends.remote import unsettled_creates
 from .health import active_runner
 from .http import is_console_address
 from .labels import label_asked, labelled
@@ -413,21 +414,41 @@ class ConsoleUserAdmin(
 
     def _deactivated_jobs_said(self, request: HttpRequest, user: User) -> None:
         """What deactivating leaves of the user's jobs, linked to their list so staff can stop
-        them (qa98): running jobs go on, queued ones wait (jobs.scheduler's rules)."""
+        them (qa98): running jobs go on, queued ones wait (jobs.scheduler's rules). A Queued
+        job its platform has (queued there), or may have (its create got no clear answer:
+        jobs.worker's dispatch_remote looks for it, and sends it if none is found), goes on
+        too: counted apart, as sent (fix105: it was counted as waiting)."""
         running = user.jobs.filter(status__in=ACTIVE_STATUSES).count()
-        queued = user.jobs.filter(status__in=[JobStatus.QUEUED, JobStatus.PENDING_REVIEW]).count()
-        if not running and not queued:
+        waiting = user.jobs.filter(status__in=[JobStatus.QUEUED, JobStatus.PENDING_REVIEW])
+        remote = waiting.exclude(backend="local")
+        sent = remote.exclude(external_id="").count() + len(
+            unsettled_creates(remote.filter(status=JobStatus.QUEUED, external_id=""))
+        )
+        queued = waiting.count() - sent
+        if not running and not queued and not sent:
             return
+        counts = {"user": user.get_username(), "running": running, "queued": queued}
+        said = (
+            _(
+                "The account %(user)s is deactivated and still has jobs: %(running)d "
+                "running, %(sent)d sent to their platform, %(queued)d queued. Running jobs "
+                "go on, and so do those sent, which their platform starts in their turn; "
+                "queued ones wait and start only once the account is active again."
+            )
+            % {**counts, "sent": sent}
+            if sent
+            else _(
+                "The account %(user)s is deactivated and still has jobs: %(running)d "
+                "running, %(queued)d queued. Running jobs go on; queued ones wait and "
+                "start only once the account is active again."
+            )
+            % counts
+        )
         self.message_user(
             request,
             format_html(
                 '{} <a href="{}?owner__id__exact={}">{}</a>',
-                _(
-                    "The account %(user)s is deactivated and still has jobs: %(running)d "
-                    "running, %(queued)d queued. Running jobs go on; queued ones wait and "
-                    "start only once the account is active again."
-                )
-                % {"user": user.get_username(), "running": running, "queued": queued},
+                said,
                 reverse("admin:jobs_job_changelist"),
                 user.pk,
                 _("Stop them from their jobs"),

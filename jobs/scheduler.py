@@ -30,7 +30,8 @@ Rules (decisions):
   as for a quota: it stays Queued, saying why once (OWNER_DEACTIVATED), holds no cards in
   the idle figure and blocks no queue; once the account is active again it starts in its
   turn (qa98: a deactivated user's queued job started and took the cards). The remote
-  backends' jobs not sent yet wait the same way (jobs.worker: dispatch_remote).
+  backends' jobs not sent yet wait the same way, but one whose create got no clear answer
+  (jobs.worker: dispatch_remote).
 - No job starts while the worker cannot make the network namespaces of
   LOCAL_JOB_NETWORK=isolated (its start-up check): as for disk, each job that would start
   now says so and blocks its queue.
@@ -306,13 +307,18 @@ def dispatch_local(
 
 def say_owner_deactivated(jobs: QuerySet[Job]) -> None:
     """Says on each of these Queued jobs whose owner's account is deactivated that this holds
-    it, unless it said so last (one query when all have: passes come every few seconds)."""
-    held = jobs.filter(status=JobStatus.QUEUED, owner__is_active=False).annotate(
-        said=Subquery(_words(OuterRef("pk")).values("reason")[:1])
+    it, unless it said so last: one query when all have (passes come every few seconds), which
+    reads only the ids of those that have not (until fix105 every held job's whole row, its
+    spec too, each pass, to be picked out here)."""
+    unsaid = (
+        jobs.filter(status=JobStatus.QUEUED, owner__is_active=False)
+        .annotate(said=Subquery(_words(OuterRef("pk")).values("reason")[:1]))
+        # A job with no event at all (said NULL) has not said it either.
+        .filter(Q(said__isnull=True) | ~Q(said=OWNER_DEACTIVATED))
+        .only("id")
     )
-    for job in held:
-        if job.said != OWNER_DEACTIVATED:
-            held_for(job, OWNER_DEACTIVATED, recorded(OWNER_DEACTIVATED_MESSAGE))
+    for job in unsaid:
+        held_for(job, OWNER_DEACTIVATED, recorded(OWNER_DEACTIVATED_MESSAGE))
 
 
 def standalone_waiting_message(need: Requirement, capacity: Capacity) -> str:

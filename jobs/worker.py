@@ -62,7 +62,7 @@ from . import cgroups, job_users, network
 from .alerts import jobs_with_alerts_pending
 from .backends import BACKEND_MODULES, BackendError, get_backend
 from .backends.base import UNANSWERED_CODES
-from .backends.remote import logged_error
+from .backends.remote import logged_error, unsettled_creates
 from .checks import card_nodes_missing
 from .health import (
     HEARTBEAT_PK,
@@ -676,9 +676,17 @@ class Worker:
             Job.objects.filter(status=JobStatus.QUEUED, external_id="").exclude(backend="local")
         )
         # A deactivated owner's jobs are not sent: they wait, saying so once, as on the local
-        # pool (jobs.scheduler's rules), and go once the account is active again.
-        say_owner_deactivated(queued)
-        queued = queued.filter(owner__is_active=True)
+        # pool (jobs.scheduler's rules), and go once the account is active again. All but one
+        # whose create got no clear answer before (create_unsettled): the platform may run it
+        # already, and only its submit looks for it (nothing else follows a job without its
+        # platform's id), so it goes on to its submit, which adopts what the look finds (fix105:
+        # held, it ran untracked while its page said it waited for the account). A look that
+        # finds none sends it, as it was on its way before the deactivation: held after an
+        # empty look, its unanswered create would be looked for again at every pass.
+        deactivated = queued.filter(owner__is_active=False)
+        on_its_way = unsettled_creates(deactivated)
+        say_owner_deactivated(deactivated.exclude(pk__in=on_its_way))
+        queued = queued.filter(Q(owner__is_active=True) | Q(pk__in=on_its_way))
         for job in queued.order_by("created_at", "id"):
             if go_on is not None and not go_on():
                 return

@@ -9,13 +9,15 @@ import uuid
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import translation
 
 from jobs import spec as S
 from jobs.models import Job, JobStatus
-from jobs.scheduler import next_pass, queue_position, why_waiting
+from jobs.scheduler import next_pass, queue_position, say_owner_deactivated, why_waiting
 from jobs.services import jobs_submit
 from jobs.worker import Worker
 
@@ -140,6 +142,90 @@ def test_a_deactivated_users_kubernetes_job_is_not_sent_until_the_account_is_act
     assert len(kube.jobs()) == 1
 
 
+def test_a_deactivated_users_aihc_job_whose_create_got_no_answer_is_adopted_as_aihc_made_it(
+    fake, aihc, alice, settings
+):
+    """fix105: the create timed out (Queued, no AIHC job id, its SubmitTimedOut saying to
+    look) and AIHC made the job after all; deactivating the owner then held it, unlooked-for,
+    and the job ran on AIHC untracked while its page said it waited for the account."""
+    release = test_aihc_backend.held_create(fake, settings)
+    [job] = test_aihc_backend.submit(alice, test_aihc_backend.seed_spec())
+    Worker().dispatch_remote()  # AIHC holds the create past the read timeout
+    release.set()
+    test_aihc_backend.landed(fake, 1)
+    [made] = fake.jobs
+    fake.set_job_status(made, "Running")
+    deactivate(alice)
+    test_aihc_backend.create_settled(job)
+
+    Worker().dispatch_remote()
+
+    job.refresh_from_db()
+    assert (job.external_id, job.status) == (made, JobStatus.RUNNING)  # adopted, synced
+    assert len(fake.calls("CreateJob")) == 1  # looked for, not sent again
+    assert not job.events.filter(reason=DEACTIVATED).exists()
+
+
+def test_a_deactivated_users_aihc_job_whose_lost_create_never_landed_is_sent_as_it_was_on_its_way(
+    fake, aihc, alice
+):
+    """The decision (jobs.worker: dispatch_remote): a look that finds none sends it; held
+    instead, its unanswered create would be looked for again at every pass."""
+    [job] = test_aihc_backend.submit(alice, test_aihc_backend.seed_spec())
+    fake.drop_next("CreateJob")  # lost on its way: AIHC made nothing
+    Worker().dispatch_remote()
+    deactivate(alice)
+
+    Worker().dispatch_remote()
+
+    job.refresh_from_db()
+    assert len(fake.calls("CreateJob")) == 2
+    assert job.external_id == next(iter(fake.jobs))
+    assert not job.events.filter(reason=DEACTIVATED).exists()
+
+
+def test_a_deactivated_users_kubernetes_job_whose_create_got_no_answer_is_adopted_by_its_name(
+    kube, alice
+):
+    [job] = jobs_submit(
+        owner=alice,
+        spec=test_kubernetes_backend.spec(),
+        submit_key=str(uuid.uuid4()),
+        backend="kubernetes",
+    )
+    kube.drop_next("create pytorchjobs", after=True)  # made; its answer lost
+    Worker().dispatch_remote()
+    assert status_of(job) == JobStatus.QUEUED
+    assert job.events.filter(reason="SubmitTimedOut").count() == 1
+    [made] = kube.jobs()
+    deactivate(alice)
+
+    Worker().dispatch_remote()
+
+    job.refresh_from_db()
+    assert job.external_id == made["metadata"]["name"]  # its 409 adopted, not held
+    assert len(kube.jobs()) == 1
+    assert not job.events.filter(reason=DEACTIVATED).exists()
+
+
+def test_a_pass_over_held_jobs_that_all_said_so_is_one_query_that_reads_no_jobs_spec(alice):
+    """fix105: each remote pass loaded every held job's whole row, its spec too, to pick out
+    in Python the few that had not said so yet."""
+    said, unsaid = submit(alice, make_spec("true")), submit(alice, make_spec("true"))
+    deactivate(alice)
+    say_owner_deactivated(Job.objects.filter(pk=said.pk))
+    unsaid.events.all().delete()  # not even its Created event: nothing said yet
+
+    say_owner_deactivated(Job.objects.all())
+    with CaptureQueriesContext(connection) as next_pass_queries:
+        say_owner_deactivated(Job.objects.all())
+
+    [query] = next_pass_queries.captured_queries
+    assert '"jobs_job"."spec"' not in query["sql"]
+    assert said.events.filter(reason=DEACTIVATED).count() == 1
+    assert unsaid.events.filter(reason=DEACTIVATED).count() == 1
+
+
 def test_saving_a_deactivated_user_says_their_running_and_queued_jobs_and_links_to_them(
     alice, bob, superuser, settings
 ):
@@ -164,6 +250,35 @@ def test_saving_a_deactivated_user_says_their_running_and_queued_jobs_and_links_
         saved,
     )
     assert "still has jobs" not in kept  # bob has none
+    alice.refresh_from_db()
+    assert not alice.is_active
+
+
+def test_saving_a_deactivated_user_counts_a_job_whose_create_got_no_answer_as_sent_not_waiting(
+    fake, aihc, alice, superuser
+):
+    """fix105: such a job is looked for and adopted, or sent, whatever the account; the
+    message said every queued job waited."""
+    submit(alice, make_spec("true", **both_cards()))
+    [on_its_way] = test_aihc_backend.submit(alice, test_aihc_backend.seed_spec())
+    fake.drop_next("CreateJob")
+    Worker().dispatch_remote()
+    assert on_its_way.events.filter(reason="SubmitTimedOut").exists()
+    client = Client(headers={"Accept-Language": "en"})
+    client.force_login(superuser)
+
+    saved = client.post(
+        reverse("admin:auth_user_change", args=[alice.pk]),
+        user_form(alice, is_active=""),
+        follow=True,
+    ).content.decode()
+
+    assert (
+        "The account alice is deactivated and still has jobs: 0 running, 1 sent to their "
+        "platform, 1 queued. Running jobs go on, and so do those sent, which their platform "
+        "starts in their turn; queued ones wait and start only once the account is active "
+        "again."
+    ) in saved
     alice.refresh_from_db()
     assert not alice.is_active
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone, translation
 from django.utils.translation import gettext_noop
 
@@ -41,6 +42,7 @@ from jobs.services import job_event, job_fail_unreadable, job_transition, record
 from jobs.spec import SpecError
 from jobs.texts import source_of
 
+from . import BACKEND_MODULES, get_backend
 from .base import Backend, BackendError, Pool
 
 if TYPE_CHECKING:
@@ -110,6 +112,21 @@ def unanswered_creates(job: Job, reasons: tuple[str, ...]) -> QuerySet[JobEvent]
         job.events.filter(reason="SubmitFailed").order_by("-pk").values_list("pk", flat=True)
     ).first()
     return events if ended is None else events.filter(pk__gt=ended)
+
+
+def unsettled_creates(jobs: QuerySet[Job]) -> list[int]:
+    """The ids of these remote jobs whose create is unsettled (Backend.create_unsettled): the
+    platform may have made them, and only their submit's look would find them. Only those
+    with a create that got no clear answer, or a refused look (a given-up submission's), are
+    asked, picked in SQL: the worker's pass over a deactivated owner's held jobs costs one
+    query when none has one."""
+    reasons = {LOOK_REFUSED}
+    for name in BACKEND_MODULES:
+        reasons.update(getattr(get_backend(name), "unanswered_events", ()))
+    candidates = jobs.filter(
+        Exists(JobEvent.objects.filter(job=OuterRef("pk"), reason__in=reasons))
+    ).only("id", "backend", "status", "external_id")
+    return [job.pk for job in candidates if get_backend(job.backend).create_unsettled(job)]
 
 
 def refused_looks(job: Job, unanswered: tuple[str, ...]) -> list[datetime]:
