@@ -813,8 +813,9 @@ def longest_filter_address(form: str) -> str:
         # "／", a "=" or a Chinese input method's "＝" (3 or 9 bytes each in an address), the
         # rest one byte.
         worst = {
-            # A job page's address pasted: every character but "jobs" encoded (%3A, 3 bytes).
-            "q": "/jobs/" + "%" * (int(length) - 6),
+            # An image's address or part of it (qa98): its ":" and "@" 3 bytes each, all of
+            # them (a job page's address pasted keeps "jobs" 1 byte each).
+            "q": ":" * int(length),
             "queue": "a" * int(length),
             "label": "a/" + "a" * (int(length) - 3) + "＝",
         }[name]
