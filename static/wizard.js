@@ -123,6 +123,10 @@ function sayRowAction(action) {
 // could be cut short by the next scroll (a screen reader's, the step row's).
 function focusInView(target) {
   target.focus({ preventScroll: true });
+  // A smooth scroll still under way (Tab to 下一步 scrolls to it smoothly, and Enter may come
+  // before it ends) is stopped where it is: else it went on to its end after this one, a
+  // field already in view carried out of it, its label above the window.
+  window.scrollTo({ top: window.scrollY, behavior: "instant" });
   target.scrollIntoView({ block: "nearest", behavior: "instant" });
 }
 
