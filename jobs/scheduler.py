@@ -30,8 +30,8 @@ Rules (decisions):
   as for a quota: it stays Queued, saying why once (OWNER_DEACTIVATED), holds no cards in
   the idle figure and blocks no queue; once the account is active again it starts in its
   turn (qa98: a deactivated user's queued job started and took the cards). The remote
-  backends' jobs not sent yet wait the same way, but one whose create got no clear answer
-  (jobs.worker: dispatch_remote).
+  backends' jobs not sent yet wait the same way, all but one whose create got no clear
+  answer, which goes on to its submit's look (jobs.worker: dispatch_remote).
 - No job starts while the worker cannot make the network namespaces of
   LOCAL_JOB_NETWORK=isolated (its start-up check): as for disk, each job that would start
   now says so and blocks its queue.
