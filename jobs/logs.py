@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import io
 import json
 import os
@@ -34,6 +35,7 @@ from typing import Any, BinaryIO, TextIO
 
 import regex
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_noop
 
@@ -668,11 +670,14 @@ def search_slot(*, user_id: int) -> Iterator[None]:
     """Holds one of the person's SEARCHES_PER_USER slots while the search runs; SearchesBusy
     when all are held. A slot is a lock (flock) on a file under CONSOLE_VAR_DIR, so every
     process of the web server on this machine counts the same ones, and the kernel lets go of
-    it when the request ends or its process dies (no count left behind to clean up)."""
+    it when the request ends or its process dies (no count left behind to clean up). A user id
+    is its database's: the files are named by the database too, so two consoles (or two test
+    runs) sharing a folder but not a database do not count each other's person 1 as one."""
     folder = settings.VAR_DIR / "search-slots"
     folder.mkdir(exist_ok=True)
+    database = hashlib.sha256(str(connection.settings_dict["NAME"]).encode()).hexdigest()[:12]
     for slot in range(SEARCHES_PER_USER):
-        fd = os.open(folder / f"{user_id}-{slot}", os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(folder / f"{database}-{user_id}-{slot}", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import regex
+from django.db import connection
 from django.template.defaultfilters import filesizeformat
 from django.test import Client
 from django.urls import reverse
@@ -459,6 +460,22 @@ def test_a_third_search_while_two_of_the_persons_own_run_is_refused_with_429_say
     # Once one has ended, the search is run.
     with search_slot(user_id=alice.pk):
         assert results(search(alice_client, stepped_job, htmx=True, q="nan"))
+
+
+def test_a_persons_searches_count_apart_from_another_databases_person_of_the_same_id(alice):
+    """Two consoles (or two test processes) sharing CONSOLE_VAR_DIR, each with its own
+    database: their user 1 are two people, and one's searches used to take the other's slots
+    (tests searching as alice failed with 429 while another process held alice's two)."""
+    with search_slot(user_id=alice.pk), search_slot(user_id=alice.pk):
+        ours = connection.settings_dict["NAME"]
+        connection.settings_dict["NAME"] = f"{ours}-another-console"
+        try:
+            with search_slot(user_id=alice.pk), search_slot(user_id=alice.pk):
+                pass
+        finally:
+            connection.settings_dict["NAME"] = ours
+        with pytest.raises(SearchesBusy), search_slot(user_id=alice.pk):
+            pass
 
 
 def test_a_search_lets_go_of_its_slot_when_it_ends_even_with_an_error(alice):
