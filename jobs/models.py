@@ -203,6 +203,13 @@ class Job(models.Model):
     # then takes a resource it finds gone for the stop's doing (Stopped), not lost (Failed),
     # also before the web has saved Stopping.
     stop_sent_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The status reason a stop asked the job to end with (Backend.stop's message: a staff
+    # member's Stop reason), kept before the stop is sent to the job's platform: a remote job
+    # ends Stopped later, in the worker's sync, once the platform reports it ended, and ends
+    # with this, the platform's words going in its Stopped event (fix108: they replaced it).
+    # Cleared when the platform refuses the stop. "": no such reason (the platform's words).
+    stop_reason = models.TextField(blank=True, default="", editable=False)
+    stop_reason_source = models.JSONField(null=True, blank=True, editable=False)
     # Review (jobs.review): whether the job had to wait for a reviewer, and their decision.
     review_state = models.CharField(
         _("review"), max_length=16, choices=ReviewState.choices, default=ReviewState.NOT_REQUIRED
