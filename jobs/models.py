@@ -14,7 +14,7 @@ from django.utils.translation import gettext_noop, ngettext, pgettext_lazy
 
 from . import spec as spec_module
 from .runtime_env import TaskPlace, task_place
-from .texts import display_text, list_words
+from .texts import display_text, list_words, one_line
 
 
 class JobStatus(models.TextChoices):
@@ -329,6 +329,13 @@ class Job(models.Model):
     @property
     def status_reason_shown(self) -> str:
         return display_text(self.status_reason, self.status_reason_source)
+
+    @property
+    def status_reason_one_line(self) -> str:
+        """status_reason_shown where there is room for one line (the job list): a platform's
+        message of several lines with its lines joined (texts.one_line). The job page, the
+        admin and the API keep its line breaks."""
+        return one_line(self.status_reason_shown)
 
     @property
     def status_reason_says_more(self) -> bool:

@@ -2545,6 +2545,38 @@ def test_a_custom_job_whose_jobs_a_quota_refuses_says_the_jobset_controllers_wor
     assert event.type == EventType.WARNING
 
 
+def test_a_multi_line_refusal_keeps_its_lines_on_the_job_page_and_api_and_joins_them_in_the_list(
+    fake, k8s, alice, alice_client, wsgi, alice_key, api
+):
+    """fix108: the JobSet controller's JobCreationFailed is one line per Job it could not
+    create. The job page (pre-line) and the API keep the lines; the job list, one line a
+    job, joins them with " / " where HTML ran them together with a space."""
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    fake.add_quota("default", "jobs", hard={"count/jobs.batch": "0"})
+    fake.run_pods(name)
+    k8s.sync(job)
+    job.refresh_from_db()
+    first, second = job.status_reason.split("\n")
+    alice_client.cookies["django_language"] = "en"
+
+    got = api.request(
+        "GET", f"/api/v1/aijobs/{job.public_id}", params=[("resourcePoolId", POOL)], idempotent=True
+    )
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    listed = alice_client.get(reverse("job-list")).content.decode()
+
+    shown = html.unescape(page.split('id="status-reason">')[1].split("</div>")[0])
+    assert shown == f"{first}\n{second}"
+    row = listed[listed.index(f'data-job="{job.public_id}"') :]
+    row = html.unescape(row[: row.index("</tr>")])
+    reason = row.split('class="small text-muted job-status-reason"')[1]
+    title, text = reason.split('title="')[1].split('">', 1)
+    assert title == f"{first}\n{second}"  # the tooltip has room for its lines
+    assert text.split("</div>")[0] == f"{first.strip()} / {second.strip()}"[:119] + "…"
+    assert got["result"]["statusReason"] == f"{first}\n{second}"
+
+
 def test_a_custom_job_one_of_whose_jobs_is_refused_says_why_until_every_pod_is_made(
     fake, k8s, alice
 ):
