@@ -118,7 +118,7 @@ def job_stop(
     job is already finished or stopping. `send` False: no time is left to ask the job's
     platform (jobs_stop), so the worker sends the stop (Backend.stop_unsent). `reason`: why,
     as staff gave it in the admin (qa98), in the event and the reason the job ends with
-    (a remote job's in its event alone: it ends with its platform's word)."""
+    (a remote job's too, once its platform reports it stopped: fix108)."""
     by = actor.get_username() if actor is not None else ""
     key = signing_key()  # asked through the API: which of the owner's keys
     if reason:

@@ -463,25 +463,30 @@ def _guess_refused(*, throttle_name: str, request: HttpRequest) -> None:
         raise _too_many(minutes)
 
 
-def revoked_key_message(key: ApiKey) -> str:
+def revoked_key_message(key: ApiKey, *, signed_by_key: bool) -> str:
     """InvalidAccessKeyId's message for a key the console issued and revoked (qa97: it read
     as a key "not in our records", while an expired key is told when it ended): when, by
     what when recorded (a password change, the owner, staff) and where to make a new key, as
     AccessKeyExpired says it, in the API's language. The key ID only, which the request
     named: nothing secret, and nothing about the owner. The code stays AIHC's, the one a
-    script tests. A deactivated owner's keys keep the general message (not said why)."""
+    script tests. A deactivated owner's keys keep the general message (not said why).
+
+    By what only to a request `signed_by_key` (its signature verifies with the revoked key's
+    secret: the key's holder, fix108): the key ID alone is no proof of holding the key (it is
+    in logs, scripts, a colleague's shell history), and who revoked it (its owner, staff, a
+    password reset) is the holder's to know. Any other request is told when only."""
     values = {
         "key": key.access_key_id,
         "when": key.revoked_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "page": site_address(reverse("api-keys")),
     }
-    if key.revoke_reason in ApiKeyRevokeReason.values:
+    if signed_by_key and key.revoke_reason in ApiKeyRevokeReason.values:
         values["reason"] = ApiKeyRevokeReason(key.revoke_reason).label
         message = _(
             "The access key %(key)s was revoked at %(when)s, by %(reason)s. Create a new key "
             "on the console's API keys page, %(page)s, and sign with it."
         )
-    else:  # revoked before the reason was kept
+    else:  # not signed with it, or revoked before the reason was kept
         message = _(
             "The access key %(key)s was revoked at %(when)s. Create a new key on the "
             "console's API keys page, %(page)s, and sign with it."
@@ -513,6 +518,18 @@ def canonical_request_shown(canonical: str) -> str:
         name = line.split(":", 1)[0]
         shown.append(line if _sent_by_the_client(name) else f"{name}:{VALUE_NOT_SHOWN}")
     return "\n".join([method, path, query, *shown])
+
+
+def _signature_matches(
+    request: HttpRequest, auth: AuthString, signed: dict[str, str], secret: str
+) -> tuple[bool, str, str]:
+    """Whether the request's signature is the one `secret` makes of it, with the canonical
+    request and the auth string's prefix it was worked out from."""
+    params = parse_qsl(request.META.get("QUERY_STRING", ""), keep_blank_values=True)
+    prefix = f"{signer.AUTH_VERSION}/{auth.access_key_id}/{auth.timestamp}/{auth.expiration}"
+    canonical = signer.canonical_request(request.method or "GET", request.path, params, signed)
+    expected = signer._hmac_hex(signer.signing_key(secret, prefix), canonical)
+    return hmac.compare_digest(expected, auth.signature), canonical, prefix
 
 
 def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiKey:
@@ -564,7 +581,14 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
             # expired key, below, is not counted either.
             _guess_refused(throttle_name=throttle_name, request=request)
         if key is not None and key.revoked_at is not None and key.owner.is_active:
-            raise ApiAuthError(403, "InvalidAccessKeyId", revoked_key_message(key))
+            revoked_secret = unseal(key.secret_sealed, access_key_id=key.access_key_id)
+            signed_by_key = (
+                revoked_secret is not None
+                and _signature_matches(request, auth, signed, revoked_secret)[0]
+            )
+            raise ApiAuthError(
+                403, "InvalidAccessKeyId", revoked_key_message(key, signed_by_key=signed_by_key)
+            )
         raise ApiAuthError(
             403,
             "InvalidAccessKeyId",
@@ -586,11 +610,8 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
                 "page": site_address(reverse("api-keys")),  # as alerts link a job
             },
         )
-    params = parse_qsl(request.META.get("QUERY_STRING", ""), keep_blank_values=True)
-    prefix = f"{signer.AUTH_VERSION}/{auth.access_key_id}/{auth.timestamp}/{auth.expiration}"
-    canonical = signer.canonical_request(request.method or "GET", request.path, params, signed)
-    expected = signer._hmac_hex(signer.signing_key(secret, prefix), canonical)
-    if not hmac.compare_digest(expected, auth.signature):
+    matches, canonical, prefix = _signature_matches(request, auth, signed, secret)
+    if not matches:
         _guess_refused(throttle_name=throttle_name, request=request)
         # What the console signed, as AWS answers its StringToSign and CanonicalRequest (qa97):
         # a script's author diffs them with their own signing's to find the part that differs

@@ -14,7 +14,7 @@ from django.utils.translation import gettext_noop, ngettext, pgettext_lazy
 
 from . import spec as spec_module
 from .runtime_env import TaskPlace, task_place
-from .texts import display_text, list_words
+from .texts import display_text, list_words, one_line
 
 
 class JobStatus(models.TextChoices):
@@ -203,6 +203,13 @@ class Job(models.Model):
     # then takes a resource it finds gone for the stop's doing (Stopped), not lost (Failed),
     # also before the web has saved Stopping.
     stop_sent_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The status reason a stop asked the job to end with (Backend.stop's message: a staff
+    # member's Stop reason), kept before the stop is sent to the job's platform: a remote job
+    # ends Stopped later, in the worker's sync, once the platform reports it ended, and ends
+    # with this, the platform's words going in its Stopped event (fix108: they replaced it).
+    # Cleared when the platform refuses the stop. "": no such reason (the platform's words).
+    stop_reason = models.TextField(blank=True, default="", editable=False)
+    stop_reason_source = models.JSONField(null=True, blank=True, editable=False)
     # Review (jobs.review): whether the job had to wait for a reviewer, and their decision.
     review_state = models.CharField(
         _("review"), max_length=16, choices=ReviewState.choices, default=ReviewState.NOT_REQUIRED
@@ -322,6 +329,13 @@ class Job(models.Model):
     @property
     def status_reason_shown(self) -> str:
         return display_text(self.status_reason, self.status_reason_source)
+
+    @property
+    def status_reason_one_line(self) -> str:
+        """status_reason_shown where there is room for one line (the job list): a platform's
+        message of several lines with its lines joined (texts.one_line). The job page, the
+        admin and the API keep its line breaks."""
+        return one_line(self.status_reason_shown)
 
     @property
     def status_reason_says_more(self) -> bool:

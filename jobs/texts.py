@@ -31,6 +31,17 @@ def list_words(items: Iterable[str]) -> str:
     return pgettext("between list items", ", ").join(i for i in items if i)
 
 
+# What stands between a text's lines where it is shown on one line (the job list's status
+# reasons): HTML runs them together with a space, which reads as one sentence (fix108: a
+# JobSet's JobCreationFailed, one Job's error a line, read as one run-on line).
+LINES_JOINED = " / "
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: its non-blank lines, stripped, joined by LINES_JOINED."""
+    return LINES_JOINED.join(line.strip() for line in text.splitlines() if line.strip())
+
+
 class RecordedText(str):
     """The text in the console's language, plus where it came from (`source`)."""
 

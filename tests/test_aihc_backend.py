@@ -3592,3 +3592,79 @@ def test_reading_aihcs_pools_keeps_their_names_once_per_change(
         "cce-pool2": "推理池",
     }
     assert set(KnownPool.objects.values_list("backend", flat=True)) == {"aihc"}
+
+
+# -- a staff member's Stop reason (fix108) ----------------------------------------------
+
+STAFF_REASON = "The A800 pool is drained for maintenance tonight."
+
+
+def test_a_running_job_staff_stopped_with_a_reason_ends_with_it_once_aihc_reports_it_stopped(
+    fake, aihc, alice, reviewer
+):
+    """qa98 made a staff Stop's reason the reason a local job ends with; an AIHC job's sync
+    then replaced it with "AIHC reports ...". It stays, in the reader's language, and AIHC's
+    words are its Stopped event's."""
+    from jobs.actions import job_stop
+
+    job = submitted(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+
+    assert job_stop(job=job, actor=reviewer, reason=STAFF_REASON)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    with translation.override("en"):
+        assert job.status_reason_shown == f"Stopped by carol: {STAFF_REASON}"
+    with translation.override("zh-hans"):
+        assert job.status_reason_shown == f"已由 carol 停止：{STAFF_REASON}"
+    [stopped] = job.events.filter(reason="Stopped")
+    assert stopped.message_shown == "AIHC reports ManualTermination."
+    assert len(fake.calls("StopJob")) == 1
+
+
+def test_a_queued_job_on_aihc_staff_stopped_with_a_reason_ends_with_it_at_once(
+    fake, aihc, alice, reviewer
+):
+    from jobs.actions import job_stop
+
+    job = submitted(fake, aihc, alice)
+    assert job.status == JobStatus.QUEUED
+
+    assert job_stop(job=job, actor=reviewer, reason=STAFF_REASON)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert job.status_reason_shown == f"Stopped by carol: {STAFF_REASON}"
+    assert [e.message_shown for e in job.events.filter(reason="Stopped")] == [
+        job.status_reason_shown
+    ]
+
+
+def test_a_staff_stop_aihc_refused_leaves_no_reason_for_an_end_aihc_reports_later(
+    fake, aihc, alice, reviewer
+):
+    """The job ran on; stopped later on AIHC itself, it ends with AIHC's words, not with the
+    reason of a stop that did not happen."""
+    from jobs.actions import ActionError, job_stop
+
+    job = submitted(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    fake.fail_next("StopJob", status=400, code="JobStateConflict", message="job is terminating")
+    with pytest.raises(ActionError):
+        job_stop(job=job, actor=reviewer, reason=STAFF_REASON)
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+
+    fake.set_job_status(job.external_id, "ManualTermination")
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert job.status_reason_shown == "AIHC reports ManualTermination."
+    assert job.stop_reason == ""

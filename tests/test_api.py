@@ -30,7 +30,15 @@ from jobs.aihc.endpoints import V1, V2
 from jobs.api_keys import api_key_create, api_key_revoke, unseal
 from jobs.backends import get_backend
 from jobs.backends.aihc import STATUS_MAP
-from jobs.models import ApiKey, Job, JobReplica, JobStatus, LocalRun, LoginFailure
+from jobs.models import (
+    ApiKey,
+    ApiKeyRevokeReason,
+    Job,
+    JobReplica,
+    JobStatus,
+    LocalRun,
+    LoginFailure,
+)
 from jobs.runner import replica_state_dir
 from jobs.services import jobs_submit
 from jobs.shim import UsageLog, read_usage
@@ -768,6 +776,29 @@ def test_a_revoked_key_is_refused_from_the_moment_it_is_revoked(api, alice_key, 
         "new key on the console's API keys page, https://console.example.com/account/keys/, "
         "and sign with it."
     )
+
+
+def test_a_revoked_key_named_without_its_secret_is_told_when_it_was_revoked_but_not_by_what(
+    wsgi, alice_key, settings
+):
+    """fix108: the key ID alone (in a log, a colleague's script) is no proof of holding the
+    key: a request signed with another secret learns when the key was revoked, not who or
+    what revoked it; the key's holder, whose signature verifies, is told both (above)."""
+    settings.SITE_URL = "https://console.example.com"
+    key, _secret = alice_key
+    api_key_revoke(key=key, reason=ApiKeyRevokeReason.STAFF)
+    stranger = client_for(wsgi, key.access_key_id, "0" * 32)
+
+    error = refused(lambda: stranger.list_jobs(pool="local"))
+
+    assert (error.status, error.code) == (403, "InvalidAccessKeyId")
+    key.refresh_from_db()
+    when = key.revoked_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert error.message == (
+        f"The access key {key.access_key_id} was revoked at {when}. Create a new key on the "
+        "console's API keys page, https://console.example.com/account/keys/, and sign with it."
+    )
+    assert key.revoke_reason == ApiKeyRevokeReason.STAFF
 
 
 def expire(key: ApiKey, **ago) -> None:

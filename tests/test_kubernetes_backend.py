@@ -2545,6 +2545,38 @@ def test_a_custom_job_whose_jobs_a_quota_refuses_says_the_jobset_controllers_wor
     assert event.type == EventType.WARNING
 
 
+def test_a_multi_line_refusal_keeps_its_lines_on_the_job_page_and_api_and_joins_them_in_the_list(
+    fake, k8s, alice, alice_client, wsgi, alice_key, api
+):
+    """fix108: the JobSet controller's JobCreationFailed is one line per Job it could not
+    create. The job page (pre-line) and the API keep the lines; the job list, one line a
+    job, joins them with " / " where HTML ran them together with a space."""
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    fake.add_quota("default", "jobs", hard={"count/jobs.batch": "0"})
+    fake.run_pods(name)
+    k8s.sync(job)
+    job.refresh_from_db()
+    first, second = job.status_reason.split("\n")
+    alice_client.cookies["django_language"] = "en"
+
+    got = api.request(
+        "GET", f"/api/v1/aijobs/{job.public_id}", params=[("resourcePoolId", POOL)], idempotent=True
+    )
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    listed = alice_client.get(reverse("job-list")).content.decode()
+
+    shown = html.unescape(page.split('id="status-reason">')[1].split("</div>")[0])
+    assert shown == f"{first}\n{second}"
+    row = listed[listed.index(f'data-job="{job.public_id}"') :]
+    row = html.unescape(row[: row.index("</tr>")])
+    reason = row.split('class="small text-muted job-status-reason"')[1]
+    title, text = reason.split('title="')[1].split('">', 1)
+    assert title == f"{first}\n{second}"  # the tooltip has room for its lines
+    assert text.split("</div>")[0] == f"{first.strip()} / {second.strip()}"[:119] + "…"
+    assert got["result"]["statusReason"] == f"{first}\n{second}"
+
+
 def test_a_custom_job_one_of_whose_jobs_is_refused_says_why_until_every_pod_is_made(
     fake, k8s, alice
 ):
@@ -2967,3 +2999,83 @@ def test_the_rbac_readme_gives_grants_every_request_of_a_jobs_life(fake, k8s, al
     assert {("list", "", "nodes")} <= at_cluster
     assert sorted(in_namespace - readme_rbac("ml-team-a")) == []
     assert sorted(at_cluster - readme_rbac("")) == []
+
+
+# -- a staff member's Stop reason (fix108) ----------------------------------------------
+
+STAFF_REASON = "The A800 pool is drained for maintenance tonight."
+
+
+def test_a_running_job_staff_stopped_with_a_reason_ends_with_it_once_kubernetes_deleted_it(
+    fake, k8s, alice, reviewer
+):
+    """qa98 made a staff Stop's reason the reason a local job ends with; a Kubernetes job's
+    sync then replaced it with "Kubernetes deleted ...". It stays, in the reader's language,
+    and Kubernetes' words are its Stopped event's."""
+    from jobs.actions import job_stop
+
+    job = running(fake, k8s, submitted(alice, k8s))
+
+    assert job_stop(job=job, actor=reviewer, reason=STAFF_REASON)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    with translation.override("en"):
+        assert job.status_reason_shown == f"Stopped by carol: {STAFF_REASON}"
+    with translation.override("zh-hans"):
+        assert job.status_reason_shown == f"已由 carol 停止：{STAFF_REASON}"
+    [stopped] = job.events.filter(reason="Stopped")
+    assert stopped.message == f"Kubernetes deleted {job.external_id}."
+
+
+def test_a_job_staff_stopped_whose_resource_the_worker_finds_gone_first_ends_with_the_reason(
+    fake, k8s, alice, reviewer, transactional_db
+):
+    """The worker's sync finds the resource gone before the web saves Stopping (stop_sent_at):
+    the reason was kept before the delete left, so that Stopped ends with it too."""
+    from jobs.actions import job_stop
+
+    job = running(fake, k8s, submitted(alice, k8s))
+    as_the_worker_read_it = Job.objects.get(pk=job.pk)
+    answer = fake.block_next("delete pytorchjobs", after=True)
+
+    def web_stops() -> None:
+        try:
+            job_stop(job=Job.objects.get(pk=job.pk), actor=reviewer, reason=STAFF_REASON)
+        finally:
+            connection.close()
+
+    web = threading.Thread(target=web_stops)
+    web.start()
+    try:
+        deadline = time.monotonic() + 10
+        while fake.jobs() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert fake.jobs() == []  # deleted; the web waits for the answer
+        k8s.sync(as_the_worker_read_it)  # 404 before Stopping is saved
+    finally:
+        answer.set()
+        web.join(30)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert job.status_reason == f"Stopped by carol: {STAFF_REASON}"
+
+
+def test_a_staff_stop_kubernetes_refused_leaves_no_reason_for_a_loss_found_later(
+    fake, k8s, alice, reviewer
+):
+    from jobs.actions import ActionError, job_stop
+
+    job = running(fake, k8s, submitted(alice, k8s))
+    fake.fail_next("delete pytorchjobs", status=403, reason="Forbidden", message="no")
+    with pytest.raises(ActionError):
+        job_stop(job=job, actor=reviewer, reason=STAFF_REASON)
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+
+    assert job.stop_reason == ""
+    assert STAFF_REASON not in job.status_reason

@@ -508,7 +508,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # a user's time zone past 0043 (none: the console's) and an AIHC job's watch for a create
     # landing late past 0045 (none: not watched), a deleted job's past 0047 (the same) and
     # what that watch found past 0048 (none), and a job's image past 0053 (filled again from
-    # its spec, as `cards`).
+    # its spec, as `cards`), and the reason a stop asked a job to end with past 0054 (none).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -521,6 +521,8 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "training_api",
         "duplicate_watch_until",
         "image",
+        "stop_reason",
+        "stop_reason_source",
     }
     defaults = {
         "allow_self_approval": False,
@@ -531,6 +533,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "delete_api_key": "",
         "training_api": "",
         "time_zone": "",
+        "stop_reason": "",
     }
     for name, rows in before.items():
         gone = dropped[name] - {"group_index", "cards", "image"}

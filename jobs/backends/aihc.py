@@ -1992,6 +1992,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             # 30 s, each job of a Stop selected in turn); no answer is taken all the same, nor
             # one still trickling in when the try's time is up (review 46).
             config, client = self._setup(for_action=True)
+            self._keep_stop_reason(job, message)
             try:
                 client.stop_job(
                     pool=job.resource_pool,
@@ -2004,6 +2005,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 if exc.code == "JobNotFound":
                     pass  # nothing left to stop
                 elif _refused(exc):
+                    self._forget_stop_reason(job, message)
                     self._stop_refused(
                         job,
                         exc,
@@ -2032,15 +2034,18 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 warning=True,
             )
             return
-        message = recorded(STOP_REQUESTED)
+        if not job.external_id:
+            # Kept for the Stopped it ends with once what a create made is found and stopped.
+            self._keep_stop_reason(job, message)
+        said = recorded(STOP_REQUESTED)
         if not job.external_id and self.create_unsettled(job):
             # A create got no clear answer: what it made is looked for, and stopped there
             # (_finish_stop_in_flight). Until left42 such a Queued job was Stopped.
-            target, message = JobStatus.STOPPING, self._stop_looking(job)
+            target, said = JobStatus.STOPPING, self._stop_looking(job)
         elif job.status == JobStatus.QUEUED or (
             not job.external_id and job.status != JobStatus.SUBMITTING
         ):
-            target = JobStatus.STOPPED  # nothing runs yet
+            target, said = JobStatus.STOPPED, message or said  # nothing runs yet
         else:
             # Running on AIHC, or a create in flight (stopped when it lands): sync finishes it.
             target = JobStatus.STOPPING
@@ -2048,7 +2053,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             job,
             target,
             "Stopping" if target == JobStatus.STOPPING else "Stopped",
-            message,
+            said,
         ):
             # Lost to the worker (Queued to Running while the stop was out): the job showed
             # Running, stop sent, until the next sync. Stopping; sync ends it.

@@ -465,9 +465,9 @@ class Backend(ABC):
 
     @abstractmethod
     def stop(self, job: Job, *, message: str = "") -> None:
-        """Stops the job. `message` (recorded): the status reason it ends with where the
-        console ends it (a staff Stop's reason, qa98); a remote job ends with its platform's
-        word, the message then in its StopRequested event alone."""
+        """Stops the job. `message` (recorded): the status reason it ends with (a staff Stop's
+        reason, qa98), also a remote job that ends Stopped later, when its platform reports
+        it ended (RemoteBackend keeps it: Job.stop_reason, fix108)."""
 
     def create_unsettled(self, job: Job) -> bool:
         """Whether the platform may have made the job though the console has no id for it:

@@ -2244,6 +2244,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         if job.status in FINAL_STATUSES:
             return
         if not job.external_id:
+            # Kept for the Stopped it ends with once what a create made is gone (_gone).
+            self._keep_stop_reason(job, message)
             if job.status == JobStatus.SUBMITTING:
                 # The create is in flight: what it makes is deleted when it lands.
                 self._move(job, JobStatus.STOPPING, "Stopping", recorded(STOP_REQUESTED))
@@ -2254,7 +2256,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 # deleted when it lands); until review 50 the stop was lost so.
                 self._stopping(job, self._stop_looking(job))
             else:
-                self._move(job, JobStatus.STOPPED, "Stopped", recorded(STOP_REQUESTED))
+                self._move(job, JobStatus.STOPPED, "Stopped", message or recorded(STOP_REQUESTED))
             return
         # One short try, as a Delete's: a person's Stop waits on it (review45: the worker's
         # read timeout, 30 s, each job of a Stop selected in turn); no answer is taken all the
@@ -2266,11 +2268,14 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         now = timezone.now()
         self._stops_sent[job.pk] = now
         # In the database before the delete leaves: the worker's sync may find the resource
-        # gone before this request saves Stopping, and then ends the job Stopped (_gone).
+        # gone before this request saves Stopping, and then ends the job Stopped (_gone),
+        # with the stop's reason.
+        self._keep_stop_reason(job, message)
         Job.objects.filter(pk=job.pk).update(stop_sent_at=now)
         error = self._send_delete(client, namespace, job.external_id, job)
         if error is not None and _refused(error):
             Job.objects.filter(pk=job.pk).update(stop_sent_at=None)
+            self._forget_stop_reason(job, message)
             self._stop_refused(
                 job,
                 error,

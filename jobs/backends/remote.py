@@ -40,7 +40,7 @@ from jobs.models import (
 from jobs.runtime_env import with_group_task
 from jobs.services import job_event, job_fail_unreadable, job_transition, recorded
 from jobs.spec import SpecError
-from jobs.texts import source_of
+from jobs.texts import restored, source_of
 
 from . import BACKEND_MODULES, get_backend
 from .base import Backend, BackendError, Pool
@@ -675,10 +675,11 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         it sends again a stop the platform gave no clear answer to, until the platform
         reports the job ended."""
         if not self.stop_asks_platform(job):
-            self.stop(job)
+            self.stop(job, message=message)
             return
         if job.status in FINAL_STATUSES or job.status == JobStatus.STOPPING:
             return
+        self._keep_stop_reason(job, message)
         self._stopping(job, recorded(STOP_NOT_SENT), warning=True)
 
     def delete_asks_platform(self, job: Job) -> bool:
@@ -745,9 +746,53 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             # a given-up submission made: create_unsettled): withdrawn, as jobs.actions.job_stop
             # withdraws the one it Stops, so off the reviewers' list (left51).
             fields.setdefault("review_state", ReviewState.WITHDRAWN)
+        stop_reason = RemoteBackend._kept_stop_reason(job) if to == JobStatus.STOPPED else ""
+        if stop_reason and not warning and str(message) != str(stop_reason):
+            # Ended by a stop that gave its reason (a staff member's): the job ends with it,
+            # as a local job does, and the platform's words ("AIHC reports
+            # ManualTermination.") are its Stopped event's (fix108: they replaced it). Not a
+            # warning's: one saying the job may still run on the platform stays the reason.
+            with transaction.atomic():
+                moved = job_transition(
+                    job=job, to=to, reason=reason, message=stop_reason, event=False, **fields
+                )
+                if moved and event:
+                    job_event(job=job, reason=reason, message=message or stop_reason)
+            return moved
         return job_transition(
             job=job, to=to, reason=reason, message=message, warning=warning, event=event, **fields
         )
+
+    @staticmethod
+    def _keep_stop_reason(job: Job, message: str) -> None:
+        """Keeps `message`, the reason a stop of the job gives (Backend.stop's), for the move to
+        Stopped that may come later, in the worker (Job.stop_reason). Before the stop is sent:
+        the worker may find the job ended by it before this process saves Stopping. Nothing
+        without a message: a stop without one leaves a reason kept before it (the worker's
+        stop of what a create made, after a staff member's Stop)."""
+        if message:
+            RemoteBackend._set_stop_reason(job, message)
+
+    @staticmethod
+    def _forget_stop_reason(job: Job, message: str) -> None:
+        """The platform refused the stop that gave `message`: the job runs on, and ends with
+        its platform's words should it end otherwise (stopped on the platform itself)."""
+        if message:
+            RemoteBackend._set_stop_reason(job, "")
+
+    @staticmethod
+    def _set_stop_reason(job: Job, message: str) -> None:
+        fields = {"stop_reason": str(message), "stop_reason_source": source_of(message)}
+        Job.objects.filter(pk=job.pk).update(**fields)
+        for name, value in fields.items():
+            setattr(job, name, value)
+
+    @staticmethod
+    def _kept_stop_reason(job: Job) -> str:
+        """The reason a stop of the job gave (_keep_stop_reason), as the database has it now:
+        the web's stop may have kept it after the worker read the job."""
+        row = Job.objects.filter(pk=job.pk).values_list("stop_reason", "stop_reason_source").first()
+        return restored(row[0], row[1]) if row and row[0] else ""
 
     def _stopping(self, job: Job, message: str, *, warning: bool = False) -> None:
         """Stopping, from the status the job has now: the worker may have moved it on while
