@@ -3194,3 +3194,22 @@ def test_a_restart_kubernetes_refuses_to_create_fails_the_job_with_its_message(f
     assert fake.secret(f"{job.external_id}-env") is None  # no job will use it
     with translation.override("zh-hans"):
         assert "拒绝重新创建" in job.events.get(reason="Failed").message_shown
+
+
+def test_a_job_that_ran_and_failed_between_two_syncs_is_restarted_and_one_past_its_limit_not(
+    fake, k8s, alice
+):
+    unseen = tolerant(alice, k8s, 1)  # Queued when the operator failed it
+    late = running(fake, k8s, tolerant(alice, k8s, 1))
+    fake.run_pods(unseen.external_id)
+    failed_on_kubernetes(fake, unseen)
+    fake.fail_past_deadline(late.external_id)
+
+    for job in (unseen, late):
+        k8s.sync(job)
+        job.refresh_from_db()
+
+    assert (unseen.status, unseen.restarts) == (JobStatus.RUNNING, 1)
+    assert unseen.started_at is not None
+    assert reasons(unseen)[-2:] == ["Running", "Restarted"]
+    assert (late.status, late.restarts) == (JobStatus.TIMED_OUT, 0)
