@@ -868,15 +868,16 @@ class FaultForm(StepForm):
         """`trainer_pool`: the pool runs PyTorch jobs as Kubeflow Trainer TrainJobs, which
         refuse fault tolerance (its restarts are the training runtime's): said where it is
         turned on, not only after. `kubeflow_v1_pool`: the pool runs them as training-operator
-        PyTorchJobs, whose retries are counted per failed container, not per job (README's
-        runPolicy bullet, qa96): the limit's help says so there."""
+        jobs (or JobSets), which the console (or JobSet) restarts by deleting them and
+        creating them again (README's runPolicy bullet, fix107): the limit's help says so
+        there, and that the logs of the failed run go with its pods."""
         super().__init__(*args, **kwargs)
         _mark_required(self, "hang_minutes")
         if kubeflow_v1_pool:
             self.fields["retry_limit"].help_text = _(
-                "On this pool a failed replica's container alone is restarted, in place; the "
-                "other replicas are not. Each replica's restart counts: one fault that stops 4 "
-                "replicas uses 4 of the limit, at most 3. Left empty: 3."
+                "On this pool a failed job is restarted whole: deleted from the cluster and "
+                "created again, every replica, up to this many times; at most 3, left empty "
+                "3. The logs of the failed run go with its pods; its events stay."
             )
         if trainer_pool:
             self.fields["fault_tolerance"].help_text = _(

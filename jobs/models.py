@@ -210,6 +210,11 @@ class Job(models.Model):
     # Cleared when the platform refuses the stop. "": no such reason (the platform's words).
     stop_reason = models.TextField(blank=True, default="", editable=False)
     stop_reason_source = models.JSONField(null=True, blank=True, editable=False)
+    # When the console began a fault-tolerance restart of the job's Kubernetes resource (set
+    # with `restarts` + 1 and the Restarted event, before the failed resource's delete
+    # leaves), cleared once the next one is created: while set, the worker's sync waits for
+    # the failed one to be gone and creates it again, also after a worker killed in between.
+    restart_begun_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Review (jobs.review): whether the job had to wait for a reviewer, and their decision.
     review_state = models.CharField(
         _("review"), max_length=16, choices=ReviewState.choices, default=ReviewState.NOT_REQUIRED

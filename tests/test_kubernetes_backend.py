@@ -3079,3 +3079,249 @@ def test_a_staff_stop_kubernetes_refused_leaves_no_reason_for_a_loss_found_later
 
     assert job.stop_reason == ""
     assert STAFF_REASON not in job.status_reason
+
+
+# -- fault tolerance: the console restarts the whole job (fix107) -------------------------
+
+
+def tolerant(owner, k8s, limit: int, **changes) -> Job:
+    return submitted(
+        owner,
+        k8s,
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=limit),
+        **changes,
+    )
+
+
+def failed_on_kubernetes(fake, job: Job) -> str:
+    """The operator's Failed condition once a replica of the job failed; its message."""
+    message = f"PyTorchJob {job.external_id} is failed because 1 Master replica(s) failed."
+    fake.set_pod_phase(f"{job.external_id}-master-0", "Failed")
+    fake.set_conditions(job.external_id, ("Failed", message))
+    return message
+
+
+def restart_events(job: Job) -> list[str]:
+    return list(
+        job.events.filter(reason="Restarted").order_by("id").values_list("message", flat=True)
+    )
+
+
+@pytest.mark.parametrize("third_run", ["Succeeded", "Failed"])
+def test_a_fault_tolerant_job_failing_twice_with_limit_2_is_created_again_twice_then_ends(
+    fake, k8s, alice, third_run
+):
+    """AIHC and the local pool restart the whole job up to N times; the operator's
+    backoffLimit counted its pods' in-place restarts (fix107)."""
+    job = running(fake, k8s, tolerant(alice, k8s, 2))
+    name = job.external_id
+    sent = fake.job(name)
+    assert sent["spec"]["runPolicy"]["backoffLimit"] == 0
+    assert {r["restartPolicy"] for r in sent["spec"]["pytorchReplicaSpecs"].values()} == {"Never"}
+
+    messages = []
+    for restart in (1, 2):
+        messages.append(failed_on_kubernetes(fake, job))
+        k8s.sync(job)  # the restart counted, said, and the failed resource deleted
+        job.refresh_from_db()
+        assert (job.status, job.restarts) == (JobStatus.RUNNING, restart)
+        assert ("pytorchjobs", "default", name) not in fake.objects
+        k8s.sync(job)  # gone: created again, with its Secret
+        again = fake.job(name)
+        assert again["metadata"]["labels"][M.RESTART_LABEL] == str(restart)
+        assert 0 < again["spec"]["runPolicy"]["activeDeadlineSeconds"] <= 60 * 60 * 24 * 30
+        assert fake.secret(f"{name}-env") is not None
+        job = running(fake, k8s, job)
+        assert set(job.replicas.values_list("restarts", flat=True)) == {restart}
+
+    if third_run == "Succeeded":
+        fake.set_conditions(name, ("Succeeded", "PyTorchJob succeeded."))
+    else:
+        last = failed_on_kubernetes(fake, job)
+    k8s.sync(job)
+    job.refresh_from_db()
+
+    assert len(fake.calls("create pytorchjobs")) == 3
+    assert restart_events(job) == [
+        f"Restarting the whole job (1 of 2): Kubernetes reports Failed: {messages[0]}",
+        f"Restarting the whole job (2 of 2): Kubernetes reports Failed: {messages[1]}",
+    ]
+    if third_run == "Succeeded":
+        assert job.status == JobStatus.SUCCEEDED
+    else:
+        assert job.status == JobStatus.FAILED
+        assert job.status_reason == (
+            f"Kubernetes reports Failed: {last} (fault-tolerance restarts used up: 2 of 2)"
+        )
+        assert ("pytorchjobs", "default", name) in fake.objects  # ended: kept, as any
+    with translation.override("zh-hans"):
+        assert "重启" in job.events.filter(reason="Restarted").first().message_shown
+
+
+def test_a_job_without_fault_tolerance_or_sent_with_the_operators_backoff_limit_just_fails(
+    fake, k8s, alice
+):
+    plain = running(fake, k8s, submitted(alice, k8s))
+    older = running(fake, k8s, tolerant(alice, k8s, 2))
+    # Sent before fix107: the operator restarted it in place up to backoffLimit already.
+    fake.job(older.external_id)["spec"]["runPolicy"]["backoffLimit"] = 2
+
+    for job in (plain, older):
+        failed_on_kubernetes(fake, job)
+        k8s.sync(job)
+        job.refresh_from_db()
+
+        assert (job.status, job.restarts) == (JobStatus.FAILED, 0)
+        assert not job.events.filter(reason="Restarted").exists()
+    assert not fake.calls("delete pytorchjobs")
+
+
+def test_a_job_stopped_during_its_restart_ends_stopped_and_is_never_created_again(fake, k8s, alice):
+    fake.hold_deletions = True  # the failed run's pods terminate until finish_deletions
+    job = running(fake, k8s, tolerant(alice, k8s, 3))
+    failed_on_kubernetes(fake, job)
+    k8s.sync(job)
+    k8s.sync(job)  # deleted, its pods still going: not created again yet
+    job.refresh_from_db()
+    assert (job.status, job.restarts) == (JobStatus.RUNNING, 1)
+
+    k8s.stop(job)
+    fake.finish_deletions()
+    k8s.sync(job)
+    k8s.sync(job)
+
+    ended_as_stopped(job)
+    assert len(fake.calls("create pytorchjobs")) == 1
+    assert not fake.jobs()
+
+
+def test_a_restart_whose_old_pods_stay_terminating_fails_the_job_after_a_while_naming_them(
+    fake, k8s, alice
+):
+    fake.hold_deletions = True  # their kubelet never confirms them gone
+    job = running(fake, k8s, tolerant(alice, k8s, 3))
+    failed_on_kubernetes(fake, job)
+    k8s.sync(job)
+    Job.objects.filter(pk=job.pk).update(restart_begun_at=timezone.now() - timedelta(minutes=5))
+    job.refresh_from_db()
+
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert f"{job.external_id}-master-0, {job.external_id}-worker-0" in job.status_reason
+    assert job.restart_begun_at is None
+    assert len(fake.calls("create pytorchjobs")) == 1
+
+
+def test_a_worker_killed_between_the_delete_and_the_create_leaves_the_next_to_create_it_once(
+    fake, k8s, alice
+):
+    from jobs.backends.kubernetes import KubernetesBackend
+
+    job = running(fake, k8s, tolerant(alice, k8s, 3))
+    failed_on_kubernetes(fake, job)
+    k8s.sync(job)  # the restart begun and the delete sent; then this worker is gone
+    assert not fake.jobs()
+
+    # The next worker's create is carried out but its answer lost (killed as it came).
+    next_worker = KubernetesBackend()
+    fake.drop_next("create pytorchjobs", after=True)
+    job.refresh_from_db()
+    with pytest.raises(BackendError):
+        next_worker.sync(job)
+    job.refresh_from_db()
+    assert job.restart_begun_at is not None
+    KubernetesBackend().sync(job)
+    job.refresh_from_db()
+
+    assert job.restart_begun_at is None
+    assert (job.status, job.restarts) == (JobStatus.RUNNING, 1)
+    assert len(fake.calls("create pytorchjobs")) == 2  # the first, and the restart's once
+    assert len(restart_events(job)) == 1
+    assert fake.job(job.external_id)["metadata"]["labels"][M.RESTART_LABEL] == "1"
+
+
+def test_a_job_stopped_while_its_restarts_create_is_on_its_way_has_what_it_made_deleted(
+    fake, k8s, alice, transactional_db
+):
+    # No secret env: the Stop deletes the Secret too, and the fake refuses a job naming one
+    # that is not there (a real API server takes it, and its pods never start).
+    job = running(fake, k8s, tolerant(alice, k8s, 3, envs=[]))
+    failed_on_kubernetes(fake, job)
+    k8s.sync(job)  # the failed resource deleted
+    job.refresh_from_db()
+    answer = fake.block_next("create pytorchjobs")  # held before it is carried out
+    before = len(fake.calls("create pytorchjobs"))
+    raised: list[BaseException] = []
+
+    def worker_creates_again() -> None:
+        try:
+            k8s.sync(Job.objects.get(pk=job.pk))
+        except BaseException as exc:
+            raised.append(exc)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=worker_creates_again)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(fake.calls("create pytorchjobs")) == before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        k8s.stop(job)  # the page's Stop, while the create is out
+    finally:
+        answer.set()
+        worker.join(30)
+    assert not raised
+    assert not fake.jobs()  # deleted by that worker at once, not at a stop sent again later
+    k8s.sync(job)
+
+    ended_as_stopped(job)
+    assert len(fake.calls("create pytorchjobs")) == 2
+    assert not fake.jobs()
+
+
+def test_a_restart_kubernetes_refuses_to_create_fails_the_job_with_its_message(fake, k8s, alice):
+    job = running(fake, k8s, tolerant(alice, k8s, 3))
+    failed_on_kubernetes(fake, job)
+    k8s.sync(job)
+    fake.fail_next(
+        "create pytorchjobs",
+        status=403,
+        reason="Forbidden",
+        message='pytorchjobs.kubeflow.org is forbidden: exceeded quota: "gpu"',
+    )
+    job.refresh_from_db()
+
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.status_reason.startswith(
+        "The job failed and was to be restarted, but Kubernetes refused to create it again: "
+    )
+    assert "exceeded quota" in job.status_reason
+    assert fake.secret(f"{job.external_id}-env") is None  # no job will use it
+    with translation.override("zh-hans"):
+        assert "拒绝重新创建" in job.events.get(reason="Failed").message_shown
+
+
+def test_a_job_that_ran_and_failed_between_two_syncs_is_restarted_and_one_past_its_limit_not(
+    fake, k8s, alice
+):
+    unseen = tolerant(alice, k8s, 1)  # Queued when the operator failed it
+    late = running(fake, k8s, tolerant(alice, k8s, 1))
+    fake.run_pods(unseen.external_id)
+    failed_on_kubernetes(fake, unseen)
+    fake.fail_past_deadline(late.external_id)
+
+    for job in (unseen, late):
+        k8s.sync(job)
+        job.refresh_from_db()
+
+    assert (unseen.status, unseen.restarts) == (JobStatus.RUNNING, 1)
+    assert unseen.started_at is not None
+    assert reasons(unseen)[-2:] == ["Running", "Restarted"]
+    assert (late.status, late.restarts) == (JobStatus.TIMED_OUT, 0)

@@ -164,13 +164,34 @@ def test_the_run_policy_carries_retries_timeout_and_auto_delete():
         "backoffLimit": 0,
         "activeDeadlineSeconds": 7200,
     }
+    # Fault tolerance is the console's: it deletes the failed job and creates it again
+    # (fix107), so the operator restarts nothing, in place or not.
     assert tolerant["spec"]["runPolicy"] == {
         "cleanPodPolicy": "Running",
-        "backoffLimit": 5,
+        "backoffLimit": 0,
         "activeDeadlineSeconds": 7200,
         "ttlSecondsAfterFinished": 172800,
     }
-    assert tolerant["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] == "OnFailure"
+    assert {r["restartPolicy"] for r in tolerant["spec"]["pytorchReplicaSpecs"].values()} == {
+        "Never"
+    }
+
+
+def test_a_restarts_resource_is_labelled_with_it_and_given_the_time_the_job_has_left():
+    sent = manifest(pytorch_spec(fault_tolerance=True))
+
+    again = M.restarted(sent, restart=2, seconds_left=1800)
+
+    assert M.restart_of(sent) == 0
+    assert M.restart_of(again) == 2
+    assert again["spec"]["runPolicy"]["activeDeadlineSeconds"] == 1800
+    assert (
+        M.restarted(sent, restart=1, seconds_left=0)["spec"]["runPolicy"]["activeDeadlineSeconds"]
+        == 1
+    )
+    assert M.console_restarts(again)
+    assert sent["spec"]["runPolicy"]["activeDeadlineSeconds"] == 7200  # not changed
+    assert M.RESTART_LABEL not in sent["metadata"]["labels"]
 
 
 def test_priority_queue_labels_and_host_network_are_carried():

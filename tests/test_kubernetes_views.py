@@ -808,22 +808,22 @@ def test_run_again_of_a_job_a_trainer_cluster_now_refuses_says_to_change_it_in_a
     assert Job.objects.count() == 1
 
 
-def test_the_retry_limit_on_a_pytorchjob_pool_says_each_failed_replicas_restart_counts(
+def test_the_retry_limit_on_a_kubernetes_pool_says_the_job_is_restarted_whole_and_its_logs_go(
     fake, alice_client
 ):
-    # qa96: training-operator restarts a failed container in place and counts every pod's
-    # restarts against backoffLimit; the help said what the local pool does (restart the job).
+    # qa96 said training-operator's in-place restarts, each replica's counted; since fix107
+    # the console deletes the failed job and creates it again, as the local pool restarts it.
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.FAULT, **k8s_steps())
 
     chinese, english = help_in_both_languages(alice_client, draft, W.FAULT, "retry_limit")
 
     assert english == (
-        "On this pool a failed replica's container alone is restarted, in place; the other "
-        "replicas are not. Each replica's restart counts: one fault that stops 4 replicas uses "
-        "4 of the limit, at most 3. Left empty: 3."
+        "On this pool a failed job is restarted whole: deleted from the cluster and created "
+        "again, every replica, up to this many times; at most 3, left empty 3. The logs of the "
+        "failed run go with its pods; its events stay."
     )
     assert chinese == (
-        "此资源池上只在原处重启失败实例的容器，其他实例不重启；每个实例的每次重启都计入次数："
-        "一次故障停掉 4 个实例即用掉 4 次。最多 3 次；留空为 3 次。"
+        "此资源池上失败的任务整体重启：从集群中删除后重新创建，所有实例一起，最多重启所填次数；"
+        "最多 3 次，留空为 3 次。失败那次运行的日志随其 Pod 一起删除，事件保留。"
     )

@@ -465,8 +465,8 @@ def test_a_running_pytorchjob_whose_spec_no_longer_reads_is_followed_to_succeede
     assert said.type == "Warning"
     assert said.message == (
         f"Its stored spec can no longer be read (fields: {BROKEN_FIELD}). It is followed until "
-        "it ends without it: the time limit and restarts Kubernetes was sent still apply, no "
-        "alert of the spec does."
+        "it ends without it: the time limit Kubernetes was sent still applies (and a custom "
+        "job's restarts), the console's restarts and the spec's alerts do not."
     )
     assert job.events.get(reason="Succeeded").message == (
         "Kubernetes reports Succeeded: PyTorchJob succeeded."

@@ -507,8 +507,9 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # training API a job was created under past 0042 (none: read as v1, as before the setting),
     # a user's time zone past 0043 (none: the console's) and an AIHC job's watch for a create
     # landing late past 0045 (none: not watched), a deleted job's past 0047 (the same) and
-    # what that watch found past 0048 (none), and a job's image past 0053 (filled again from
-    # its spec, as `cards`), and the reason a stop asked a job to end with past 0054 (none).
+    # what that watch found past 0048 (none), a job's image past 0053 (filled again from
+    # its spec, as `cards`), the reason a stop asked a job to end with past 0054 (none)
+    # and a Kubernetes restart under way past 0055 (none: none was).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -523,6 +524,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "image",
         "stop_reason",
         "stop_reason_source",
+        "restart_begun_at",
     }
     defaults = {
         "allow_self_approval": False,

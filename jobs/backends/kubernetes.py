@@ -62,6 +62,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from django.conf import settings
+from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -82,6 +84,7 @@ from jobs.models import (
     EventType,
     Job,
     JobEvent,
+    JobReplica,
     JobStatus,
     ReplicaStatus,
 )
@@ -90,6 +93,7 @@ from jobs.runtime_env import (
     ReplicaRef,
     replica_environment,
     shown_group_task,
+    with_group_task,
 )
 from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, read_usage
@@ -197,11 +201,30 @@ POD_METRICS_PATH = "/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods"
 USAGE_DIR = "kubernetes-usage"
 
 # What still applies to a job whose stored spec no longer reads: what the cluster enforces from
-# the manifest it was sent (activeDeadlineSeconds, backoffLimit, ttlSecondsAfterFinished).
+# the manifest it was sent (activeDeadlineSeconds, a JobSet's maxRestarts,
+# ttlSecondsAfterFinished); not the console's restarts, which create it again from the spec.
 FOLLOWED_WITHOUT_SPEC = gettext_noop(
     "Its stored spec can no longer be read (fields: %(fields)s). It is followed until it ends "
-    "without it: the time limit and restarts Kubernetes was sent still apply, no alert of the "
-    "spec does."
+    "without it: the time limit Kubernetes was sent still applies (and a custom job's "
+    "restarts), the console's restarts and the spec's alerts do not."
+)
+
+# A fault-tolerance restart, worded as the local pool's (jobs.runner: one msgid each).
+RESTARTING = gettext_noop("Restarting the whole job (%(n)s of %(limit)s): %(why)s")
+RESTARTS_USED_UP = gettext_noop(
+    "%(failure)s (fault-tolerance restarts used up: %(limit)s of %(limit)s)"
+)
+RESTART_PODS_LEFT = gettext_noop(
+    "The job failed and was to be restarted, but after %(minutes)d minutes these pods of its "
+    "last run are still terminating: %(pods)s. The new pods take their names, so the job was "
+    "not created again. Their node may not be ready."
+)
+RESTART_WITHOUT_SPEC = gettext_noop(
+    "The job failed and was to be restarted, but its stored spec can no longer be read, so it "
+    "could not be created again."
+)
+RESTART_REFUSED = gettext_noop(
+    "The job failed and was to be restarted, but Kubernetes refused to create it again: %(error)s"
 )
 
 PHASES = {
@@ -1760,8 +1783,24 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         except KubeError as exc:
             if not _not_found(exc):
                 raise _sync_error(exc, secrets) from None
+            if job.restart_begun_at is not None and job.status == JobStatus.RUNNING:
+                # The failed resource of a restart is gone (deleted by this worker, or by one
+                # killed before it could create the next): created again now.
+                self._create_again(job, spec, config, client, namespace)
+                return
             self._gone(job, spec, client, namespace)
             return
+        if job.restart_begun_at is not None and job.status == JobStatus.RUNNING:
+            if M.restart_of(resource) < job.restarts:
+                # The failed resource, still there: its delete sent again at STOP_RESEND's
+                # pace until it is gone (a delete that got no answer), nothing else read.
+                if not (resource.get("metadata") or {}).get("deletionTimestamp") and (
+                    self._stop_due(job, since=job.restart_begun_at)
+                ):
+                    self._send_delete(client, namespace, job.external_id, job)
+                return
+            # Created again by a worker that died before it said so: followed from now on.
+            self._restart_made(job)
         roles = _roles(spec, resource)
         # A pods or events read that gets no answer ends the sync there (raised, as the job
         # read's): the platform stopped answering, and the worker's round leaves its other
@@ -1818,6 +1857,16 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             target, condition, said = status_from_jobset(resource, pods)
         else:
             target, condition, said = status_from_conditions(resource)
+            if (
+                target == JobStatus.QUEUED
+                and condition != "Suspended"
+                and job.status == JobStatus.RUNNING
+                and M.restart_of(resource)
+            ):
+                # A restart's new resource whose pods are being made: the job stays Running
+                # through its restart, as the local pool's does (Kueue holding it, Suspended,
+                # is Queued).
+                target = JobStatus.RUNNING
         if target != job.status:
             message = recorded(
                 gettext_noop("Kubernetes reports %(condition)s: %(message)s")
@@ -1826,6 +1875,17 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 condition=condition or "Created",
                 message=scrub(said, secrets),
             )
+            if target == JobStatus.FAILED:
+                if self._restart_due(job, spec, resource) and self._begin_restart(
+                    job, spec, client, namespace, why=message
+                ):
+                    return
+                if (
+                    spec is not None
+                    and M.console_restarts(resource)
+                    and 0 < M.retries(spec) <= job.restarts
+                ):
+                    message = recorded(RESTARTS_USED_UP, failure=message, limit=M.retries(spec))
             self._walk(
                 job,
                 target,
@@ -1844,6 +1904,171 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             raise unanswered
         if job.status == JobStatus.RUNNING:
             self._sample_usage(job, roles, config, client, namespace, pods)
+
+    # -- fault-tolerance restarts (the console's: M.console_restarts) ---------------------
+
+    @staticmethod
+    def _restart_due(job: Job, spec: spec_module.JobSpec | None, resource: dict[str, Any]) -> bool:
+        """Whether the console restarts a failed job: fault tolerance on, a training-operator
+        job sent with backoffLimit 0, fewer restarts than its limit made, and time left of
+        its limit, counted from its first start as on the local pool. Else it ends Failed
+        (a JobSet restarts itself; with no time left the restart would time out at once)."""
+        if (
+            spec is None
+            or not spec.fault_tolerance
+            or job.framework not in M.KINDS
+            or M.is_trainjob(job.framework, job.training_api)
+            or not M.console_restarts(resource)
+            or job.restarts >= M.retries(spec)
+        ):
+            return False
+        now = timezone.now()
+        return (job.started_at or now) + timedelta(minutes=spec.timeout_minutes) > now
+
+    def _begin_restart(
+        self,
+        job: Job,
+        spec: spec_module.JobSpec,
+        client: KubeClient,
+        namespace: str,
+        *,
+        why: str,
+    ) -> bool:
+        """Counts the restart (Job.restarts, as the local pool counts its attempts), says it
+        (a Restarted event with the operator's reason, as the local pool's), and deletes the
+        failed resource; the job stays Running, and the next syncs create it again once it
+        is gone (_create_again). False, nothing done: a stop was sent meanwhile (it wins),
+        or another worker began this restart."""
+        now = timezone.now()
+        with transaction.atomic():
+            if job.status == JobStatus.QUEUED:  # it ran and failed between two syncs
+                self._walk(job, JobStatus.RUNNING, "")
+            begun = Job.objects.filter(
+                pk=job.pk,
+                status=JobStatus.RUNNING,
+                restarts=job.restarts,
+                restart_begun_at__isnull=True,
+                stop_sent_at__isnull=True,
+            ).update(restarts=F("restarts") + 1, restart_begun_at=now, updated_at=now)
+            if not begun:
+                return False
+            job.refresh_from_db()
+            job_event(
+                job=job,
+                reason="Restarted",
+                message=recorded(RESTARTING, n=job.restarts, limit=M.retries(spec), why=why),
+                warning=True,
+            )
+        # Its error is not said: a resource still there is deleted again at the next syncs.
+        self._stops_sent[job.pk] = now
+        self._send_delete(client, namespace, job.external_id, job)
+        return True
+
+    def _create_again(
+        self,
+        job: Job,
+        spec: spec_module.JobSpec | None,
+        config: Config,
+        client: KubeClient,
+        namespace: str,
+    ) -> None:
+        """Creates the job's resource (and Secret) again for the restart begun, once the
+        failed one's pods are gone too: they carry the names the operator gives the new
+        ones. The create is the first's, idempotent by name (409 on this job's object:
+        adopted), so a worker killed before or after it does no harm; the restart's label
+        tells the new resource from the failed one. A stop sent meanwhile wins: nothing is
+        created (the next sync ends the job Stopped, _gone), or what was is deleted."""
+        begun = job.restart_begun_at or timezone.now()
+        secrets = job.secret_values()
+        left = sorted(
+            name
+            for pod in self._pods(job, client, namespace, secrets)
+            if (name := str((pod.get("metadata") or {}).get("name") or ""))
+        )
+        if left:
+            if timezone.now() - begun < STOP_PODS_WAIT:
+                return  # its pods are terminating
+            self._restart_failed(
+                job,
+                recorded(
+                    RESTART_PODS_LEFT,
+                    minutes=STOP_PODS_WAIT.seconds // 60,
+                    pods=", ".join(left),
+                ),
+            )
+            return
+        if spec is None:
+            self._restart_failed(job, recorded(RESTART_WITHOUT_SPEC))
+            return
+        if self._stopped_or_deleted(job):
+            return
+        spec = with_group_task(spec, job)
+        secret, manifest = self.manifests(
+            spec,
+            job_id=job.public_id,
+            cluster=replace(config.cluster, training_api=job.training_api),
+        )
+        deadline = (job.started_at or begun) + timedelta(minutes=spec.timeout_minutes)
+        manifest = M.restarted(
+            manifest,
+            restart=job.restarts,
+            seconds_left=int((deadline - timezone.now()).total_seconds()),
+        )
+        secret_made = False
+        try:
+            if secret is not None:
+                self._create_owned(client, M.secret_path(namespace), secret, job)
+                secret_made = True
+            resource, _adopted = self._create_owned(
+                client,
+                M.resource_path(job.framework, namespace, training_api=job.training_api),
+                manifest,
+                job,
+            )
+        except KubeError as exc:
+            if not _refused(exc):  # sent again at the next sync, adopted if it was made
+                raise _sync_error(exc, secrets) from None
+            if secret_made:  # no job will use it
+                self._delete_quietly(
+                    client, M.secret_path(namespace, M.secret_name(job.external_id))
+                )
+            self._restart_failed(
+                job, scrub(recorded(RESTART_REFUSED, error=recorded_error(exc)), secrets)
+            )
+            return
+        except BackendError as exc:  # a name taken by an object that is not this job's
+            self._restart_failed(job, scrub(exc.message, secrets))
+            return
+        if M.restart_of(resource) < job.restarts:
+            return  # (the failed one, back before this create: deleted again at the next sync)
+        if secret is not None:
+            self._own_secret(client, namespace, secret, resource)
+        self._restart_made(job)
+        if self._stopped_or_deleted(job):  # stopped (or deleted) while the create was out
+            self._send_delete(client, namespace, job.external_id, job)
+
+    @staticmethod
+    def _stopped_or_deleted(job: Job) -> bool:
+        """A stop was sent (it wins over a restart), or the job was deleted meanwhile."""
+        return not Job.objects.filter(pk=job.pk, stop_sent_at__isnull=True).exists()
+
+    @staticmethod
+    def _restart_made(job: Job) -> None:
+        """The restart's resource exists: followed as the job's from now on, its instances
+        waiting for their new pods."""
+        Job.objects.filter(pk=job.pk).update(restart_begun_at=None)
+        job.restart_begun_at = None
+        JobReplica.objects.filter(job=job).update(
+            status=ReplicaStatus.PENDING, exit_code=None, finished_at=None
+        )
+
+    def _restart_failed(self, job: Job, message: str) -> None:
+        """The restart cannot be made: the job ends Failed, saying why; or, stopped meanwhile,
+        Stopped (the next sync: _gone)."""
+        Job.objects.filter(pk=job.pk).update(restart_begun_at=None)
+        job.restart_begun_at = None
+        if not self._stopped_or_deleted(job):
+            self._walk(job, JobStatus.FAILED, message)
 
     @staticmethod
     def _say_pods_not_created(
@@ -2130,7 +2355,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 status=phase,
                 started=kube_time(status.get("startTime")) or now,
                 now=now,
-                restarts=restarts,
+                # The whole job's restarts by the console, each a new pod, and the pod's own.
+                restarts=job.restarts + restarts,
                 node=str((pod.get("spec") or {}).get("nodeName") or "")[:128],
                 exit_code=exit_code,
             )

@@ -31,11 +31,19 @@ Each replica: the spec's image; its command run as AIHC and the local runner run
 (`bash -c "<command>"`, or the shell the entrypoint names); its envs, secret ones by
 secretKeyRef to the job's Secret (never inline); cards, CPU and memory as equal requests and
 limits (extended resources need them equal); /dev/shm an emptyDir in memory of the spec's
-size; mounts with subPath and readOnly; restartPolicy OnFailure with fault tolerance, else
-Never. runPolicy: backoffLimit = fault tolerance retries (0 without), activeDeadlineSeconds
-= the timeout, ttlSecondsAfterFinished = the auto-delete retention, cleanPodPolicy Running
-(pods still running when the job ends are removed: a TensorFlow PS or an MPI worker never
-ends by itself; ended pods stay, so their logs can be read).
+size; mounts with subPath and readOnly; restartPolicy Never. runPolicy: backoffLimit 0,
+activeDeadlineSeconds = the timeout, ttlSecondsAfterFinished = the auto-delete retention,
+cleanPodPolicy Running (pods still running when the job ends are removed: a TensorFlow PS or
+an MPI worker never ends by itself; ended pods stay, so their logs can be read).
+
+Fault tolerance of a training-operator job is the console's, not the operator's (fix107):
+the operator's policies restart a failed container in place (OnFailure) or re-create the
+failed pod alone (ExitCode), and fail the job once its pods' restarts together pass
+backoffLimit; none restarts the whole job, as AIHC and the local pool do. So the job is sent
+with backoffLimit 0 and restartPolicy Never, fails at its first failed replica, and the
+console deletes it and creates it again (`restarted`), up to fault tolerance's retries
+(jobs.backends.kubernetes, README "runPolicy"). A JobSet restarts as a whole by itself
+(failurePolicy.maxRestarts, above).
 """
 
 from __future__ import annotations
@@ -62,6 +70,9 @@ JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+# On a training-operator job the console created again for a fault-tolerance restart: which
+# restart (restarted). The first create has none.
+RESTART_LABEL = "ai-job-console/restart"
 # The only FailJobSet rule sent: a Job past its activeDeadlineSeconds ends the JobSet.
 DEADLINE_RULE = "DeadlineExceeded"
 PREVIEW_JOB_ID = "<job-id>"
@@ -405,7 +416,8 @@ def _pod_template(
 
 
 def run_policy(spec: S.JobSpec) -> dict[str, Any]:
-    policy: dict[str, Any] = {"cleanPodPolicy": "Running", "backoffLimit": retries(spec)}
+    # backoffLimit 0: the console restarts the whole job (see the module's docstring).
+    policy: dict[str, Any] = {"cleanPodPolicy": "Running", "backoffLimit": 0}
     policy["activeDeadlineSeconds"] = spec.timeout_minutes * 60
     if (ttl := retention_seconds(spec.retention_period)) is not None:
         policy["ttlSecondsAfterFinished"] = ttl
@@ -419,6 +431,37 @@ def _metadata(
     if cluster.kueue:
         labels[KUEUE_QUEUE_LABEL] = spec.queue
     return {"name": name, "namespace": namespace, "labels": labels}
+
+
+def console_restarts(body: dict[str, Any]) -> bool:
+    """Whether the console restarts this training-operator job on failure (fix107): sent with
+    backoffLimit 0. One sent before (backoffLimit N, restartPolicy OnFailure) had its N
+    restarts from the operator already, and is not restarted again."""
+    spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+    policy = spec.get("runPolicy") if isinstance(spec.get("runPolicy"), dict) else {}
+    return policy.get("backoffLimit") == 0
+
+
+def restart_of(body: dict[str, Any]) -> int:
+    """Which of the console's restarts made this resource (its RESTART_LABEL; 0 for the
+    first create)."""
+    labels = (body.get("metadata") or {}).get("labels") or {}
+    value = str(labels.get(RESTART_LABEL, ""))
+    return int(value) if value.isdigit() else 0
+
+
+def restarted(body: dict[str, Any], *, restart: int, seconds_left: int) -> dict[str, Any]:
+    """A training-operator job's resource as the console creates it again for its `restart`
+    (1, 2, ...): labelled with it, so a sync tells the failed resource from the new one, and
+    with the time the job has left as its activeDeadlineSeconds, so the limit counts from the
+    job's first start, as on the local pool, not again from each restart."""
+    labels = {**body["metadata"]["labels"], RESTART_LABEL: str(restart)}
+    run = {**body["spec"]["runPolicy"], "activeDeadlineSeconds": max(1, seconds_left)}
+    return {
+        **body,
+        "metadata": {**body["metadata"], "labels": labels},
+        "spec": {**body["spec"], "runPolicy": run},
+    }
 
 
 def retries(spec: S.JobSpec) -> int:
@@ -615,11 +658,9 @@ def job_manifest(
     if spec.framework == S.CUSTOM:
         return jobset_manifest(spec, cluster, name=name, namespace=namespace, job_id=job_id)
     kind = KINDS[spec.framework]
-    # Not a restart of the whole job (qa96, README "runPolicy"): the kubelet restarts the
-    # failed container in place, and training-operator fails the job once its pods' restarts
-    # together pass backoffLimit. Kept over the operator's other policies, none of which
-    # restarts the whole job either.
-    restart = "OnFailure" if spec.fault_tolerance else "Never"
+    # Never restarted in place, with or without fault tolerance: the console restarts the
+    # whole job (see the module's docstring).
+    restart = "Never"
     replicas: dict[str, Any] = {}
     for role in spec.roles:
         if role.replicas <= 0 or role.name not in kind.roles:
