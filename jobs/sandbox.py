@@ -50,6 +50,9 @@ pulled):
   loopback, which the shim enters before bwrap starts (jobs.network: bwrap cannot join one);
   with isolated-outbound, that namespace with slirp4netns's tap0 too, and its resolv.conf
   (nameserver 10.0.2.3) bound over /etc/resolv.conf (one of the runner's `files`);
+- the job's environment, which bwrap sets for the command alone (environment_options): bwrap
+  itself runs on the host with a fixed one, so no LD_PRELOAD of a job's reaches the host's
+  dynamic loader;
 - no setuid or setgid files made (seccomp, as systemd's RestrictSUIDSGID): what a job writes
   to a volume stays on the host, where the bit is honoured, so a job could otherwise leave a
   program there that runs as the worker's user (or root) for anyone who can reach the folder;
