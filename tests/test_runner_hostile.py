@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import shutil
 import signal
 import uuid
 from pathlib import Path
@@ -243,6 +244,7 @@ int cap_from_name(const char *name, unsigned *value) { return -1; }
 """
 
 
+@pytest.mark.skipif(not shutil.which("gcc"), reason="the job builds its library with gcc")
 def test_a_jobs_loader_variables_reach_its_sandbox_only_never_a_process_on_the_host(
     alice, settings, tmp_path
 ):
