@@ -1509,9 +1509,13 @@ def _start_replicas(
             driver_cards=nvidia_driver_cards(role.accelerator_type, cards),
             as_user=job_network.user if job_network is not None else None,
             hostname=replica_hostname(spec, ref),
+            # Set by bwrap for the command alone: nothing of the job's environment reaches a
+            # process on the host (sandbox.environment_options).
+            env=env,
         )
         # bwrap reads its options from a descriptor: on its command line they would show
-        # the run folder's and the volumes' host paths to the job (/proc/1/cmdline).
+        # the run folder's and the volumes' host paths to the job (/proc/1/cmdline), and
+        # the job's secret values to every account's `ps`.
         options_fd = options_memfd(options)
         sandboxed = [
             settings.LOCAL_BWRAP,
@@ -1526,9 +1530,10 @@ def _start_replicas(
         ]
         log_path = job_logs.replica_log_path(job.public_id, ref.label)
         lock_fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600)
-        # The environment (secret values included) goes to the shim in an anonymous
-        # in-memory file, never a file on disk: one written there stayed behind, secrets
-        # and all, whenever a stop or a dying worker kept the shim from reading it.
+        # The environment (secret values included) goes to the shim, which masks the secret
+        # ones in the log, in an anonymous in-memory file, never a file on disk: one written
+        # there stayed behind, secrets and all, whenever a stop or a dying worker kept the
+        # shim from reading it.
         env_fd = env_memfd(env)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -1616,7 +1621,8 @@ def _start_replicas(
                     stdin=subprocess.DEVNULL,
                     stdout=err,
                     stderr=err,
-                    env={"PATH": env["PATH"], "LANG": "C.UTF-8"},
+                    # The worker's own PATH, never the job's (its envs may set PATH).
+                    env=shim_environment(),
                 )
         finally:
             os.close(lock_fd)
@@ -1985,6 +1991,13 @@ def _enterable(*paths: Path) -> None:
             mode = stat.S_IMODE(each.stat().st_mode)
             if not mode & stat.S_IXOTH:
                 os.chmod(each, mode | stat.S_IXOTH)
+
+
+def shim_environment() -> dict[str, str]:
+    """The whole environment a replica's shim runs with: fixed, with none of the job's
+    variables, which no process on the host may run with (sandbox.environment_options; the
+    shim starts bwrap with a fixed one of its own, shim.BWRAP_ENVIRONMENT)."""
+    return {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "LANG": "C.UTF-8"}
 
 
 def env_memfd(env: dict[str, str]) -> int:

@@ -50,6 +50,9 @@ pulled):
   loopback, which the shim enters before bwrap starts (jobs.network: bwrap cannot join one);
   with isolated-outbound, that namespace with slirp4netns's tap0 too, and its resolv.conf
   (nameserver 10.0.2.3) bound over /etc/resolv.conf (one of the runner's `files`);
+- the job's environment, which bwrap sets for the command alone (environment_options): bwrap
+  itself runs on the host with a fixed one, so no LD_PRELOAD of a job's reaches the host's
+  dynamic loader;
 - no setuid or setgid files made (seccomp, as systemd's RestrictSUIDSGID): what a job writes
   to a volume stays on the host, where the bit is honoured, so a job could otherwise leave a
   program there that runs as the worker's user (or root) for anyone who can reach the folder;
@@ -70,7 +73,7 @@ import functools
 import logging
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -792,6 +795,25 @@ def options_memfd(options: list[str]) -> int:
     return fd
 
 
+def environment_options(env: Mapping[str, str]) -> list[str]:
+    """bwrap's options that make `env` the command's environment, and nothing else of bwrap's.
+
+    Never the environment bwrap is started with: bwrap is not setuid, so the host's dynamic
+    loader honours that one's LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH (and glibc's
+    GCONV_PATH...) in bwrap's own process on the host, as the worker's user, before any
+    namespace or seccomp filter exists. A job that named a library it had built in its /tmp
+    so ran code on the host, as root with a root worker (qa100). bwrap sets these once it
+    has read them, in its own memory, and the command it starts in the sandbox inherits
+    them: only that command's loader (and its children's) reads them, inside the sandbox,
+    where a job's LD_PRELOAD is its own business. They go in the options' descriptor
+    (options_memfd), never on a command line, where any account's `ps` would read secret
+    values; NUL-separated there, so a value may hold newlines (a NUL the spec refuses)."""
+    options = ["--clearenv"]
+    for name, value in env.items():
+        options += ["--setenv", name, value]
+    return options
+
+
 def bwrap_options(
     *,
     tmp_dir: Path,
@@ -804,8 +826,12 @@ def bwrap_options(
     driver_cards: tuple[str, Sequence[str]] | None = None,
     as_user: tuple[int, int] | None = None,
     hostname: str | None = None,
+    env: Mapping[str, str],
 ) -> list[str]:
     """bwrap's options (without the command) for the mounts and files given.
+
+    `env` is the command's whole environment, set by bwrap for the command alone (see
+    environment_options): bwrap itself runs on the host with a fixed one of the shim's.
 
     `hostname`: the replica's own (a UTS namespace of its own), as each pod has its own on
     Kubernetes: without it every replica had the machine's, and torchrun's c10d rendezvous,
@@ -830,7 +856,7 @@ def bwrap_options(
     """
     dests = [m.dest for m in mounts] + [dest for _, dest in files]
     # No capabilities: even a job running as root cannot remount the host read-write.
-    args = ["--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
+    args = [*environment_options(env), "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
     if as_user is not None:
         args += ["--unshare-user", "--uid", str(as_user[0]), "--gid", str(as_user[1])]
     if hostname is not None:

@@ -9,9 +9,12 @@ that is killed or restarted. The shim:
   outside (its memory is not the job's, and the job's OOM kill never hits it);
 - with LOCAL_JOB_NETWORK=isolated, moves the command into the job's network namespace
   (jobs.network) the same way, right after, so bubblewrap starts inside it;
-- starts the sandboxed command with the environment read from a file it then deletes
-  (secret values never appear on a command line), handing it the descriptors of the
-  volume folders the runner opened and checked (`--mount-fd`; bwrap binds them);
+- starts the sandboxed command (bwrap) with a fixed environment of its own
+  (BWRAP_ENVIRONMENT), handing it the descriptors of the volume folders the runner opened
+  and checked and of bwrap's options (`--mount-fd`; bwrap binds the folders, and reads its
+  options, the job's environment among them, from the last: sandbox.environment_options);
+- reads the job's environment from an in-memory file the runner made (secret values
+  never appear on a command line), for the values of its secret envs;
 - writes every output line to the replica's log, prefixed with a UTC timestamp, with the
   values of the job's secret envs (each line of a multi-line one) replaced by `******`,
   and keeps that log under its size cap (ReplicaLog); its own lines (the banner, the exit
@@ -68,6 +71,11 @@ CONSOLE_MARK = b"\x1f"
 # Shorter secret values are not masked: replacing every "1" or "on" would wreck the log.
 MIN_MASKED_LENGTH = 4
 PR_SET_CHILD_SUBREAPER = 36
+# All of the environment bwrap runs with on the host. Never the job's: bwrap is not setuid,
+# so the host's dynamic loader would honour its LD_PRELOAD, LD_AUDIT or LD_LIBRARY_PATH in
+# bwrap's process, as the worker's user, before any namespace exists (qa100). bwrap sets the
+# job's for the sandboxed command only (sandbox.environment_options).
+BWRAP_ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 # The command's first step inside the sandbox, run as `bash -c START_GATE bash COMMAND` with
 # two descriptors the shim appends: it writes a byte to the first once its process exists,
@@ -1063,7 +1071,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--state", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--lock-fd", type=int, required=True)
-    # The replica's environment as JSON, in an in-memory file the worker made (runner.env_memfd).
+    # The replica's environment as JSON, in an in-memory file the worker made (runner.env_memfd):
+    # for its secret values, masked in the log. The command gets it from bwrap's options.
     parser.add_argument("--env-fd", type=int, required=True)
     # Descriptors of the checked volume folders the command (bwrap --bind-fd) binds.
     parser.add_argument("--mount-fd", type=int, action="append", default=[])
@@ -1152,7 +1161,7 @@ def main(argv: list[str]) -> int:
     try:
         child = subprocess.Popen(
             [*command, str(ready_w), str(go_r)],
-            env=env,
+            env=BWRAP_ENVIRONMENT,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import shutil
 import signal
 import uuid
 from pathlib import Path
@@ -14,13 +15,16 @@ import pytest
 from django.urls import reverse
 
 from jobs import runner
+from jobs import spec as S
 from jobs.actions import job_stop
 from jobs.models import JobStatus
 from jobs.worker import Worker
 
 from .runner_helpers import (
+    UNTIL_THE_GATE_OPENS,
     log_text,
     make_spec,
+    open_gate,
     processes_with,
     run_until,
     runner_settings,  # noqa: F401
@@ -221,3 +225,121 @@ def test_a_finished_jobs_tmp_of_many_files_is_removed_a_part_a_tick_not_in_one(a
     discarded = Path(settings.LOCAL_RUN_DIR) / "discarded"
     assert discarded.is_dir() and os.listdir(discarded)  # and not removed in that tick
     run_until(worker, lambda: not os.listdir(discarded), what="the removal")
+
+
+# A library whose constructor, run by the dynamic loader of whatever process loads it, writes
+# `id`'s uid to MARK: built by one job in its own /tmp, then named by another job's
+# environment. Also a stand-in libcap.so.2 (the one library of bwrap's that LD_LIBRARY_PATH
+# can replace without its symbols failing to bind first: bwrap takes only cap_from_name
+# from it).
+CONSTRUCTOR_WRITES_MARK = r"""
+#include <stdio.h>
+#include <unistd.h>
+__attribute__((constructor)) static void pwned(void) {
+    FILE *mark = fopen(MARK, "w");
+    if (mark) { fprintf(mark, "uid=%d\n", (int)getuid()); fclose(mark); }
+}
+unsigned la_version(unsigned version) { return version; }
+int cap_from_name(const char *name, unsigned *value) { return -1; }
+"""
+
+
+@pytest.mark.skipif(not shutil.which("gcc"), reason="the job builds its library with gcc")
+def test_a_jobs_loader_variables_reach_its_sandbox_only_never_a_process_on_the_host(
+    alice, settings, tmp_path
+):
+    """Critical (qa100): the shim started bwrap with the job's environment, and bwrap, not
+    setuid, is loaded by the host's dynamic loader, which honours LD_PRELOAD, LD_AUDIT and
+    LD_LIBRARY_PATH before any namespace or seccomp filter exists: a library one job built
+    in its /tmp, named by another job's envs, ran on the host as the worker's user (root
+    here) and read the console's secret key and database. bwrap now starts with a fixed
+    environment of the shim's, and sets the job's own (--clearenv, --setenv from the
+    descriptor it reads its options from) only for the command it starts in the sandbox."""
+    (volume(settings) / "evil.c").write_text(CONSTRUCTOR_WRITES_MARK)
+    marks = {kind: tmp_path / f"PWNED-{kind}.txt" for kind in ("preload", "audit", "libpath")}
+    build = " && ".join(
+        f"gcc -shared -fPIC -DMARK='\"{mark}\"' -o {target} /workspace/evil.c"
+        for mark, target in [
+            (marks["preload"], "/tmp/evil.so"),
+            (marks["audit"], "/tmp/audit.so"),
+            (marks["libpath"], "/tmp/lib/libcap.so.2"),
+        ]
+    )
+    builder = submit(
+        alice, make_spec(f"mkdir /tmp/lib && {build} && echo built && {UNTIL_THE_GATE_OPENS}")
+    )
+    worker = Worker()
+    run_until(worker, lambda: "built" in log_text(builder, "master-0"), what="the build")
+    built = runner.replica_state_dir(builder.public_id, 1, "master-0") / "tmp"
+    assert (built / "evil.so").is_file()  # where the host's loader would find them
+    loader_envs = {
+        "LD_PRELOAD": f"{built}/evil.so",
+        "LD_AUDIT": f"{built}/audit.so",
+        "LD_LIBRARY_PATH": f"{built}/lib",
+        "GCONV_PATH": f"{built}/lib",
+    }
+    envs = [S.Env(name, value) for name, value in loader_envs.items()]
+    job = submit(alice, make_spec("env | grep -E '^(LD_|GCONV_PATH)' | sort", envs=envs))
+
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED, timeout=60)
+
+    assert [mark for mark in marks.values() if mark.exists()] == []
+    # Inside, where none of those paths exists, the job has each as given.
+    output = log_text(job, "master-0")
+    for name, value in loader_envs.items():
+        assert f" {name}={value}\n" in output
+    open_gate(settings)
+    run_until(worker, lambda: status_of(builder) == JobStatus.SUCCEEDED)
+
+
+def test_a_secret_env_value_is_in_no_host_processs_command_line_or_environment(alice, settings):
+    """With the loader variables (above), every other of the job's variables stayed in the
+    environment of bwrap's process on the host, readable in /proc/<pid>/environ by whoever
+    may read that process's, and the shim ran with the job's PATH. Only the sandboxed
+    command's processes have them now."""
+    token = "Wq3-only-in-the-sandbox-5Hd"
+    envs = [S.Env("TOK", token, secret=True), S.Env("PATH", f"/{token}/bin:/usr/bin:/bin")]
+    spec = make_spec(UNTIL_THE_GATE_OPENS, envs=envs)
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    replica = job.replicas.get()
+    own_namespace = os.readlink("/proc/self/ns/pid")
+    seen: dict[str, list[bytes]] = {"host": [], "sandbox": []}
+    run_until(worker, lambda: bool(sandboxed(replica.pid)), what="the command")
+    for pid in in_session(replica.pid):
+        with contextlib.suppress(OSError):
+            where = "host" if os.readlink(f"/proc/{pid}/ns/pid") == own_namespace else "sandbox"
+            for name in ("cmdline", "environ"):
+                seen[where].append(Path(f"/proc/{pid}/{name}").read_bytes())
+    open_gate(settings)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert len(seen["host"]) == 4  # the shim and bwrap's outer process, each read
+    assert not [read for read in seen["host"] if token.encode() in read]
+    for variable in (f"TOK={token}", f"PATH=/{token}/bin:"):
+        assert [read for read in seen["sandbox"] if variable.encode() in read]
+
+
+def in_session(session: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            if entry.name.isdigit() and os.getsid(int(entry.name)) == session:
+                found.append(int(entry.name))
+    return found
+
+
+def sandboxed(session: int) -> list[int]:
+    """The processes of the session in a pid namespace of their own (the sandbox's), past
+    bwrap's own (its init): those of the command."""
+    own = os.readlink("/proc/self/ns/pid")
+    found = []
+    for pid in in_session(session):
+        with contextlib.suppress(OSError):
+            if (
+                os.readlink(f"/proc/{pid}/ns/pid") != own
+                and b"bwrap" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+            ):
+                found.append(pid)
+    return found

@@ -170,6 +170,7 @@ def test_the_sandbox_makes_the_kernels_settings_in_proc_read_only():
         mounts=[],
         files=[],
         hidden=[],
+        env={},
     )
     after_proc = argv[argv.index("--proc") :]
     for path in ("/proc/sys", "/proc/sysrq-trigger", "/proc/fs"):
@@ -348,6 +349,7 @@ def test_a_mount_swapped_for_a_symlink_after_its_check_still_binds_the_checked_f
         mounts=mounts,
         files=[],
         hidden=hidden_host_paths(),
+        env={"PATH": "/usr/bin:/bin"},
     )
     try:
         result = subprocess.run(
