@@ -155,6 +155,15 @@ MAX_GROUP_TASKS = 1000
 # no limit a body of 2.5 MB held 40,000 variables, and the admin's page of such a job (the
 # environment of each of its first 16 replicas) took 44 s and 35 MB for each reviewer's view.
 MAX_ENVS = 50
+# Linux executes an argument or a variable of at most MAX_ARG_STRLEN, 32 pages: 131,072 bytes
+# with its closing NUL on 4 KiB pages. The command is one argument, `bash -c COMMAND`, on every
+# pool (the local sandbox, a pod's container, AIHC's), so a longer one can never start: it is
+# refused here, not at start with "Argument list too long" (session 52: 256 KB was allowed).
+MAX_ARGUMENT_BYTES = 128 * 1024 - 1
+# The variables and the command together: the kernel takes at most a quarter of the stack limit
+# (2 MB by default) of them at exec, the platform's own variables among them, and a Kubernetes
+# Secret, where the console puts a job's variables, holds at most 1 MiB.
+MAX_ENVIRONMENT_BYTES = 1024 * 1024
 MAX_DATASOURCES = MAX_ENVS
 # Where one job's alerts go. Each alert is one mail to every address (from the console's own
 # sender) and one request per webhook, each waited on for up to ALERT_WEBHOOK_TIMEOUT_SECONDS
@@ -1597,8 +1606,15 @@ def _validate_command(spec: JobSpec, err: Any) -> None:
             err("console.entrypoint", _("Enter an entrypoint, e.g. bash."))
     if spec.entrypoint_is_shell() and not spec.command.strip():
         err("jobSpec.command", _("Enter the command to run."))
-    if len(spec.command) > 256 * 1024:
-        err("jobSpec.command", _("The command is longer than 256 KB."))
+    if (size := _command_bytes(spec)) > MAX_ARGUMENT_BYTES:
+        err(
+            "jobSpec.command",
+            _(
+                "The command is %(size)s bytes in UTF-8; at most %(max)s (128 KB) can run: "
+                "Linux's limit on one argument."
+            )
+            % {"size": f"{size:,}", "max": f"{MAX_ARGUMENT_BYTES:,}"},
+        )
     if "\x00" in spec.command:
         err("jobSpec.command", _("The command contains a NUL character."))
 
@@ -1848,6 +1864,43 @@ def _validate_envs(spec: JobSpec, err: Any) -> None:
             err(f"envs[{i}].value", _("Values are at most 32 KB of text."))
         elif "\x00" in env.value:
             err(f"envs[{i}].value", _("The value contains a NUL character."))
+        elif (size := _environment_bytes(env.name, env.value)) > MAX_ARGUMENT_BYTES:
+            # 32 K characters of Chinese are 96 KB; of emoji, 128 KB and over.
+            err(
+                f"envs[{i}].value",
+                _(
+                    "%(name)s=VALUE is %(size)s bytes in UTF-8; Linux takes a variable of at "
+                    "most %(max)s (128 KB)."
+                )
+                % {"name": env.name, "size": f"{size:,}", "max": f"{MAX_ARGUMENT_BYTES:,}"},
+            )
+    command = _command_bytes(spec)
+    total = command + sum(_environment_bytes(env.name, env.value) for env in spec.envs)
+    if command <= MAX_ARGUMENT_BYTES and total > MAX_ENVIRONMENT_BYTES:
+        err(
+            "envs",
+            _(
+                "The variables and the command together are %(size)s bytes in UTF-8; at most "
+                "%(max)s (1 MB) can run: shorten the longest values."
+            )
+            % {"size": f"{total:,}", "max": f"{MAX_ENVIRONMENT_BYTES:,}"},
+        )
+
+
+def _command_bytes(spec: JobSpec) -> int:
+    """The command as it is run (`bash -c`, or after its entrypoint), in UTF-8 bytes; the command
+    alone when the entrypoint cannot be read (said at the entrypoint)."""
+    try:
+        command = spec.v1_command()
+    except ValueError:
+        command = spec.command
+    return len(command.encode(errors="surrogatepass"))
+
+
+def _environment_bytes(name: str, value: str) -> int:
+    """What one variable takes of the kernel's room at exec: NAME=VALUE in UTF-8 (a lone
+    surrogate, refused elsewhere, counted as the bytes it would be)."""
+    return len(f"{name}={value}".encode(errors="surrogatepass"))
 
 
 def normalised_mount_path(path: str) -> str | None:

@@ -386,7 +386,7 @@ def test_a_trainjob_whose_runtime_restarted_follows_the_current_attempts_pods_on
 
 def test_a_command_a_trainjob_cannot_carry_is_refused_at_the_command_field(trainer, k8s):
     # A TrainJob's command items are at most 65536 characters (its CRD); the console's own
-    # limit, 256 KB, is a pod's.
+    # limit, 131,071 bytes (Linux's on one argument), is every pool's.
     fits = spec(command="echo " + "x" * 65_000)
     too_long = spec(command="echo " + "x" * 65_500)
 

@@ -965,6 +965,44 @@ def test_an_env_value_holding_a_nul_character_is_told_so_not_that_it_is_too_long
     assert errors["envs[1].value"] == ["Values are at most 32 KB of text."]
 
 
+def test_a_command_linux_cannot_run_as_one_argument_is_refused_on_its_field_in_bytes():
+    """Session 52: the spec took 256 K characters; the kernel runs `bash -c COMMAND` with an
+    argument of at most 131,071 bytes, so a longer one failed at start, "Argument list too
+    long". Counted in UTF-8: 50,000 Chinese characters are 150,000 bytes."""
+    fits = pytorch_spec(command="#" * (S.MAX_ARGUMENT_BYTES - 5) + "\ntrue")
+    chinese = pytorch_spec(command="echo " + "训" * 50_000)
+
+    assert "jobSpec.command" not in errors_of(fits)
+    assert errors_of(chinese)["jobSpec.command"] == [
+        "The command is 150,005 bytes in UTF-8; at most 131,071 (128 KB) can run: "
+        "Linux's limit on one argument."
+    ]
+    with translation.override("zh-hans"):
+        assert S.validate(chinese)["jobSpec.command"] == [
+            "运行参数按 UTF-8 有 150,005 字节；最多 131,071 字节（128 KB）才能运行：这是 Linux "
+            "对单个参数的限制。"
+        ]
+
+
+def test_a_variable_or_all_of_them_past_what_linux_takes_at_exec_is_refused_on_the_field():
+    emoji = "😀" * 32 * 1024  # 32 K characters, the value's limit, of 4 bytes each
+    one_too_big = pytorch_spec(envs=[S.Env("EMOJI", emoji)])
+    nine_of_120_kb = pytorch_spec(envs=[S.Env(f"V{i}", "😀" * 30_000) for i in range(9)])
+    eight_of_120_kb = pytorch_spec(envs=[S.Env(f"V{i}", "😀" * 30_000) for i in range(8)])
+
+    assert errors_of(one_too_big)["envs[0].value"] == [
+        "EMOJI=VALUE is 131,078 bytes in UTF-8; Linux takes a variable of at most 131,071 (128 KB)."
+    ]
+    [total] = errors_of(nine_of_120_kb)["envs"]
+    assert total.startswith("The variables and the command together are 1,080,0")
+    assert total.endswith("at most 1,048,576 (1 MB) can run: shorten the longest values.")
+    assert errors_of(eight_of_120_kb) == {}
+    with translation.override("zh-hans"):
+        assert S.validate(one_too_big)["envs[0].value"] == [
+            "EMOJI=VALUE 按 UTF-8 有 131,078 字节；Linux 接受的单个变量最多 131,071 字节（128 KB）。"
+        ]
+
+
 def test_a_hang_alert_is_refused_without_hang_detection_and_taken_with_it():
     alerting = S.AlertConfig(items=["jobHang"], emails=["ops@example.com"])
     without = pytorch_spec(alert=alerting)
