@@ -25,7 +25,7 @@ import shlex
 import unicodedata
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -215,6 +215,16 @@ FRESH_ROW = "_fresh_row"
 # job it was a copy of and that its changes can no longer be listed (qa65: the section went
 # without a word, and the drafts list's "copy" badge with it).
 COPIED_FROM = "_copied_from"
+# Draft.data key: the names of the envs this draft made secret for their names (a pasted
+# `.env` line, an import whose body did not say which are: looks_secret), whose values the
+# person typed or pasted here. Unticking 保密 (Secret) on such a row shows its value again as a
+# plain one: it was never meant as a secret. Any other stored secret (a copied job's, one
+# saved with 保密 ticked) is dropped when unticked, and asked for again (restore_secrets):
+# shown back, anyone holding the owner's session read every secret of every past job (qa100).
+SECRET_BY_NAME = "_secret_by_name"
+# A row's key in the image step's stored data: its secret value was dropped when 保密 was
+# unticked (restore_secrets); the row asks for it again (jobs.forms.EnvForm) until typed.
+SECRET_DROPPED = "secret_dropped"
 # Draft.data key: the resources step as each framework last had it, by framework, kept when
 # the framework changes and put back when the engineer returns to it (qa67: 自定义's named
 # roles were gone after a look at PyTorch). An AIAK template newly chosen fills the resources
@@ -2926,13 +2936,16 @@ def pasted_secrets_restored(raw: Raw, old: Raw) -> Raw:
     return {**raw, "env_paste": ["\n".join(lines)]}
 
 
-def restore_secrets(raw: Raw, old: Raw) -> Raw:
+def restore_secrets(raw: Raw, old: Raw, *, by_name: Collection[str] = ()) -> Raw:
     """Secrets come back from the browser empty (they are never rendered): keep the stored
     value of a secret env row of the same name, and the registry password of the same user
     (a password saved without a username was never a valid pair: emptying it clears it).
-    A row whose Secret was unticked keeps its stored value too, now as a plain one: its field
-    was empty because the value was never shown, not because it was emptied (an import marks
-    envs secret for their names, and this is how one that is not is unmarked)."""
+    A row whose Secret was unticked keeps its stored value as a plain one only when the
+    draft made it secret for its name (`by_name`, SECRET_BY_NAME: a value pasted here): its
+    field was empty because the value was never shown, not because it was emptied. Any other
+    (a copied job's secret, one saved with Secret ticked) is dropped, never shown in plain
+    text, and the row marked SECRET_DROPPED to ask for it again (qa100: unticking it showed
+    any past job's secret on the step, the review, its JSON and curl)."""
     if (
         not _one(raw, "registry_password")
         and _one(old, "registry_password")
@@ -2945,10 +2958,17 @@ def restore_secrets(raw: Raw, old: Raw) -> Raw:
         for r in rows_of(old, "env")
         if _one(r, "secret") and _one(r, "value")
     }
+    dropped = {_one(r, "name") for r in rows_of(old, "env") if _one(r, SECRET_DROPPED)}
     rows = rows_of(raw, "env")
     for row in rows:
-        if not _one(row, "value") and _one(row, "name") in stored:
-            row["value"] = [stored[_one(row, "name")]]
+        row.pop(SECRET_DROPPED, None)  # the server's to say, never the post's
+        name = _one(row, "name")
+        if _one(row, "value") or not name:
+            continue
+        if name in stored and (_one(row, "secret") or name in by_name):
+            row["value"] = [stored[name]]
+        elif name in stored or name in dropped:
+            row[SECRET_DROPPED] = ["on"]
     return with_rows(raw, "env", rows)
 
 
@@ -3330,10 +3350,13 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
     old = draft.data.get(step) if isinstance(draft.data.get(step), dict) else {}
     marked_secret: list[str] = []
     if step == IMAGE:
+        by_name = [str(n) for n in draft.data.get(SECRET_BY_NAME) or []]
         raw, marked_secret = merge_pasted_envs(
-            pasted_secrets_restored(restore_secrets(raw, old), old)
+            pasted_secrets_restored(restore_secrets(raw, old, by_name=by_name), old)
         )
         raw = pasted_secrets_held(raw)
+        if marked_secret:
+            draft.data[SECRET_BY_NAME] = by_name + [n for n in marked_secret if n not in by_name]
     elif step == ADVANCED:
         raw = restore_webhook_secrets(raw, old)
     if "seen" in post and post["seen"] != step_version(draft, step) and raw != old:

@@ -301,6 +301,8 @@ def draft_import(
             spec.creation_mode, spec.aiak = S.CREATION_AIAK, aiak_read
     data: dict[str, Any] = dict(W.raw_from_spec(spec))
     data[IMPORTED] = True
+    # Pasted here: unticking Secret on one of them shows its value again (restore_secrets).
+    data[W.SECRET_BY_NAME] = marked
     notices = {
         "marked_secret": marked,
         "unread": unread[:FIELDS_NAMED],
