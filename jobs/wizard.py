@@ -2976,23 +2976,35 @@ def restore_webhook_secrets(raw: Raw, old: Raw) -> Raw:
     """The advanced step's webhook lines come back from the browser with any signing secret
     as ****** (`webhook_secrets_hidden`): a line of the same URL as a stored one gets its
     stored secret back. A line whose URL changed keeps what it says (its secret is asked
-    for again by the spec's check)."""
+    for again by the spec's check). A bot's line typed in the alert emails (refused there)
+    comes back masked too: put back there, and in the webhooks when moved to them."""
+    raw = dict(raw)
+    old_emails = _one(old, "alert_emails")
+    if "alert_emails" in raw and old_emails:
+        restored = chat_bots.secrets_in_text_restored(_one(raw, "alert_emails"), old_emails)
+        raw["alert_emails"] = [restored]
     if "alert_webhooks" not in raw:
         return raw
     lines = _lines(_one(raw, "alert_webhooks"))
-    stored = _lines(_one(old, "alert_webhooks"))
+    stored = _lines(_one(old, "alert_webhooks")) + chat_bots.secret_words(old_emails)
     return {**raw, "alert_webhooks": ["\n".join(chat_bots.secrets_restored(lines, stored))]}
 
 
 def webhook_secrets_hidden(forms: StepForms) -> StepForms:
     """The step as shown: on the advanced step, each webhook line's signing secret as ******
-    (never rendered back, as a secret env's value is not)."""
+    (never rendered back, as a secret env's value is not), and any `#secret=` typed in the
+    alert emails by mistake (qa100: refused there, it was shown as typed)."""
     form = forms.form
-    if forms.step != ADVANCED or not form.data.get("alert_webhooks"):
+    if forms.step != ADVANCED:
+        return forms
+    if not form.data.get("alert_webhooks") and not form.data.get("alert_emails"):
         return forms
     data = form.data.copy()
-    lines = str(data["alert_webhooks"]).splitlines()
-    data["alert_webhooks"] = "\n".join(chat_bots.secret_masked(line) for line in lines)
+    if data.get("alert_webhooks"):
+        lines = str(data["alert_webhooks"]).splitlines()
+        data["alert_webhooks"] = "\n".join(chat_bots.secret_masked(line) for line in lines)
+    if data.get("alert_emails"):
+        data["alert_emails"] = chat_bots.secrets_in_text_masked(str(data["alert_emails"]))
     form.data = data
     return forms
 
@@ -3310,7 +3322,10 @@ def secrets_typed(post: MultiValueDict, step: str) -> bool:
         )
     if step == ADVANCED:
         lines = str(post.get("alert_webhooks") or "").splitlines()
-        return any(chat_bots.split_secret(line)[1] not in ("", MASK) for line in lines)
+        emails = str(post.get("alert_emails") or "")
+        return any(chat_bots.split_secret(line)[1] not in ("", MASK) for line in lines) or any(
+            found.group(2) != MASK for found in chat_bots.SECRET_IN_TEXT.finditer(emails)
+        )
     return False
 
 
