@@ -469,6 +469,10 @@ for _proxy in TRUSTED_PROXIES:
 # 0 would lock every log-in out (and fail it with a server error): at least 1.
 LOGIN_FAILURES_PER_USERNAME = envint("LOGIN_FAILURES_PER_USERNAME", 5, low=1)
 LOGIN_FAILURES_PER_IP = envint("LOGIN_FAILURES_PER_IP", 20, low=1)
+# A browser that has logged in as the account before (jobs.throttle.KNOWN_LOGIN_COOKIE) is
+# held back by its own failures alone, fewer than the account's: the account's count (which
+# anyone may fill) no longer stops it, so one who took the cookie gets fewer guesses.
+LOGIN_FAILURES_PER_DEVICE = envint("LOGIN_FAILURES_PER_DEVICE", 3, low=1)
 LOGIN_THROTTLE_MINUTES = envint("LOGIN_THROTTLE_MINUTES", 15, low=1)
 # Sessions live in the database (Django's `db` engine; jobs.sessions reads a session's row with
 # one plain SELECT instead of through the ORM, ~0.16 ms less on every logged-in request).

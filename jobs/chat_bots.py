@@ -202,6 +202,34 @@ def secrets_restored(urls: list[str], stored: list[str]) -> list[str]:
     return [hidden.get(url, url) for url in urls]
 
 
+# A `#secret=` and the secret after it anywhere in a text, up to a blank or a list's separator
+# (`,`, `;`, `、`, full-width too): a bot's line pasted where bots do not go, the alert emails,
+# was refused there and shown back as typed (qa100).
+SECRET_IN_TEXT = re.compile(r"(#secret=)([^\s,;，；、]+)", re.IGNORECASE)
+_WORD_SEPARATORS = re.compile(r"([\s,;，；、]+)")
+
+
+def secrets_in_text_masked(text: str) -> str:
+    """`text` as shown: each `#secret=...` in it as `#secret=******`."""
+    return SECRET_IN_TEXT.sub(lambda m: m.group(1) + MASK, text)
+
+
+def secret_words(text: str) -> list[str]:
+    """The words of `text` (a list of addresses) that hold a `#secret=...`."""
+    return [word for word in _WORD_SEPARATORS.split(text) if SECRET_IN_TEXT.search(word)]
+
+
+def secrets_in_text_restored(text: str, stored: str) -> str:
+    """`text` from a form that showed `stored` masked (secrets_in_text_masked): each word of
+    it that reads as a word of `stored` is shown gets that word back, its secret with it."""
+    hidden: dict[str, str] = {}
+    for word in secret_words(stored):
+        hidden.setdefault(secrets_in_text_masked(word), word)
+    if not hidden:
+        return text
+    return "".join(hidden.get(part, part) for part in _WORD_SEPARATORS.split(text))
+
+
 def alert_lines(*, name: str, event: str, time_text: str) -> list[str]:
     """The job, the event in words and when, in the language active now: a bot's message
     and an alert email both hold them."""

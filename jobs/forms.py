@@ -451,6 +451,20 @@ class EnvForm(forms.Form):
         data = super().clean()
         if not data.get("name") and data.get("value") and "name" not in self.errors:
             self.add_error("name", _("Enter the variable's name."))
+        elif (
+            data.get("name")
+            and not data.get("value")
+            and self.data.get(self.add_prefix("secret_dropped"))
+        ):
+            # Its saved secret value was dropped when Secret was unticked (jobs.wizard
+            # .restore_secrets): a stored secret is never shown back in plain text.
+            self.add_error(
+                "value",
+                _(
+                    "This value was saved as a secret and is not shown in plain text: unticking "
+                    "Secret cleared it. Type the value again."
+                ),
+            )
         elif data.get("name") and data.get("secret") and not data.get("value"):
             # A saved secret is kept under its name only: renamed, it must be typed again.
             self.add_error("value", _("Enter the secret's value (a renamed secret is not kept)."))

@@ -2223,8 +2223,10 @@ def _validate_advanced(spec: JobSpec, err: Any, *, in_wizard: bool) -> None:
         try:
             validate_email(email)
         except ValidationError:
-            message = _("“%(value)s” is not an email address.") % {"value": email}
-            err("alert.emails", with_full_width_named(message, email))
+            # Quoted with any chat bot's signing secret masked (a bot's line put here).
+            shown = chat_bots.secrets_in_text_masked(email)
+            message = _("“%(value)s” is not an email address.") % {"value": shown}
+            err("alert.emails", with_full_width_named(message, shown))
     url_validator = URLValidator(schemes=["http", "https"])
     for url in spec.alert.webhooks[:MAX_ALERT_WEBHOOKS]:
         # Messages quote a line with its signing secret masked: they are shown back.

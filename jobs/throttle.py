@@ -3,15 +3,17 @@
 Failed log-ins are rows in the database (so every server process counts the same ones),
 counted per username and per client address over a sliding window. Once either count
 reaches its limit, log-ins for that username or from that address are refused before the
-password is even checked, with a message saying when to try again (the address's count
-spares a browser that has logged in as that user before: KNOWN_LOGIN_COOKIE). A successful
-log-in clears the failures recorded for that username.
+password is even checked, with a message saying when to try again. A browser that has logged
+in as that user before (KNOWN_LOGIN_COOKIE) is held back by its own failures alone, so that
+neither a guesser's failures for the account nor those from its address lock its owner out.
+A successful log-in clears the failures recorded for that username (and that browser).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import math
+import secrets
 from datetime import timedelta
 from typing import Any
 
@@ -24,6 +26,7 @@ from django.core import signing
 from django.dispatch import receiver
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare, salted_hmac
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext_lazy
 
@@ -102,10 +105,11 @@ def login_failure_record(*, username: str, request: HttpRequest | None) -> None:
 
 
 def login_locked_minutes(
-    *, username: str, request: HttpRequest | None, by_address: bool = True
+    *, username: str, request: HttpRequest | None, by_address: bool = True, user_limit: int = 0
 ) -> int:
     """Minutes until a log-in for `username` from this client may be tried again; 0: now.
-    `by_address` False: the username's own count alone (the address's count left aside)."""
+    `by_address` False: the username's own count alone (the address's count left aside).
+    `user_limit`: the username's count's (LOGIN_FAILURES_PER_USERNAME when 0)."""
     since = _window_start()
     ip = client_ip(request) if by_address else None
     recent = LoginFailure.objects.filter(created_at__gte=since)
@@ -113,7 +117,7 @@ def login_locked_minutes(
     by_ip = recent.filter(ip=ip) if ip else LoginFailure.objects.none()
     unlock_at = None
     for failures, limit in (
-        (by_user, settings.LOGIN_FAILURES_PER_USERNAME),
+        (by_user, user_limit or settings.LOGIN_FAILURES_PER_USERNAME),
         (by_ip, settings.LOGIN_FAILURES_PER_IP),
     ):
         # Locked until enough of the failures in the window have aged out of it.
@@ -130,27 +134,80 @@ def login_failures_clear(*, username: str) -> None:
     LoginFailure.objects.filter(username=_counted_name(username)).delete()
 
 
-# A browser that logged in as someone carries this cookie, signed, naming that account: from
-# it, that account's log-in is not refused for its address's count, only for its own. The
-# address's count stops one guesser trying many usernames; it also refused everyone behind the
-# same address (an office NAT, every local user at 127.0.0.1 without a proxy) once anyone there
-# failed 20 times (qa90). A guesser has no such cookie for the accounts it tries; a first
-# log-in from a new browser still waits, as before.
+# A browser that logged in as someone carries this cookie (OWASP's "device cookie"): from it,
+# that account's log-in is judged by the browser's own failures alone (LOGIN_FAILURES_PER_DEVICE),
+# not by the account's count nor its address's. The address's count stops one guesser trying
+# many usernames; it also refused everyone behind the same address (an office NAT, every local
+# user at 127.0.0.1 without a proxy) once anyone there failed 20 times (qa90). The account's
+# count stops guessing one password from anywhere; it also let anyone lock any named account
+# out, its owner's own browser too, with five wrong passwords (fix110). A guesser has no such
+# cookie for the accounts it tries; a first log-in from a new browser still waits, as before.
+#
+# The cookie names no one (fix110: it was the username in base64, kept a year after logging
+# out, telling who used a shared computer): a random id of the browser and an HMAC, with the
+# secret key, of that id and the account's counted name. Only the server can tell which account
+# it is for, and only by being asked about one (the name typed). Nothing is stored: the id is
+# what the browser's own failures are counted under (DEVICE_PREFIX).
 KNOWN_LOGIN_COOKIE = "known_login"
 KNOWN_LOGIN_SALT = "jobs.throttle.known-login"
 KNOWN_LOGIN_AGE = timedelta(days=365)
+# The name a known browser's failures are counted under: no account's (a username holds no
+# ":"; one typed with it is counted as "login:..." by _count_failed_login).
+DEVICE_PREFIX = "device:"
+
+
+def _device_proof(device: str, username: str) -> str:
+    said = f"{device}\n{_counted_name(username)}"
+    return salted_hmac(KNOWN_LOGIN_SALT, said, algorithm="sha256").hexdigest()[:32]
+
+
+def known_login_cookie(username: str) -> str:
+    """A new KNOWN_LOGIN_COOKIE value for a browser that just logged in as `username`."""
+    device = secrets.token_hex(16)
+    return signing.dumps(f"{device}.{_device_proof(device, username)}", salt=KNOWN_LOGIN_SALT)
+
+
+def known_device(*, request: HttpRequest | None, username: str) -> str | None:
+    """The id of this browser when it has logged in as `username` (KNOWN_LOGIN_COOKIE), else
+    None (no cookie, another account's, an expired or forged one)."""
+    value = request.COOKIES.get(KNOWN_LOGIN_COOKIE) if request is not None else None
+    if not value:
+        return None
+    try:
+        said = signing.loads(value, salt=KNOWN_LOGIN_SALT, max_age=KNOWN_LOGIN_AGE)
+    except signing.BadSignature:
+        return None
+    device, _dot, proof = str(said).partition(".")
+    if not device or not constant_time_compare(proof, _device_proof(device, username)):
+        return None
+    return device
 
 
 def known_login(*, request: HttpRequest | None, username: str) -> bool:
     """Whether this browser has logged in as `username` (KNOWN_LOGIN_COOKIE)."""
-    value = request.COOKIES.get(KNOWN_LOGIN_COOKIE) if request is not None else None
-    if not value:
-        return False
-    try:
-        name = signing.loads(value, salt=KNOWN_LOGIN_SALT, max_age=KNOWN_LOGIN_AGE)
-    except signing.BadSignature:
-        return False
-    return bool(name) and name == _counted_name(username)
+    return known_device(request=request, username=username) is not None
+
+
+def login_failure_name(*, request: HttpRequest | None, username: str) -> str:
+    """What a failed log-in as `username` from this browser counts against: the browser's own
+    id when it has logged in as that account before, else the account."""
+    device = known_device(request=request, username=username)
+    return DEVICE_PREFIX + device if device else username
+
+
+def login_locked_minutes_for(*, username: str, request: HttpRequest | None) -> int:
+    """login_locked_minutes for a log-in (or a password check) as `username` from this
+    browser: a known one by its own failures alone, any other by the account's and the
+    address's."""
+    device = known_device(request=request, username=username)
+    if device is None:
+        return login_locked_minutes(username=username, request=request)
+    return login_locked_minutes(
+        username=DEVICE_PREFIX + device,
+        request=request,
+        by_address=False,
+        user_limit=settings.LOGIN_FAILURES_PER_DEVICE,
+    )
 
 
 class KnownLoginMiddleware:
@@ -166,7 +223,7 @@ class KnownLoginMiddleware:
         if username is not None:
             response.set_cookie(
                 KNOWN_LOGIN_COOKIE,
-                signing.dumps(_counted_name(username), salt=KNOWN_LOGIN_SALT),
+                known_login_cookie(username),
                 max_age=int(KNOWN_LOGIN_AGE.total_seconds()),
                 path=settings.SESSION_COOKIE_PATH,
                 secure=settings.SESSION_COOKIE_SECURE,
@@ -179,17 +236,23 @@ class KnownLoginMiddleware:
 @receiver(user_login_failed)
 def _count_failed_login(sender: Any, credentials: dict[str, Any], request: Any = None, **kw: Any):
     username = str(credentials.get("username") or "")
-    if username.lower().startswith(API_KEY_PREFIX):
+    if username.lower().startswith((API_KEY_PREFIX, DEVICE_PREFIX)):
         # Typed into a log-in form, an access key's name would count towards locking that
-        # key out; it still counts for the address, under a name no one logs in with.
+        # key out (a browser id's, that browser); it still counts for the address, under a
+        # name no one logs in with.
         username = "login:" + username
-    login_failure_record(username=username, request=request)
+    login_failure_record(
+        username=login_failure_name(request=request, username=username), request=request
+    )
 
 
 @receiver(user_logged_in)
 def _forget_failed_logins(sender: Any, request: Any, user: Any, **kw: Any) -> None:
     login_failures_clear(username=user.get_username())
     if request is not None:
+        device = known_device(request=request, username=user.get_username())
+        if device is not None:
+            login_failures_clear(username=DEVICE_PREFIX + device)
         request.logged_in_as = user.get_username()  # KnownLoginMiddleware
 
 
@@ -215,11 +278,7 @@ class ThrottledAuthenticationMixin:
         # one authenticated and counted on failure: the raw text would let " alice" or
         # "ａｌｉｃｅ" (fullwidth) log in as alice past her count.
         username = str(self.cleaned_data.get("username") or self.data.get("username") or "")
-        minutes = login_locked_minutes(
-            username=username,
-            request=self.request,
-            by_address=not known_login(request=self.request, username=username),
-        )
+        minutes = login_locked_minutes_for(username=username, request=self.request)
         if minutes:
             raise _throttled(minutes)
         return super().clean()  # type: ignore[misc,no-any-return]
@@ -264,15 +323,12 @@ class ThrottledPasswordChangeForm(PasswordChangeForm):
 
     def clean_old_password(self) -> str:
         username = self.user.get_username()
-        minutes = login_locked_minutes(
-            username=username,
-            request=self.request,
-            by_address=not known_login(request=self.request, username=username),
-        )
+        minutes = login_locked_minutes_for(username=username, request=self.request)
         if minutes:
             raise _throttled(minutes)
         try:
             return super().clean_old_password()
         except forms.ValidationError:
-            login_failure_record(username=username, request=self.request)
+            name = login_failure_name(request=self.request, username=username)
+            login_failure_record(username=name, request=self.request)
             raise

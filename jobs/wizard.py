@@ -25,7 +25,7 @@ import shlex
 import unicodedata
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -215,6 +215,16 @@ FRESH_ROW = "_fresh_row"
 # job it was a copy of and that its changes can no longer be listed (qa65: the section went
 # without a word, and the drafts list's "copy" badge with it).
 COPIED_FROM = "_copied_from"
+# Draft.data key: the names of the envs this draft made secret for their names (a pasted
+# `.env` line, an import whose body did not say which are: looks_secret), whose values the
+# person typed or pasted here. Unticking 保密 (Secret) on such a row shows its value again as a
+# plain one: it was never meant as a secret. Any other stored secret (a copied job's, one
+# saved with 保密 ticked) is dropped when unticked, and asked for again (restore_secrets):
+# shown back, anyone holding the owner's session read every secret of every past job (qa100).
+SECRET_BY_NAME = "_secret_by_name"
+# A row's key in the image step's stored data: its secret value was dropped when 保密 was
+# unticked (restore_secrets); the row asks for it again (jobs.forms.EnvForm) until typed.
+SECRET_DROPPED = "secret_dropped"
 # Draft.data key: the resources step as each framework last had it, by framework, kept when
 # the framework changes and put back when the engineer returns to it (qa67: 自定义's named
 # roles were gone after a look at PyTorch). An AIAK template newly chosen fills the resources
@@ -2926,13 +2936,16 @@ def pasted_secrets_restored(raw: Raw, old: Raw) -> Raw:
     return {**raw, "env_paste": ["\n".join(lines)]}
 
 
-def restore_secrets(raw: Raw, old: Raw) -> Raw:
+def restore_secrets(raw: Raw, old: Raw, *, by_name: Collection[str] = ()) -> Raw:
     """Secrets come back from the browser empty (they are never rendered): keep the stored
     value of a secret env row of the same name, and the registry password of the same user
     (a password saved without a username was never a valid pair: emptying it clears it).
-    A row whose Secret was unticked keeps its stored value too, now as a plain one: its field
-    was empty because the value was never shown, not because it was emptied (an import marks
-    envs secret for their names, and this is how one that is not is unmarked)."""
+    A row whose Secret was unticked keeps its stored value as a plain one only when the
+    draft made it secret for its name (`by_name`, SECRET_BY_NAME: a value pasted here): its
+    field was empty because the value was never shown, not because it was emptied. Any other
+    (a copied job's secret, one saved with Secret ticked) is dropped, never shown in plain
+    text, and the row marked SECRET_DROPPED to ask for it again (qa100: unticking it showed
+    any past job's secret on the step, the review, its JSON and curl)."""
     if (
         not _one(raw, "registry_password")
         and _one(old, "registry_password")
@@ -2945,10 +2958,17 @@ def restore_secrets(raw: Raw, old: Raw) -> Raw:
         for r in rows_of(old, "env")
         if _one(r, "secret") and _one(r, "value")
     }
+    dropped = {_one(r, "name") for r in rows_of(old, "env") if _one(r, SECRET_DROPPED)}
     rows = rows_of(raw, "env")
     for row in rows:
-        if not _one(row, "value") and _one(row, "name") in stored:
-            row["value"] = [stored[_one(row, "name")]]
+        row.pop(SECRET_DROPPED, None)  # the server's to say, never the post's
+        name = _one(row, "name")
+        if _one(row, "value") or not name:
+            continue
+        if name in stored and (_one(row, "secret") or name in by_name):
+            row["value"] = [stored[name]]
+        elif name in stored or name in dropped:
+            row[SECRET_DROPPED] = ["on"]
     return with_rows(raw, "env", rows)
 
 
@@ -2956,23 +2976,35 @@ def restore_webhook_secrets(raw: Raw, old: Raw) -> Raw:
     """The advanced step's webhook lines come back from the browser with any signing secret
     as ****** (`webhook_secrets_hidden`): a line of the same URL as a stored one gets its
     stored secret back. A line whose URL changed keeps what it says (its secret is asked
-    for again by the spec's check)."""
+    for again by the spec's check). A bot's line typed in the alert emails (refused there)
+    comes back masked too: put back there, and in the webhooks when moved to them."""
+    raw = dict(raw)
+    old_emails = _one(old, "alert_emails")
+    if "alert_emails" in raw and old_emails:
+        restored = chat_bots.secrets_in_text_restored(_one(raw, "alert_emails"), old_emails)
+        raw["alert_emails"] = [restored]
     if "alert_webhooks" not in raw:
         return raw
     lines = _lines(_one(raw, "alert_webhooks"))
-    stored = _lines(_one(old, "alert_webhooks"))
+    stored = _lines(_one(old, "alert_webhooks")) + chat_bots.secret_words(old_emails)
     return {**raw, "alert_webhooks": ["\n".join(chat_bots.secrets_restored(lines, stored))]}
 
 
 def webhook_secrets_hidden(forms: StepForms) -> StepForms:
     """The step as shown: on the advanced step, each webhook line's signing secret as ******
-    (never rendered back, as a secret env's value is not)."""
+    (never rendered back, as a secret env's value is not), and any `#secret=` typed in the
+    alert emails by mistake (qa100: refused there, it was shown as typed)."""
     form = forms.form
-    if forms.step != ADVANCED or not form.data.get("alert_webhooks"):
+    if forms.step != ADVANCED:
+        return forms
+    if not form.data.get("alert_webhooks") and not form.data.get("alert_emails"):
         return forms
     data = form.data.copy()
-    lines = str(data["alert_webhooks"]).splitlines()
-    data["alert_webhooks"] = "\n".join(chat_bots.secret_masked(line) for line in lines)
+    if data.get("alert_webhooks"):
+        lines = str(data["alert_webhooks"]).splitlines()
+        data["alert_webhooks"] = "\n".join(chat_bots.secret_masked(line) for line in lines)
+    if data.get("alert_emails"):
+        data["alert_emails"] = chat_bots.secrets_in_text_masked(str(data["alert_emails"]))
     form.data = data
     return forms
 
@@ -3290,7 +3322,10 @@ def secrets_typed(post: MultiValueDict, step: str) -> bool:
         )
     if step == ADVANCED:
         lines = str(post.get("alert_webhooks") or "").splitlines()
-        return any(chat_bots.split_secret(line)[1] not in ("", MASK) for line in lines)
+        emails = str(post.get("alert_emails") or "")
+        return any(chat_bots.split_secret(line)[1] not in ("", MASK) for line in lines) or any(
+            found.group(2) != MASK for found in chat_bots.SECRET_IN_TEXT.finditer(emails)
+        )
     return False
 
 
@@ -3330,10 +3365,13 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
     old = draft.data.get(step) if isinstance(draft.data.get(step), dict) else {}
     marked_secret: list[str] = []
     if step == IMAGE:
+        by_name = [str(n) for n in draft.data.get(SECRET_BY_NAME) or []]
         raw, marked_secret = merge_pasted_envs(
-            pasted_secrets_restored(restore_secrets(raw, old), old)
+            pasted_secrets_restored(restore_secrets(raw, old, by_name=by_name), old)
         )
         raw = pasted_secrets_held(raw)
+        if marked_secret:
+            draft.data[SECRET_BY_NAME] = by_name + [n for n in marked_secret if n not in by_name]
     elif step == ADVANCED:
         raw = restore_webhook_secrets(raw, old)
     if "seen" in post and post["seen"] != step_version(draft, step) and raw != old:

@@ -301,6 +301,8 @@ def draft_import(
             spec.creation_mode, spec.aiak = S.CREATION_AIAK, aiak_read
     data: dict[str, Any] = dict(W.raw_from_spec(spec))
     data[IMPORTED] = True
+    # Pasted here: unticking Secret on one of them shows its value again (restore_secrets).
+    data[W.SECRET_BY_NAME] = marked
     notices = {
         "marked_secret": marked,
         "unread": unread[:FIELDS_NAMED],
@@ -1022,6 +1024,7 @@ def secret_values(document: Mapping[str, Any], v1: Any) -> list[str]:
     not only the first one's, which v1 keeps. (Found in QA: the box after a form's own
     refusal, or a faultToleranceArgs one, showed such values as typed.)"""
     values = S.stored_secret_values(v1) + guessed_secret_values(v1) + _signed_webhooks(v1)
+    values += _signing_secrets_elsewhere(document)
     job_spec = document.get("jobSpec")
     if is_role_map(job_spec) and isinstance(v1, Mapping):
         for group in list(job_spec.values())[1:]:
@@ -1042,6 +1045,36 @@ def _signed_webhooks(document: Any) -> list[str]:
         for url in (webhooks if isinstance(webhooks, list) else [])
         if isinstance(url, str) and chat_bots.secret_masked(url) != url
     ]
+
+
+# A chat bot's signing secret, wherever in a body it is written (in any letter case: a
+# mistyped `#Secret=` is one too, chat_bots.secret_masked).
+_SECRET_FRAGMENT = re.compile(re.escape("#" + chat_bots.SECRET_MARK), re.IGNORECASE)
+
+
+def _signing_secrets_elsewhere(document: Any) -> list[str]:
+    """Every string of a body that holds a `#secret=` with a secret after it, wherever it is:
+    a bot's line in a field where chat bots do not go (`alertConfig.webhooks`, a label) is
+    refused, and the box showed it again as typed (qa100), since only
+    console.alertChannels.webhooks was read for them. Masked whole, as _signed_webhooks's."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+        elif (
+            isinstance(value, str)
+            and _SECRET_FRAGMENT.search(value)
+            and chat_bots.secret_masked(value) != value
+        ):
+            found.append(value)
+
+    walk(document)
+    return found
 
 
 def is_v2_body(document: Mapping[str, Any]) -> bool:

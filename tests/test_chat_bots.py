@@ -736,6 +736,105 @@ def test_an_import_refusing_a_mistyped_secret_shows_it_nowhere(alice_client, bot
     assert DINGTALK_SECRET not in r.content.decode()
 
 
+@pytest.mark.parametrize(
+    "place",
+    [{"alertConfig": "webhooks"}, {"console": "webhooks"}, {"labels": "bot"}],
+    ids=["alertConfig.webhooks", "console.webhooks", "a label"],
+)
+def test_an_import_refused_for_a_bot_line_in_the_wrong_field_shows_its_secret_masked(
+    alice_client, bots, place
+):
+    """qa100: `alertConfig.webhooks` (where chat bots do not go) was refused, and the box
+    showed the line with its #secret= as typed: only console.alertChannels.webhooks was
+    masked. A #secret= anywhere in the body is a secret."""
+    from .test_wizard_import import BODY, box_of, import_body
+
+    key = uuid.uuid4().hex
+    signed = f"{bots.dingtalk_url}#secret={DINGTALK_SECRET}"
+    body = copy.deepcopy(BODY)
+    [(top, inner)] = place.items()
+    body[top] = {**(body.get(top) or {}), inner: [signed] if inner == "webhooks" else signed}
+
+    r = import_body(alice_client, body, key=key)
+    sent_back = import_body(alice_client, box_of(r), key=key)
+
+    assert r.status_code == 200 and not Draft.objects.exists()
+    assert DINGTALK_SECRET not in r.content.decode()
+    assert W.MASK in box_of(r)
+    # Sent again as the box shows it, from the same page: the line is put back, not lost
+    # (the body is refused again for the same field).
+    assert sent_back.status_code == 200 and DINGTALK_SECRET not in sent_back.content.decode()
+    assert box_of(sent_back) == box_of(r)
+
+
+def test_a_bot_line_typed_in_the_alert_emails_is_refused_with_its_secret_masked_and_kept(
+    alice_client, bots
+):
+    """qa100: a bot's line pasted in 告警邮箱 (Alert emails) was refused, and the field and
+    its message showed the signing secret as typed. Masked; posted back as shown, the line
+    keeps its secret, there or moved to the webhooks."""
+    from .test_wizard import advanced_data, complete_steps, field_errors, new_draft
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+    signed = f"{bots.dingtalk_url}#secret={DINGTALK_SECRET}"
+    shown = f"{bots.dingtalk_url}#secret=******"
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFailed"], alert_emails=f"ops@example.com, {signed}"),
+    )
+    page = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+    again = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFailed"], alert_emails=f"ops@example.com, {shown}"),
+    )
+    draft.refresh_from_db()
+    kept = draft.data[W.ADVANCED]["alert_emails"]
+    moved = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(
+            alert_items=["jobFailed"], alert_emails="ops@example.com", alert_webhooks=shown
+        ),
+    )
+
+    assert r.status_code == 200 and again.status_code == 200
+    assert DINGTALK_SECRET not in r.content.decode() + page + again.content.decode()
+    assert field_errors(r, "id_alert_emails") == [f"“{shown}”不是有效的邮箱地址。"]
+    assert shown in html.unescape(page)
+    assert kept == [f"ops@example.com, {signed}"]
+    assert moved.status_code == 302
+    draft.refresh_from_db()
+    spec = W.assemble(W.wizard_state(draft)).spec
+    assert spec.alert.webhooks == [signed] and spec.alert.emails == ["ops@example.com"]
+
+
+def test_the_api_quotes_a_bot_line_in_the_emails_with_its_secret_masked(
+    alice,
+    bots,
+    wsgi,  # noqa: F811
+):
+    from .test_api import body, client_for
+
+    key, secret = api_key_create(owner=alice, description="script")
+    api = client_for(wsgi, key.access_key_id, secret)
+    signed = f"{bots.dingtalk_url}#secret={DINGTALK_SECRET}"
+    bad = body(
+        alertConfig={"alertItems": ["jobFailed"]}, console={"alertChannels": {"emails": [signed]}}
+    )
+
+    refusal = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert f"{bots.dingtalk_url}#secret=******" in refusal.message
+    assert DINGTALK_SECRET not in refusal.message
+
+
 def test_the_copy_diff_says_a_bots_signing_secret_changed_without_showing_it(
     alice, alice_client, bots
 ):

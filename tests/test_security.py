@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from jobs import spec as S
+from jobs import throttle as T
 from jobs.models import Job, JobStatus, LoginFailure, ReviewMode, ReviewPolicy
 from jobs.review import job_approve, job_reject
 from jobs.services import jobs_submit
@@ -850,7 +851,8 @@ def test_a_locked_out_address_still_lets_in_a_browser_that_logged_in_as_that_use
     assert back.status_code == 302
     assert guessed.status_code == 200 and "_auth_user_id" not in guesser.session
     assert new.status_code == 200 and "_auth_user_id" not in new_browser.session
-    # Her own count still holds her browser back.
+    # Her browser's own count still holds it back.
+    settings.LOGIN_FAILURES_PER_DEVICE = 3
     alices_browser.post("/logout/")
     for _ in range(3):
         fail_login(alices_browser, "alice")
@@ -871,6 +873,87 @@ def test_the_known_login_cookie_names_only_the_account_it_was_given_for(alice, b
     r = browser.post("/login/", {"username": "bob", "password": "bob-password"})
 
     assert r.status_code == 200 and "_auth_user_id" not in browser.session
+
+
+def test_anyones_failures_for_an_account_do_not_lock_out_its_owners_own_browser(alice, settings):
+    """fix110: five wrong passwords for "ALICE " from fresh clients locked alice's own browser
+    out with the right password. Her browser (its device cookie) is judged by its own
+    failures; a browser new to her account is still refused, as the guesser is."""
+    settings.LOGIN_FAILURES_PER_USERNAME = 5
+    alices_browser = Client(REMOTE_ADDR="203.0.113.9")
+    alices_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+    alices_browser.post("/logout/")
+    for i, name in enumerate(["ALICE ", "alice", " Alice", "aLiCe", "ALICE"]):
+        fail_login(Client(REMOTE_ADDR=f"198.51.100.{i + 1}"), name)
+
+    new_browser = Client(REMOTE_ADDR="203.0.113.9")
+    new = new_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+    back = alices_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+
+    assert back.status_code == 302 and "_auth_user_id" in alices_browser.session
+    assert new.status_code == 200 and "_auth_user_id" not in new_browser.session
+
+
+def test_a_known_browsers_own_failures_lock_it_alone_and_count_not_for_the_account(alice, settings):
+    settings.LOGIN_FAILURES_PER_DEVICE = 2
+    settings.LOGIN_FAILURES_PER_USERNAME = 2
+    alices_browser = Client(REMOTE_ADDR="203.0.113.9")
+    alices_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+    alices_browser.post("/logout/")
+    fail_login(alices_browser, "alice")
+    fail_login(alices_browser, "alice")
+
+    locked = alices_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+    elsewhere = Client(REMOTE_ADDR="198.51.100.1")
+    other = elsewhere.post("/login/", {"username": "alice", "password": "alice-password"})
+
+    assert locked.status_code == 200 and "_auth_user_id" not in alices_browser.session
+    assert other.status_code == 302
+    assert not LoginFailure.objects.filter(username="alice").exists()
+
+
+def test_a_username_typed_as_a_browsers_counted_name_counts_for_no_browser(alice, settings):
+    settings.LOGIN_FAILURES_PER_DEVICE = 1
+    alices_browser = Client(REMOTE_ADDR="203.0.113.9")
+    alices_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+    alices_browser.post("/logout/")
+    device = T.known_device(request=_with_cookies(alices_browser), username="alice")
+    assert device
+
+    fail_login(Client(), f"device:{device}")
+
+    assert not LoginFailure.objects.filter(username=f"device:{device}").exists()
+    back = alices_browser.post("/login/", {"username": "alice", "password": "alice-password"})
+    assert back.status_code == 302
+
+
+def test_the_known_login_cookie_does_not_say_whose_it_is(alice, settings):
+    """fix110: it was the username in base64 (`ImFsaWNlIg:...`), kept a year after logging
+    out: on a shared computer it said who had used it."""
+    import base64
+
+    first, second = Client(), Client()
+    for browser in (first, second):
+        browser.post("/login/", {"username": "alice", "password": "alice-password"})
+        browser.post("/logout/")
+    cookies = [b.cookies["known_login"].value for b in (first, second)]
+
+    for cookie in cookies:
+        assert "alice" not in cookie.lower()
+        for part in cookie.split(":"):
+            padded = part + "=" * (-len(part) % 4)
+            assert b"alice" not in base64.urlsafe_b64decode(padded.encode()).lower()
+    assert cookies[0] != cookies[1]  # a random id per browser, not the account's
+    assert T.known_login(request=_with_cookies(first), username="alice")
+    assert not T.known_login(request=_with_cookies(first), username="bob")
+
+
+def _with_cookies(client: Client) -> object:
+    from django.test import RequestFactory
+
+    request = RequestFactory().get("/")
+    request.COOKIES = {name: morsel.value for name, morsel in client.cookies.items()}
+    return request
 
 
 def test_the_throttle_lifts_when_the_window_passes_and_success_clears_it(alice, settings):

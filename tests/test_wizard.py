@@ -1915,6 +1915,38 @@ def test_a_volume_mounted_over_each_instances_own_tmp_is_refused_on_its_row(alic
     assert post_step(alice_client, draft, W.DATA, below).status_code == 302
 
 
+def test_a_volume_mounted_over_a_file_of_this_machine_is_refused_on_its_row(alice_client):
+    """qa100: /etc/passwd was taken, and the job failed at start with "bwrap: Can't mkdir
+    /etc/passwd: Not a directory": a local job sees the machine's own tree as its root."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+    mounts = [
+        ("hostpath", "scratch", "/etc/passwd"),
+        ("hostpath", "scratch", "/etc/a-folder-not-there-yet"),
+        ("hostpath", "scratch", "/workspace"),
+        ("hostpath", "scratch", "/workspace/passwd"),  # the volume's, not the machine's
+    ]
+
+    r = post_step(alice_client, draft, W.DATA, data_data(mounts=mounts))
+    alice_client.cookies["django_language"] = "en"
+    below = [("hostpath", "scratch", "/etc/passwd/below")]  # a file above it
+    english = post_step(alice_client, draft, W.DATA, data_data(mounts=below))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_mounts-0-mount_path") == [
+        "本机任务以本机自己的文件为根目录，而那里的 /etc/passwd 是文件而非目录：卷无法挂载到它"
+        "上面。请挂载到一个目录，或挂载到尚不存在的路径，例如 /workspace。"
+    ]
+    assert [field_errors(r, f"id_mounts-{i}-mount_path") for i in (1, 2, 3)] == [[], [], []]
+    assert field_errors(english, "id_mounts-0-mount_path") == [
+        "A local job sees this machine's own files as its root, and there /etc/passwd is a "
+        "file, not a folder: a volume cannot be mounted over it. Mount it at a folder, or at "
+        "a path not there yet, e.g. /workspace."
+    ]
+    draft.refresh_from_db()
+    assert W.DATA not in draft.completed_steps
+
+
 def test_an_mpi_job_may_not_mount_a_volume_where_the_runner_puts_what_mpirun_needs(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.DATA, **{W.BASIC: basic_data(framework=S.MPI)})

@@ -230,6 +230,98 @@ def test_secret_values_are_never_rendered_back_and_are_kept(alice_client, alice)
     assert env["HF_TOKEN"].value == "hf_supersecret" and env["HF_TOKEN"].secret
 
 
+def _job_with_a_secret(client) -> Job:
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=W.IMAGE)
+    secret = image_data(envs=[("HF_TOKEN", "SuperSecretValue-1", True), ("PLAIN", "visible")])
+    complete_steps(client, draft, **{W.IMAGE: secret})
+    client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.latest("id")
+    Job.objects.update(status=JobStatus.SUCCEEDED)  # ended: the copy's cards are free
+    return job
+
+
+def test_unticking_secret_on_a_copied_jobs_secret_asks_for_it_again_and_never_shows_it(
+    alice_client,
+):
+    """qa100: Copy & edit, 保密 unticked and the value left empty showed the job's secret on
+    the step, in the review's summary, JSON, curl and per-replica envs."""
+    job = _job_with_a_secret(alice_client)
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    copy = Draft.objects.get(source_job=job)
+    unticked = image_data(
+        envs=[("HF_TOKEN", ""), ("PLAIN", "visible"), ("MORE", "typed-here")],
+        command="torchrun train.py --typed",
+    )
+
+    r = post_step(alice_client, copy, W.IMAGE, unticked)
+    image_page = alice_client.get(step_url(copy, W.IMAGE)).content.decode()
+    review = alice_client.get(step_url(copy, W.REVIEW)).content.decode()
+
+    assert r.status_code == 200  # shown again with the row's message
+    assert field_errors(r, "id_env-0-value") == [
+        "该值曾作为保密值保存，不会以明文显示：取消勾选“保密”已将其清空。请重新输入该值。"
+    ]
+    page = r.content.decode()
+    assert "SuperSecretValue-1" not in page + image_page + review
+    assert "typed-here" in page and "torchrun train.py --typed" in page  # nothing else lost
+    copy.refresh_from_db()
+    assert "SuperSecretValue-1" not in json.dumps(copy.data)
+    assert W.IMAGE not in copy.completed_steps
+
+
+def test_a_dropped_secret_is_asked_for_in_english_too_until_it_is_typed_again(alice_client):
+    job = _job_with_a_secret(alice_client)
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    copy = Draft.objects.get(source_job=job)
+    post_step(alice_client, copy, W.IMAGE, image_data(envs=[("HF_TOKEN", "")]), action="save")
+    alice_client.cookies["django_language"] = "en"
+
+    # Posted again still empty (ticked again, too): still asked for.
+    again = post_step(alice_client, copy, W.IMAGE, image_data(envs=[("HF_TOKEN", "", True)]))
+    typed = post_step(alice_client, copy, W.IMAGE, image_data(envs=[("HF_TOKEN", "new-one")]))
+
+    assert field_errors(again, "id_env-0-value") == [
+        "This value was saved as a secret and is not shown in plain text: unticking Secret "
+        "cleared it. Type the value again."
+    ]
+    assert typed.status_code == 302
+    copy.refresh_from_db()
+    envs = {e.name: (e.value, e.secret) for e in W.assemble(W.wizard_state(copy)).spec.envs}
+    assert envs["HF_TOKEN"] == ("new-one", False)
+
+
+def test_unticking_a_secret_saved_ticked_in_the_same_draft_drops_it_too(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    post_step(alice_client, draft, W.IMAGE, image_data(envs=[("MY_VALUE", "hidden-one", True)]))
+
+    r = post_step(alice_client, draft, W.IMAGE, image_data(envs=[("MY_VALUE", "")]))
+
+    assert r.status_code == 200 and "hidden-one" not in r.content.decode()
+    assert field_errors(r, "id_env-0-value")
+    draft.refresh_from_db()
+    assert "hidden-one" not in json.dumps(draft.data)
+
+
+def test_a_pasted_line_made_secret_for_its_name_is_shown_again_when_unticked(alice_client):
+    """The one secret unticking shows: made so by the wizard for its name, from a line pasted
+    in this draft (QA 53's .env file), not by the person."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    post_step(alice_client, draft, W.IMAGE, image_data(env_paste="EOS_TOKEN_ID=2\nMY_TOKEN=abc-1"))
+    draft.refresh_from_db()
+    assert W.SECRET_BY_NAME in draft.data
+
+    r = post_step(
+        alice_client, draft, W.IMAGE, image_data(envs=[("EOS_TOKEN_ID", "2"), ("MY_TOKEN", "")])
+    )
+
+    assert r.status_code == 302
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    assert 'value="abc-1"' in page
+
+
 def test_the_registry_password_is_never_rendered_back_and_is_kept(alice_client, alice):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.IMAGE)

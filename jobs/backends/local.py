@@ -29,6 +29,7 @@ from jobs.runtime_env import (
     shown_group_task,
 )
 from jobs.sandbox import (
+    OWN_TOP_LEVEL,
     SandboxError,
     is_within,
     missing_folder_problem,
@@ -382,6 +383,25 @@ def runner_path_problem(mount_path: str, *, framework: str) -> str:
     return ""
 
 
+def host_file_in_the_way(mount_path: str) -> str:
+    """The path of this machine, `mount_path` or a folder above it, that is there and is no
+    folder (a file such as /etc/passwd, a device), or "" when there is none. A local job sees
+    this machine's own tree as its root (jobs.sandbox), and bwrap makes a mount point as a
+    folder: over a file the job failed at start ("bwrap: Can't mkdir /etc/passwd: Not a
+    directory", qa100). The sandbox's own top folders (/tmp, /proc, /dev, /sys) are not
+    the machine's."""
+    parts = Path(mount_path).parts
+    if len(parts) < 2 or parts[1] in OWN_TOP_LEVEL:
+        return ""
+    for depth in range(2, len(parts) + 1):
+        path = os.path.join(*parts[:depth])
+        if not os.path.exists(path):
+            return ""  # made as a folder at start, with any below it
+        if not os.path.isdir(path):
+            return path
+    return ""
+
+
 def _waiting_note_now(plan: Callable[[], NextPass]) -> str:
     from jobs.scheduler import held_for_waiting_note
 
@@ -589,6 +609,19 @@ class LocalBackend(Backend):
             if parent:
                 err(
                     f"datasources[{i}].mountPath", said_here(read_only_parent_message(dest, parent))
+                )
+            # Below another volume's mount path, what is there is that volume's, not the
+            # machine's.
+            below_another = any(d != dest and is_within(dest, d) for _i, d, _f, _r in mounted)
+            if not below_another and (in_the_way := host_file_in_the_way(dest)):
+                err(
+                    f"datasources[{i}].mountPath",
+                    _(
+                        "A local job sees this machine's own files as its root, and there "
+                        "%(path)s is a file, not a folder: a volume cannot be mounted over it. "
+                        "Mount it at a folder, or at a path not there yet, e.g. /workspace."
+                    )
+                    % {"path": in_the_way},
                 )
         # The worker delivers this pool's webhooks itself: refuse destinations it would refuse
         # at send time (SSRF guard), so nobody learns it only from an AlertFailed event.
