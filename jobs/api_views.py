@@ -690,13 +690,15 @@ def queue_of_jobs_known(*, owner: Any, pool_id: str, queue: str) -> None:
     mistyped pool is refused (pool_of_jobs_known): qa97's `queue=nope` and `queue=Default`
     (names are matched exactly, as the pool names them) answered an empty list, read by a
     script as "no jobs in that queue", while DescribeQueue of the same name was 404."""
-    from .wizard import find_pool
+    from .wizard import find_pool, unreachable_pool
 
     pool = find_pool(pool_id)
     if pool is not None and queue in pool.queues:
         return
     if Job.objects.filter(owner=owner, resource_pool=pool_id, queue=queue).exists():
         return
+    if pool is None and unreachable_pool(pool_id) is not None:
+        raise pool_not_found(pool_id)  # its queues cannot be read either
     raise ApiError(
         404,
         "QueueNotFound",

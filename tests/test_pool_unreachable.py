@@ -151,3 +151,34 @@ def test_the_wizards_pool_while_aihc_is_down_stays_chosen_and_is_said_unreachabl
     assert 'value="kept-name"' in page
     draft.refresh_from_db()
     assert draft.data["basic"]["resource_pool"] == ["cce-pool1"]
+
+
+def test_the_job_list_of_a_known_pool_while_aihc_is_down_is_503_not_an_unknown_pool(
+    api, aihc_down, alice
+):
+    listed = refused(lambda: api.list_jobs(pool="cce-pool1"))
+    unknown = refused(lambda: api.list_jobs(pool="cce-nope"))
+    # With a job of hers there the pool is known to her, but the queues it has are not.
+    Job.objects.create(
+        public_id="pytorchjob-earlier",
+        name="earlier",
+        owner=alice,
+        spec={},
+        status=JobStatus.SUCCEEDED,
+        backend="aihc",
+        resource_pool="cce-pool1",
+        queue="default",
+    )
+    in_other_queue = refused(
+        lambda: api.request(
+            "GET",
+            "/api/v1/aijobs",
+            params=[("resourcePoolId", "cce-pool1"), ("queue", "research")],
+            idempotent=True,
+        )
+    )
+
+    assert (listed.status, listed.code) == (503, "ServiceUnavailable")
+    assert (unknown.status, unknown.code) == (404, "ResourcePoolNotFound")
+    assert (in_other_queue.status, in_other_queue.code) == (503, "ServiceUnavailable")
+    assert [j["jobId"] for j in api.list_jobs(pool="cce-pool1")] == ["pytorchjob-earlier"]
