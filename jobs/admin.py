@@ -1112,11 +1112,13 @@ ACTION_QUESTIONS = {
     ),
     "mark_lost": ngettext_lazy(
         "Mark this job as lost? Only for a job whose worker's machine is gone for good: it ends "
-        "now as Failed (Stopped if it was stopping) and its cards are released. Nothing is "
+        "now as Failed (Stopped if it was stopping; as its replicas' exit records say when the "
+        "folder it ran in is on this machine) and its cards are released. Nothing is "
         "sent to its processes; if they still run, the worker ends them when it runs there "
         "again.",
         "Mark these %(count)d jobs as lost? Only for jobs whose worker's machine is gone for "
-        "good: they end now as Failed (Stopped if they were stopping) and their cards are "
+        "good: they end now as Failed (Stopped if they were stopping; as their replicas' exit "
+        "records say when the folder they ran in is on this machine) and their cards are "
         "released. Nothing is sent to their processes; if they still run, the worker ends "
         "them when it runs there again.",
         "count",
@@ -1142,7 +1144,8 @@ ACTION_QUESTIONS_ONE = {
     "mark_lost": pgettext_lazy(
         "of one job",
         "Mark this job as lost? Only for a job whose worker's machine is gone for good: it ends "
-        "now as Failed (Stopped if it was stopping) and its cards are released. Nothing is "
+        "now as Failed (Stopped if it was stopping; as its replicas' exit records say when the "
+        "folder it ran in is on this machine) and its cards are released. Nothing is "
         "sent to its processes; if they still run, the worker ends them when it runs there "
         "again.",
     ),

@@ -86,6 +86,7 @@ from .api_views import (
     pod_metrics,
     pool_console,
     pool_found,
+    pool_not_found,
     pool_of_jobs_known,
     pool_phase,
     pools_found,
@@ -100,7 +101,7 @@ from .api_views import (
 from .backends import AcceleratorStock, Pool
 from .models import Job, JobGroup
 from .pools import QueueCounts, queue_counts
-from .wizard import available_pools, find_pool
+from .wizard import available_pools, find_pool, unreachable_pool
 
 # AIHC's pool types; the console's pools are all self-managed ("common").
 POOL_TYPES = ("common", "dedicatedV2", "bhcmp", "edge")
@@ -782,6 +783,8 @@ def _describe_queue(request: HttpRequest, owner: Any) -> dict[str, Any]:
                 "(or a queue name, with resourcePoolId).",
             )
     pool = find_pool(pool_id)
+    if pool is None and unreachable_pool(pool_id) is not None:
+        raise pool_not_found(pool_id)
     if pool is None:
         raise ApiError(404, "QueueNotFound", _("Queue %(queue)s not found.") % {"queue": queue_id})
     name = queue_found(pool, name)

@@ -668,9 +668,11 @@ def pool_of_jobs_known(*, owner: Any, pool_id: str) -> None:
     ResourcePoolNotFound, 404); an empty job list for a mistyped pool read as "no jobs"."""
     if "\x00" not in pool_id and Job.objects.filter(owner=owner, resource_pool=pool_id).exists():
         return
-    from .wizard import find_pool
+    from .wizard import find_pool, unreachable_pool
 
     if find_pool(pool_id) is None:
+        if unreachable_pool(pool_id) is not None:
+            raise pool_not_found(pool_id)
         raise ApiError(
             404,
             "ResourcePoolNotFound",
@@ -688,13 +690,15 @@ def queue_of_jobs_known(*, owner: Any, pool_id: str, queue: str) -> None:
     mistyped pool is refused (pool_of_jobs_known): qa97's `queue=nope` and `queue=Default`
     (names are matched exactly, as the pool names them) answered an empty list, read by a
     script as "no jobs in that queue", while DescribeQueue of the same name was 404."""
-    from .wizard import find_pool
+    from .wizard import find_pool, unreachable_pool
 
     pool = find_pool(pool_id)
     if pool is not None and queue in pool.queues:
         return
     if Job.objects.filter(owner=owner, resource_pool=pool_id, queue=queue).exists():
         return
+    if pool is None and unreachable_pool(pool_id) is not None:
+        raise pool_not_found(pool_id)  # its queues cannot be read either
     raise ApiError(
         404,
         "QueueNotFound",
@@ -790,9 +794,7 @@ def job_create(
     if pool is None and (unread_values or misplaced):  # the body's own errors first
         raise refused(unread_values)
     if pool is None:
-        raise ApiError(
-            404, "ResourcePoolNotFound", _("Resource pool %(pool)s not found.") % {"pool": pool_id}
-        )
+        raise pool_not_found(pool_id)
     if pool.backend == "local" and not says_submission_mode(document):
         # AIHC's bodies have no standalone/queue choice: a job is queued, as AIHC queues it
         # (seed 001), so it is stored as a queue task of one. Stored as a standalone job (the
@@ -1458,10 +1460,31 @@ def pool_found(pool_id: str) -> Pool:
 
     pool = find_pool(pool_id)
     if pool is None:
-        raise ApiError(
-            404, "ResourcePoolNotFound", _("Resource pool %(pool)s not found.") % {"pool": pool_id}
-        )
+        raise pool_not_found(pool_id)
     return pool
+
+
+def pool_not_found(pool_id: str) -> ApiError:
+    """The refusal of a pool id not offered now: 404 ResourcePoolNotFound, unless its
+    platform's pools cannot be read and the console knows the pool (jobs.wizard
+    .unreachable_pool): then 503 ServiceUnavailable, which a script and the SDKs send again,
+    a create with its clientToken (qa102: a 404 made a script drop the job)."""
+    from .wizard import unreachable_pool
+
+    reason = unreachable_pool(pool_id)
+    if reason is not None:
+        return ApiError(
+            503,
+            "ServiceUnavailable",
+            _(
+                "Resource pool %(pool)s cannot be checked now: %(reason)s. Send the request "
+                "again later (a create with the same clientToken makes one job)."
+            )
+            % {"pool": pool_id, "reason": reason},
+        )
+    return ApiError(
+        404, "ResourcePoolNotFound", _("Resource pool %(pool)s not found.") % {"pool": pool_id}
+    )
 
 
 def queue_found(pool: Pool, name: str) -> str:

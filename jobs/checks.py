@@ -128,6 +128,103 @@ def card_nodes_missing(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
     ]
 
 
+# The queued jobs looked at (newest first): the check runs at every start, its cost bounded.
+RERUN_JOBS_LOOKED_AT = 1000
+
+
+@checks.register(checks.Tags.database)
+def queued_jobs_already_run(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """Local jobs waiting to start (Queued, or held for review) whose folder in LOCAL_RUN_DIR
+    has an exit record newer than the job's last event: they ran after the database was
+    copied, so this database is a restored backup, and they will run again (qa102: nothing
+    told the operator). A job resubmitted after it ran is not one: its Resubmitted event is
+    newer than its last run's exits. Said by `migrate` (so `make run` and the unit's
+    ExecStartPre), `manage.py check --database default` and the worker's start log."""
+    if not databases or "default" not in databases:
+        return []
+    if "local" not in settings.CONSOLE_BACKENDS:
+        return []
+    from django.db.models import Max
+
+    from . import logs as job_logs
+    from .models import Job, JobStatus
+
+    try:
+        with transaction.atomic():  # a savepoint, as above
+            waiting = list(
+                Job.objects.filter(
+                    backend="local", status__in=[JobStatus.QUEUED, JobStatus.PENDING_REVIEW]
+                )
+                .annotate(last_event=Max("events__created_at"))
+                .order_by("-created_at", "-id")
+                .values_list("public_id", "last_event", "created_at")[:RERUN_JOBS_LOOKED_AT]
+            )
+    except DatabaseError:  # a database not migrated yet (migrate checks before migrating)
+        return []
+    ran: list[str] = []
+    for public_id, last_event, created_at in waiting:
+        since = (last_event or created_at).timestamp()
+        folder = job_logs.job_dir(public_id)
+        try:
+            exits = [p.stat().st_mtime for p in folder.glob("attempt-*/*/exit")]
+        except OSError:
+            continue
+        if any(mtime > since for mtime in exits):
+            ran.append(public_id)
+    if not ran:
+        return []
+    shown = ", ".join(ran[:5]) + (", …" if len(ran) > 5 else "")
+    return [
+        checks.Warning(
+            f"{len(ran)} queued local jobs have already run here (restored from a backup?): "
+            f"their folders in {settings.LOCAL_RUN_DIR} hold exits recorded after the "
+            f"database last changed them, and they will run again ({shown}).",
+            hint=(
+                "Before the worker starts them, stop or delete those that must not run again "
+                "(their page's Stop, or the admin's job list); their earlier run's logs are in "
+                "their folders. README: Backup and restore."
+            ),
+            id="jobs.W005",
+        )
+    ]
+
+
+@checks.register(checks.Tags.compatibility, deploy=True)
+def run_dir_smaller_than_a_log(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Said by `manage.py check --deploy`, at the start of `serve` and in the worker's start
+    log: the file system holding LOCAL_RUN_DIR has less room than one replica's log may take
+    (LOCAL_LOG_MAX_MB), so a job's log can fill it before its cap cuts it, and every job on
+    the machine and the console with it (qa102)."""
+    if "local" not in settings.CONSOLE_BACKENDS:
+        return []
+    run_dir = settings.LOCAL_RUN_DIR
+    # The folder may not exist yet (the worker makes it): its nearest existing parent's disk.
+    path = os.path.abspath(run_dir)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    try:
+        found = os.statvfs(path)
+    except OSError:
+        return []
+    free_mb = found.f_bavail * found.f_frsize // (1024 * 1024)
+    if free_mb >= settings.LOCAL_LOG_MAX_MB:
+        return []
+    return [
+        checks.Warning(
+            f"The file system holding LOCAL_RUN_DIR ({run_dir}) has {free_mb} MB free, less "
+            f"than one replica's log may take (LOCAL_LOG_MAX_MB={settings.LOCAL_LOG_MAX_MB}): "
+            f"a job writing that much fills it before its log is cut.",
+            hint=(
+                "Free room there, lower LOCAL_LOG_MAX_MB, or put LOCAL_RUN_DIR on a file system "
+                "of its own. README: Deployment."
+            ),
+            id="jobs.W006",
+        )
+    ]
+
+
 def unapplied_migrations() -> list[str]:
     """The migrations of this release the database lacks (`app.name`, in the order `migrate`
     applies them): none once `migrate` has run."""

@@ -290,6 +290,7 @@ class BasicForm(StepForm):
         pools: list[Pool],
         pool: Pool | None,
         templates: list[tuple[str, list[tuple[str, str]]]],
+        unreachable: str | None = None,
         **kwargs: Any,
     ) -> None:
         from .pools import labels_by_pool  # jobs.pools imports this module
@@ -298,6 +299,20 @@ class BasicForm(StepForm):
         # By name, as the pools page and the job list name them; with the id when two share one.
         labels = labels_by_pool({p.id: p.name for p in pools})
         self.fields["resource_pool"].choices = list(labels.items())
+        self.pool_unreachable = ""
+        posted_pool = str(self.data.get("resource_pool") or "") if self.is_bound else ""
+        if unreachable is not None and posted_pool and posted_pool not in labels:
+            # A known pool whose platform cannot be read now (jobs.wizard.unreachable_pool)
+            # stays chosen, said to be unreachable, instead of vanishing from the list as an
+            # unknown pool would (qa102); the step goes on once its platform answers.
+            self.fields["resource_pool"].choices = [
+                *labels.items(),
+                (posted_pool, _("%(pool)s (cannot be reached now)") % {"pool": posted_pool}),
+            ]
+            self.pool_unreachable = _(
+                "Resource pool “%(pool)s” cannot be reached now: %(reason)s. What you filled "
+                "in is kept; go on once it answers again (try in a moment)."
+            ) % {"pool": posted_pool, "reason": unreachable}
         queues = pool.queues if pool else []
         self.fields["queue"].choices = [(q, q) for q in queues]
         if pool is None and self.is_bound:
@@ -324,6 +339,8 @@ class BasicForm(StepForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        if self.pool_unreachable:
+            self.add_error("resource_pool", self.pool_unreachable)
         if (
             data.get("creation_mode") == S.CREATION_AIAK
             and data.get("framework")

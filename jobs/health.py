@@ -314,6 +314,33 @@ class WorkerState:
             minutes,
         ) % {"minutes": minutes}
 
+    @property
+    def staff_banner(self) -> str | None:
+        """`banner` as staff read it: what to check instead of "contact an administrator",
+        which they are (qa102): the worker's log (serve's output, the journal under systemd,
+        as README's "Where the logs are" names them) and /healthz."""
+        if self.running:
+            return None
+        minutes = (self.last_seen_seconds or 0) // 60
+        if not minutes:
+            return _(
+                "The job scheduler (worker) is not running: queued jobs will not start and "
+                "running jobs are not tracked. Its log says why: the output of manage.py serve "
+                "(the terminal of make run, or journalctl -u ai-job-console under systemd); "
+                "/healthz says once it runs again."
+            )
+        return ngettext(
+            "The job scheduler (worker) has not run for %(minutes)d minute: queued jobs will "
+            "not start and running jobs are not tracked. Its log says why: the output of "
+            "manage.py serve (the terminal of make run, or journalctl -u ai-job-console under "
+            "systemd); /healthz says once it runs again.",
+            "The job scheduler (worker) has not run for %(minutes)d minutes: queued jobs will "
+            "not start and running jobs are not tracked. Its log says why: the output of "
+            "manage.py serve (the terminal of make run, or journalctl -u ai-job-console under "
+            "systemd); /healthz says once it runs again.",
+            minutes,
+        ) % {"minutes": minutes}
+
 
 FIELDS = (
     "seen_at",

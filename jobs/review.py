@@ -394,6 +394,56 @@ def lost_refusal(*, job: Job, active: str | None) -> str:
     return ""
 
 
+def _ended_as_recorded(*, job: Job, reviewer: Any) -> bool:
+    """Ends a running job marked as lost with the end its replicas recorded where it ran, when
+    that folder is on this host and says how every replica ended (jobs.runner
+    .exits_recorded_where_it_ran): Succeeded, or Failed with the replica's exit code, and
+    its alert, instead of Failed for being lost (qa102: a backup restored into another
+    CONSOLE_VAR_DIR left a job that had finished meanwhile Running, and marking it lost
+    ended a succeeded job Failed). Called inside job_mark_lost's transaction."""
+    from .runner import exit_message, exits_recorded_where_it_ran  # the runner imports much
+
+    run = LocalRun.objects.filter(job=job).first()
+    end = exits_recorded_where_it_ran(job, run) if run is not None else None
+    if end is None:
+        return False
+    user = reviewer.get_username()
+    if end.succeeded:
+        message = recorded(
+            gettext_noop(
+                "Marked as lost by %(user)s, and ended as it ended where it ran (another run "
+                "directory on this machine): all replicas exited with code 0."
+            ),
+            user=user,
+        )
+        to, reason, item = JobStatus.SUCCEEDED, "Succeeded", "jobSucceed"
+    else:
+        message = recorded(
+            gettext_noop(
+                "Marked as lost by %(user)s, and ended as it ended where it ran (another run "
+                "directory on this machine): %(why)s"
+            ),
+            user=user,
+            why=exit_message(end.failed_replica or "", end.exit_code),
+        )
+        to, reason, item = JobStatus.FAILED, "Failed", "jobFailed"
+    done = job_transition(
+        job=job,
+        to=to,
+        reason=reason,
+        message=message,
+        warning=not end.succeeded,
+        actor=reviewer,
+        ended_at=end.ended_at,
+    )
+    if done:
+        job_alert(job=job, item=item, message=named_for_alert(job=job, message=message))
+        logger.warning(
+            "%s marked as lost by %s, ended %s from its exit records", job.public_id, user, to
+        )
+    return done
+
+
 def job_mark_lost(*, job: Job, reviewer: Any) -> bool:
     """Ends a local job that no worker can follow any more: Failed, or Stopped if it was
     Stopping, naming the reviewer; its cards are released (they are counted while it runs);
@@ -408,6 +458,8 @@ def job_mark_lost(*, job: Job, reviewer: Any) -> bool:
         if refusal:
             raise ActionError(refusal)
         stopping = job.status == JobStatus.STOPPING
+        if not stopping and _ended_as_recorded(job=job, reviewer=reviewer):
+            return True
         message = (
             recorded(
                 gettext_noop(

@@ -420,6 +420,48 @@ def followed_here() -> Q:
     return Q(local_run__runner__in=["", runner_key()]) | Q(local_run__isnull=True)
 
 
+@dataclass(frozen=True)
+class RecordedEnd:
+    """How a job that ran where no worker follows it ended, read from its replicas' exit
+    records (exits_recorded_where_it_ran): its result, the first failed replica and its exit
+    code (None when it succeeded), and when its last replica ended."""
+
+    succeeded: bool
+    failed_replica: str | None
+    exit_code: int
+    ended_at: datetime | None
+
+
+def exits_recorded_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
+    """The job's end as its replicas recorded it in the run directory its worker started it
+    in, when that is on this host and every replica of its attempt has an exit record there
+    (none still holding its lock); None otherwise (another host, the folder gone, a replica
+    still running or lost). Found in QA (qa102): a job running when a backup was taken and
+    restored into another CONSOLE_VAR_DIR on the same host, which finished meanwhile, could
+    only be marked as lost, ending a succeeded job Failed. Only the recorded folder is read:
+    a restored copy of it (jobs.logs.job_dir's fallback) was copied while the job ran."""
+    host, sep, run_dir = run.runner.partition(":")
+    if not (sep and run_dir) or host != socket.gethostname():
+        return None
+    replicas = list(job.replicas.all())
+    if not replicas:
+        return None
+    attempt = Path(run_dir) / job.public_id / f"attempt-{run.attempt}"
+    states = {r.pk: read_state(attempt / f"{r.role}-{r.index}") for r in replicas}
+    if any(state.phase != "exited" for state in states.values()):
+        return None
+    ended_at = last_exit_time(list(states.values()))
+    # A TensorFlow job's result is its chief's (or worker 0's): its parameter servers end
+    # only when stopped, never with 0 (tensorflow_result_replica).
+    result = tensorflow_result_replica(job, replicas)
+    deciding = [result] if result is not None else replicas
+    for replica in deciding:
+        if states[replica.pk].exit_code != 0:
+            label = f"{replica.role}-{replica.index}"
+            return RecordedEnd(False, label, states[replica.pk].exit_code or 0, ended_at)
+    return RecordedEnd(True, None, 0, ended_at)
+
+
 def waits_for_its_worker(run: LocalRun) -> bool:
     """Whether the run was started where the active worker is not (another host or run
     directory): that worker cannot reach its processes, so a stop waits for a worker to run

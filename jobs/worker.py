@@ -63,7 +63,7 @@ from .alerts import jobs_with_alerts_pending
 from .backends import BACKEND_MODULES, BackendError, get_backend
 from .backends.base import UNANSWERED_CODES
 from .backends.remote import logged_error, unsettled_creates
-from .checks import card_nodes_missing
+from .checks import card_nodes_missing, queued_jobs_already_run, run_dir_smaller_than_a_log
 from .health import (
     HEARTBEAT_PK,
     RemoteProgress,
@@ -1664,8 +1664,13 @@ def run_while_holding(
     )
     for warning in job_users.shared_folder_warnings():
         logger.warning("LOCAL_JOB_UID_BASE: %s", warning)
-    for warning in card_nodes_missing():
+    for warning in [*card_nodes_missing(), *run_dir_smaller_than_a_log()]:
         logger.warning("%s (%s) %s", warning.msg, warning.id, warning.hint)
+    try:
+        for warning in queued_jobs_already_run(databases=["default"]):
+            logger.warning("%s (%s) %s", warning.msg, warning.id, warning.hint)
+    except Exception:
+        logger.exception("looking for queued jobs that already ran failed")
     try:
         worker.note_runs_elsewhere()
         worker.note_followed_again(unfollowed_seconds=unfollowed)

@@ -26,7 +26,7 @@ from django.urls import reverse
 
 from jobs.health import WorkerIdentity, worker_beat, worker_stopped
 from jobs.management.commands.serve import gunicorn_command
-from jobs.models import JobStatus, WorkerHeartbeat
+from jobs.models import Job, JobStatus, WorkerHeartbeat
 from jobs.runner import free_port
 from jobs.scheduler import DISK_PRESSURE, held_for
 
@@ -441,6 +441,36 @@ def test_staff_read_when_the_worker_stopped_as_one_text_in_either_language(revie
         "Worker last seen 2026-12-01 09:30:05 on gpu-host-1 (process 4242, version 0.1.0). "
         "It was stopped (SIGTERM or Ctrl-C) and none has started since."
     )
+
+
+@pytest.mark.parametrize(
+    ("language", "what_to_check"),
+    [
+        (
+            "en",
+            "Its log says why: the output of manage.py serve (the terminal of make run, or "
+            "journalctl -u ai-job-console under systemd); /healthz says once it runs again.",
+        ),
+        (
+            "zh-hans",
+            "原因见其日志：manage.py serve 的输出（make run 的终端，或 systemd 下的 journalctl "
+            "-u ai-job-console）；它恢复运行后 /healthz 会显示。",
+        ),
+    ],
+)
+def test_staff_are_told_where_to_look_instead_of_to_contact_an_administrator(
+    reviewer, alice, language, what_to_check
+):
+    # qa102: staff are the administrators the users' text sends them to.
+    submit(alice, make_spec("echo hi"))
+    beat(seconds_ago=5 * 60 + 10)
+
+    staffs = banner(client_in(reviewer, language).get(reverse("job-list")).content.decode())
+    users = banner(client_in(alice, language).get(reverse("job-list")).content.decode())
+
+    assert staffs.endswith(what_to_check)
+    assert users == {"en": STALE_EN, "zh-hans": STALE_ZH}[language]
+    assert Job.objects.filter(status=JobStatus.QUEUED).count() == 1
 
 
 def test_the_worker_list_says_how_long_ago_in_minutes_or_hours_past_two_minutes(reviewer):

@@ -694,6 +694,22 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             % values
         )
 
+    def pools_unread(self) -> str | None:
+        # No problem while settings that cannot be used keep AIHC off: it offers no pool at
+        # all then, and the log says why (pools()).
+        try:
+            inventory = self._inventory()
+        except BackendError:
+            return None
+        since = inventory.failing_since
+        if inventory.failure is not None and since is not None:
+            return _("AIHC's pools cannot be read since %(since)s") % {
+                "since": date_format(timezone.localtime(since), "Y-m-d H:i:s")
+            }
+        if not inventory.loaded.is_set():
+            return _("AIHC's pools have not been read yet")
+        return None
+
     def pool_names(self) -> dict[str, str]:
         # The pools of the inventory's last read, as they are: no refresh started, no wait (a
         # page that reads the figures, the pools page or the full job list, refreshes it).

@@ -423,6 +423,13 @@ class Backend(ABC):
         .inventory_problems), in the reader's language; None when they can (the default)."""
         return None
 
+    def pools_unread(self) -> str | None:
+        """Why the pools this server process offers of this backend now may lack some it has
+        (its list could not be read, or has not been yet), for anyone, in their language;
+        None while the list is current (the default). A pool the console knows but does not
+        find is then said to be unreachable, not unknown (jobs.wizard.unreachable_pool)."""
+        return None
+
     def check_spec(self, spec: JobSpec) -> dict[str, list[str]]:
         """Refusals particular to this backend (field path -> messages)."""
         return {}

@@ -20,6 +20,7 @@ from jobs.checks import (
     card_nodes_missing,
     local_jobs_run_as_root,
     not_migrated_problem,
+    run_dir_smaller_than_a_log,
 )
 from jobs.worker import create_wait_seconds
 
@@ -89,7 +90,8 @@ class Command(BaseCommand):
         for warning in local_jobs_run_as_root():
             self.stderr.write(f"Warning: {warning.msg} {warning.hint}")
         # Card nodes that are not there (qa95): the worker's start log says it too.
-        for warning in card_nodes_missing():
+        # And a run directory with less room than one log may take (qa102).
+        for warning in [*card_nodes_missing(), *run_dir_smaller_than_a_log()]:
             self.stderr.write(f"Warning: {warning.msg} {warning.hint}")
         # Each child gets its own process group: Ctrl-C reaches only this command, which then
         # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
