@@ -7,7 +7,8 @@ supervision. Delivery results become job events ("AlertSent", "AlertFailed", and
 channel: ALERT_EMAILS_PER_HOUR, ALERT_WEBHOOKS_PER_HOUR, of which routine alerts take at most
 half, URGENT_ITEMS the rest); delivery never raises.
 
-Webhook body (JSON): {"jobId", "name", "event", "time", "message", "link"}, and for a queue
+Webhook body (JSON): {"jobId", "name", "event", "time", "message", "language", "link"}, the
+message in the job owner's language ("zh-hans" or "en", said in "language"), and for a queue
 group's task "groupTaskIndex" and "groupTaskTotal" (a sweep's task run again: the task's,
 and "groupTaskAgain": true); a chat bot's
 webhook (Feishu/Lark, WeCom, DingTalk, Slack: jobs.chat_bots) gets a message in its own format
@@ -343,12 +344,19 @@ def job_link(job: Job) -> str:
 
 
 def alert_payload(job: Job, item: str, message: str, time: str) -> dict[str, Any]:
+    # `message` in the job owner's language, as a bot's text and the owner's mail (qa101: an
+    # English owner's JSON said "pt-ddp-en 正在运行。"); `language` says which, so a receiver
+    # that reads it need not guess.
+    language = reader_language(user=job.owner)
+    with translation.override(language):
+        said = _said(message)
     payload = {
         "jobId": job.public_id,
         "name": job.name,
         "event": item,
         "time": time,
-        "message": message,
+        "message": said,
+        "language": language,
         "link": job_link(job),
     }
     if (place := job.task_place) is not None:
@@ -833,7 +841,7 @@ def _deliver_email(
     sent: list[str] = []
     failures: list[tuple[Exception, list[str]]] = []
     # One mail per language, each to its readers (jobs.languages: a user's address in that
-    # user's language, any other in the owner's); the webhooks' JSON stays as recorded.
+    # user's language, any other in the owner's); the webhooks' JSON is in the owner's.
     for language, addresses in addresses_by_language(addresses=to, owner=job.owner).items():
         with translation.override(language):
             subject = f"[{_said(brand)}] {_said(title)}"
@@ -932,8 +940,8 @@ def _said(text: str) -> str:
 
 
 def bot_text(*, bot: str, job: Job, item: str, message: str, payload: dict[str, Any]) -> str:
-    """What a chat bot posts for this alert, in the job owner's language (the generic JSON's
-    `message` stays as recorded: programs read it)."""
+    """What a chat bot posts for this alert, in the job owner's language (as the generic JSON's
+    `message`)."""
     gettext = translation.gettext
     with translation.override(reader_language(user=job.owner)):
         name = job.task_name

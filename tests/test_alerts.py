@@ -113,6 +113,7 @@ def test_a_queue_tasks_alert_names_which_task_of_its_group_it_is(alice, settings
         "event",
         "time",
         "message",
+        "language",
         "link",
         "groupTaskIndex",
         "groupTaskTotal",
@@ -162,7 +163,7 @@ def test_a_webhook_alert_is_delivered_to_a_server_on_localhost(alice, settings, 
     events = [r["body"]["event"] for r in hook_server.received]
     assert events == ["jobRunning", "jobSucceed"]
     body = hook_server.received[-1]["body"]
-    assert set(body) == {"jobId", "name", "event", "time", "message", "link"}
+    assert set(body) == {"jobId", "name", "event", "time", "message", "language", "link"}
     assert body["jobId"] == job.public_id and body["name"] == job.name
     assert body["link"].endswith(f"/jobs/{job.public_id}/")
     assert hook_server.received[0]["path"] == "/hook/secret-token"
