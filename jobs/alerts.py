@@ -67,14 +67,16 @@ ITEM_TITLES = {
 }
 
 
-# What events call each alert type (the wizard's wording), in the reader's language.
+# What happened, for each alert type, in the reader's language: the wizard's choices in the
+# past tense, as a mail's "Event:" line and the events report what did happen (qa101: "Event:
+# Job fails"); the Chinese as the wizard's. Events recorded before keep the wizard's wording.
 ITEM_NAMES = {
-    "jobRunning": gettext_noop("Job starts running"),
-    "jobFailed": gettext_noop("Job fails"),
-    "jobSucceed": gettext_noop("Job succeeds"),
-    "jobHang": gettext_noop("Job hangs"),
+    "jobRunning": gettext_noop("Job started running"),
+    "jobFailed": gettext_noop("Job failed"),
+    "jobSucceed": gettext_noop("Job succeeded"),
+    "jobHang": gettext_noop("Job hung"),
     "jobFT": gettext_noop("Job restarted by fault tolerance"),
-    "nodeFT": gettext_noop("A node of the job fails"),
+    "nodeFT": gettext_noop("A node of the job failed"),
 }
 
 
@@ -795,7 +797,8 @@ EMAIL_GAVE_UP = gettext_noop(
 
 MAIL_NOT_SET = gettext_noop(
     "%(item)s: email to %(addresses)s not sent: no mail server is set for this console "
-    "(EMAIL_HOST), so it was only written to the worker's log; ask an administrator to set one"
+    "(EMAIL_HOST), so it was only written to the worker's log; ask an administrator to set "
+    "one."
 )
 CONSOLE_MAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 

@@ -321,7 +321,7 @@ def test_a_bot_writes_in_the_job_owners_language(alice, bots):
     assert wecom["body"]["text"]["content"].splitlines()[:5] == [
         "[AI Job Console] demo failed",
         "Job: demo",
-        "Event: Job fails",
+        "Event: Job failed",
         "Time: 2026-12-01 18:00:00 UTC+08:00",
         "Message: demo 运行失败：退出码 1。",
     ]
