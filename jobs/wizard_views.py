@@ -138,7 +138,8 @@ def _start_context(request: AuthenticatedHttpRequest, pool_id: str) -> dict[str,
             )
             for draft, step in rows
         ],
-        "form_step_count": len(W.FORM_STEPS),
+        # Of every step, the review too, as the wizard counts them ("Step 8 of 8"; qa101).
+        "step_count": len(W.STEPS),
         # A GET also keeps the pool, for the new-draft button (a draft is made by a POST only).
         "pool": next((p for p in pools if p.id == pool_id), None) if pool_id else None,
         # New draft's one-time key: the same click sent twice makes one draft.
