@@ -666,7 +666,7 @@ def _render_step(
         "step_template": f"jobs/wizard/_{step}.html",
         "steps": _stepper(draft, step),
         "has_prev": step != W.BASIC,
-        "import_notices": I.import_notices(draft),
+        "import_notices": I.import_notices(draft, step=step),
         "recovered_notice": _recovered_notice(draft, step),
     }
     if step == W.REVIEW:
