@@ -1161,6 +1161,18 @@ def test_a_jobs_page_gives_its_times_and_events_to_the_second_in_either_language
     assert "p.m." not in html and "2026年12月2日" not in html
 
 
+def test_an_event_no_one_caused_reads_by_as_a_dash_as_the_console_writes_nothing(alice, reviewer):
+    # qa101: the events' By column said "-" where the console says "—".
+    job = submit(alice, "1")
+    assert job.events.filter(actor=None).exists()
+
+    r = client_for(reviewer).get(f"{CHANGELIST}{job.pk}/change/")
+
+    bys = re.findall(r'<td class="field-actor">\s*<p>(.*?)</p>', r.content.decode(), re.S)
+    assert r.status_code == 200
+    assert bys and set(bys) == {"—"}
+
+
 def test_a_single_job_is_approved_from_its_page_through_the_confirmation(
     alice, reviewer, review_all
 ):
