@@ -1695,6 +1695,10 @@ class JobAdmin(
             host_network=local_backend.job_on_host_network(job)
             if pool_id == local_backend.POOL_ID
             else None,
+            # As the wizard offered them: an alert rule on AIHC pools only, privileged mode
+            # never on the local pool (elsewhere by the pool's setting, not read here).
+            alert_rule_offered=job.backend == "aihc",
+            privileged_offered=job.backend != "local",
         )
         context["replica_envs"], context["replicas_hidden"] = replica_environments(
             spec,

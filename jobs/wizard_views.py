@@ -1085,7 +1085,14 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "sections": [
             (title, rows, step)
             for (title, rows), step in zip(
-                spec_sections(spec, pool_name=pool_names.get(spec.resource_pool_id, "")),
+                spec_sections(
+                    spec,
+                    pool_name=pool_names.get(spec.resource_pool_id, ""),
+                    # What the advanced step offered on this pool (a pool no longer offered:
+                    # every setting, as it is not known).
+                    alert_rule_offered=state.pool is None or state.pool.backend == "aihc",
+                    privileged_offered=state.pool is None or state.pool.privileged,
+                ),
                 W.FORM_STEPS,
                 strict=True,
             )
