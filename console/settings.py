@@ -248,7 +248,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Django's, answering 503 when the session cannot be saved for a busy or full database.
     "jobs.http.SessionMiddleware",
-    "django.middleware.locale.LocaleMiddleware",
+    # Django's, with English for a browser naming only languages the console lacks.
+    "jobs.http.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",

@@ -146,6 +146,9 @@ logger = logging.getLogger(__name__)
 admin.site.site_header = gettext_lazy("AI Job Console · Review")
 admin.site.site_title = gettext_lazy("AI Job Console review")
 admin.site.index_title = gettext_lazy("Review")
+# A blank value reads as the console writes one everywhere (the job list, the wizard's review),
+# not as Django's "-": on every admin page, a job's events' By column too (qa101).
+admin.site.empty_value_display = "—"
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
@@ -1260,10 +1263,6 @@ class JobAdmin(
     BoundedSearchMixin,
     admin.ModelAdmin,
 ):
-    # A blank value reads as the console writes one everywhere (the reviewer, the wizard's
-    # review), not as Django's "-" beside a "—" on the same page.
-    empty_value_display = "—"
-
     class Media:
         # The job list's layout below 1440 pixels (the events inline loads it on a job's page).
         css = {"all": ["admin_jobs.css"]}
@@ -1699,6 +1698,10 @@ class JobAdmin(
             host_network=local_backend.job_on_host_network(job)
             if pool_id == local_backend.POOL_ID
             else None,
+            # As the wizard offered them: an alert rule on AIHC pools only, privileged mode
+            # never on the local pool (elsewhere by the pool's setting, not read here).
+            alert_rule_offered=job.backend == "aihc",
+            privileged_offered=job.backend != "local",
         )
         context["replica_envs"], context["replicas_hidden"] = replica_environments(
             spec,

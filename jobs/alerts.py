@@ -7,7 +7,8 @@ supervision. Delivery results become job events ("AlertSent", "AlertFailed", and
 channel: ALERT_EMAILS_PER_HOUR, ALERT_WEBHOOKS_PER_HOUR, of which routine alerts take at most
 half, URGENT_ITEMS the rest); delivery never raises.
 
-Webhook body (JSON): {"jobId", "name", "event", "time", "message", "link"}, and for a queue
+Webhook body (JSON): {"jobId", "name", "event", "time", "message", "language", "link"}, the
+message in the job owner's language ("zh-hans" or "en", said in "language"), and for a queue
 group's task "groupTaskIndex" and "groupTaskTotal" (a sweep's task run again: the task's,
 and "groupTaskAgain": true); a chat bot's
 webhook (Feishu/Lark, WeCom, DingTalk, Slack: jobs.chat_bots) gets a message in its own format
@@ -66,14 +67,16 @@ ITEM_TITLES = {
 }
 
 
-# What events call each alert type (the wizard's wording), in the reader's language.
+# What happened, for each alert type, in the reader's language: the wizard's choices in the
+# past tense, as a mail's "Event:" line and the events report what did happen (qa101: "Event:
+# Job fails"); the Chinese as the wizard's. Events recorded before keep the wizard's wording.
 ITEM_NAMES = {
-    "jobRunning": gettext_noop("Job starts running"),
-    "jobFailed": gettext_noop("Job fails"),
-    "jobSucceed": gettext_noop("Job succeeds"),
-    "jobHang": gettext_noop("Job hangs"),
+    "jobRunning": gettext_noop("Job started running"),
+    "jobFailed": gettext_noop("Job failed"),
+    "jobSucceed": gettext_noop("Job succeeded"),
+    "jobHang": gettext_noop("Job hung"),
     "jobFT": gettext_noop("Job restarted by fault tolerance"),
-    "nodeFT": gettext_noop("A node of the job fails"),
+    "nodeFT": gettext_noop("A node of the job failed"),
 }
 
 
@@ -343,12 +346,19 @@ def job_link(job: Job) -> str:
 
 
 def alert_payload(job: Job, item: str, message: str, time: str) -> dict[str, Any]:
+    # `message` in the job owner's language, as a bot's text and the owner's mail (qa101: an
+    # English owner's JSON said "pt-ddp-en 正在运行。"); `language` says which, so a receiver
+    # that reads it need not guess.
+    language = reader_language(user=job.owner)
+    with translation.override(language):
+        said = _said(message)
     payload = {
         "jobId": job.public_id,
         "name": job.name,
         "event": item,
         "time": time,
-        "message": message,
+        "message": said,
+        "language": language,
         "link": job_link(job),
     }
     if (place := job.task_place) is not None:
@@ -787,7 +797,8 @@ EMAIL_GAVE_UP = gettext_noop(
 
 MAIL_NOT_SET = gettext_noop(
     "%(item)s: email to %(addresses)s not sent: no mail server is set for this console "
-    "(EMAIL_HOST), so it was only written to the worker's log; ask an administrator to set one"
+    "(EMAIL_HOST), so it was only written to the worker's log; ask an administrator to set "
+    "one."
 )
 CONSOLE_MAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 
@@ -833,7 +844,7 @@ def _deliver_email(
     sent: list[str] = []
     failures: list[tuple[Exception, list[str]]] = []
     # One mail per language, each to its readers (jobs.languages: a user's address in that
-    # user's language, any other in the owner's); the webhooks' JSON stays as recorded.
+    # user's language, any other in the owner's); the webhooks' JSON is in the owner's.
     for language, addresses in addresses_by_language(addresses=to, owner=job.owner).items():
         with translation.override(language):
             subject = f"[{_said(brand)}] {_said(title)}"
@@ -932,8 +943,8 @@ def _said(text: str) -> str:
 
 
 def bot_text(*, bot: str, job: Job, item: str, message: str, payload: dict[str, Any]) -> str:
-    """What a chat bot posts for this alert, in the job owner's language (the generic JSON's
-    `message` stays as recorded: programs read it)."""
+    """What a chat bot posts for this alert, in the job owner's language (as the generic JSON's
+    `message`)."""
     gettext = translation.gettext
     with translation.override(reader_language(user=job.owner)):
         name = job.task_name

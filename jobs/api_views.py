@@ -73,7 +73,6 @@ from django.urls import Resolver404, resolve
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
-from django.utils.translation.trans_real import parse_accept_lang_header
 from django.views.decorators.csrf import csrf_exempt
 
 from . import spec as spec_module
@@ -90,6 +89,7 @@ from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
 from .backends import local as local_backend
 from .backends.base import got_no_answer
+from .languages import accepted_language
 from .logs import LOG_START, LogMarker, job_secrets, log_read, shown_lines
 from .models import (
     FINAL_STATUSES,
@@ -186,13 +186,9 @@ class MethodRefused(ApiError):
 
 
 def api_language(request: HttpRequest) -> str:
-    """The language the API answers in: English, unless Accept-Language prefers Chinese."""
-    for code, _q in parse_accept_lang_header(request.headers.get("Accept-Language", "")):
-        if code.startswith("zh"):
-            return "zh-hans"
-        if code.startswith("en"):
-            return "en"
-    return "en"
+    """The language the API answers in: the one Accept-Language asks for, as a page's
+    (jobs.languages), but English when it asks for none (SDKs send none)."""
+    return accepted_language(request.headers.get("Accept-Language", "")) or "en"
 
 
 def _answer(data: dict[str, Any], *, status: int = 200, request_id: str) -> JsonResponse:

@@ -20,6 +20,7 @@ from django.http import (
     HttpResponseRedirect,
     QueryDict,
 )
+from django.middleware.locale import LocaleMiddleware as DjangoLocaleMiddleware
 from django.shortcuts import resolve_url
 from django.template import loader
 from django.urls import get_script_prefix
@@ -30,6 +31,7 @@ from django.views import defaults as django_defaults
 from django_htmx.middleware import HtmxDetails
 
 from .health import database_disk_full, database_unreachable_reason, sqlite_busy
+from .languages import browser_language
 
 logger = logging.getLogger(__name__)
 
@@ -362,6 +364,15 @@ class SessionMiddleware(DjangoSessionMiddleware):
             return refused
 
 
+class LocaleMiddleware(DjangoLocaleMiddleware):
+    """Django's, except for a browser whose Accept-Language names only languages the console
+    does not offer: English, not LANGUAGE_CODE (jobs.languages.browser_language; qa101)."""
+
+    def process_request(self, request: HttpRequest) -> None:
+        translation.activate(browser_language(request))
+        request.LANGUAGE_CODE = translation.get_language()
+
+
 def database_write_refused_response(
     request: HttpRequest, exception: BaseException
 ) -> HttpResponse | None:
@@ -421,7 +432,7 @@ def _database_write_refused(
     else:
         # As the unreachable page: rendered without the request (its session and user may be
         # what could not be written), in the language of its cookie or Accept-Language.
-        with translation.override(translation.get_language_from_request(request)):
+        with translation.override(browser_language(request)):
             body = loader.render_to_string(page, {"seconds": seconds})
         response = HttpResponse(body, status=503)
     response["Retry-After"] = "30"
@@ -448,7 +459,7 @@ def database_unreachable_response(request: HttpRequest) -> HttpResponse | None:
         # and so is the language a logged-in user chose. The language cookie (the 中文/EN
         # switch sets it), else the browser's Accept-Language, else LANGUAGE_CODE, as
         # LocaleMiddleware picks a page's language without reading the database.
-        with translation.override(translation.get_language_from_request(request)):
+        with translation.override(browser_language(request)):
             body = loader.render_to_string("503_database.html")
         response = HttpResponse(body, status=503)
     response["Retry-After"] = "30"

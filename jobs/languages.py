@@ -26,6 +26,7 @@ from django.db.models import Q
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.utils import translation
+from django.utils.translation.trans_real import parse_accept_lang_header
 
 from .models import UserPreference
 
@@ -38,6 +39,33 @@ def _known(language: str) -> str | None:
     except LookupError:
         return None
     return code if code in dict(settings.LANGUAGES) else None
+
+
+def accepted_language(header: str) -> str | None:
+    """The language an Accept-Language header asks for, in its order of preference: the first
+    it names that the console offers (any Chinese variant, zh-CN, zh-TW, zh, reads Chinese;
+    en-GB English); English when it names languages and none is offered, as a French, German
+    or Japanese speaker more likely reads English than Chinese (qa101: `Accept-Language: fr`
+    got the Chinese console); None when it names none, or reaches `*` (any will do) first."""
+    named = False
+    for code, _q in parse_accept_lang_header(header):
+        if code == "*":
+            return None
+        named = True
+        if (offered := _known(code)) is not None:
+            return offered
+    return "en" if named else None
+
+
+def browser_language(request: HttpRequest) -> str:
+    """The language a page is shown in: the language cookie (the 中文/EN switch sets it), else
+    the one the browser's Accept-Language asks for, else the console's (LANGUAGE_CODE, Chinese
+    by default). The API reads Accept-Language alike, English when it asks for none
+    (jobs.api_views.api_language)."""
+    cookie = _known(request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME) or "")
+    if cookie is not None:
+        return cookie
+    return accepted_language(request.headers.get("Accept-Language", "")) or settings.LANGUAGE_CODE
 
 
 def language_chosen(*, user: Any, language: str) -> None:

@@ -104,6 +104,8 @@ def spec_sections(
     changed_webhooks: frozenset[str] = frozenset(),
     secrets_compared: bool = True,
     host_network: bool | None = None,
+    alert_rule_offered: bool = True,
+    privileged_offered: bool = True,
 ) -> list[Section]:
     """Every field of the spec, in the wizard's order and words (values as text): one
     section per form step of the wizard, in its order. `changed_secrets` (env names),
@@ -112,7 +114,12 @@ def spec_sections(
     from a copy's source: masked, they would read the same on both sides of the diff.
     `secrets_compared` False: its secrets were not compared with the source's (another
     user's job, specs_compared), and each says so. `host_network`: a local job's, as it ran
-    (host_network_words)."""
+    (host_network_words).
+
+    `alert_rule_offered`, `privileged_offered`: whether the job's pool offers AIHC's alert
+    rule (an AIHC pool) and privileged mode (the pool allows it): a setting its pool does not
+    offer, and the job does not have, is left out, as no step of the wizard asked for it
+    (qa101: the local pool's review read "Alert rule —" and "Privileged mode no")."""
     yes, no = _("yes"), _("no")
 
     def flag(value: bool) -> str:
@@ -167,6 +174,9 @@ def spec_sections(
     )
     ftc = spec.fault_tolerance_config or S.FaultToleranceConfig()
     aiak = spec.aiak or S.Aiak()
+    alert_rule = " ".join(
+        filter(None, [spec.alert.instance_id, spec.alert.notify_rule_id, spec.alert.for_])
+    )
     submission = _label(F.SUBMISSION_CHOICES, spec.submission.mode)
     if spec.submission.mode == S.SUBMIT_QUEUE:
         submission = ngettext(
@@ -259,18 +269,14 @@ def spec_sections(
                 ),
                 (_("Alert emails"), list_words(spec.alert.emails)),
                 (_("Alert webhooks"), webhooks),
-                (
-                    _("Alert rule"),
-                    " ".join(
-                        filter(
-                            None,
-                            [spec.alert.instance_id, spec.alert.notify_rule_id, spec.alert.for_],
-                        )
-                    ),
-                ),
+                *([(_("Alert rule"), alert_rule)] if alert_rule_offered or alert_rule else []),
                 (_("Job timeout"), _duration(spec.timeout_minutes)),
                 (_("CPU exclusive (Beta)"), flag(spec.cpu_exclusive)),
-                (_("Privileged mode"), flag(spec.privileged)),
+                *(
+                    [(_("Privileged mode"), flag(spec.privileged))]
+                    if privileged_offered or spec.privileged
+                    else []
+                ),
             ],
         ),
         (_("Submission"), [(_("Submission"), submission)]),

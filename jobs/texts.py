@@ -173,6 +173,11 @@ REWORDED = (
         "hold %(held)s and this job asks for %(asked)s. It starts by itself when your "
         "other jobs end."
     ),
+    # jobs.alerts' MAIL_NOT_SET, which gained its full stop (qa101).
+    gettext_noop(
+        "%(item)s: email to %(addresses)s not sent: no mail server is set for this console "
+        "(EMAIL_HOST), so it was only written to the worker's log; ask an administrator to set one"
+    ),
 )
 
 

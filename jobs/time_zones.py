@@ -60,6 +60,15 @@ def user_time_zone(*, user: Any) -> str:
     return name if name in known_time_zones() else ""
 
 
+def zone_shown() -> tuple[str, str]:
+    """The zone the request's times are shown in (activated by UserTimeZoneMiddleware) and its
+    UTC offset now, ("Asia/Shanghai", "UTC+08:00"), said once on pages that list times (qa101:
+    "2026-12-07 17:45:12" gave no hint which clock). No query: the zone is the session's. The
+    offset as moment_with_zone says it (UTC itself as "UTC")."""
+    offset = timezone.localtime().strftime("%:z")
+    return timezone.get_current_timezone_name(), "UTC" if offset == "+00:00" else "UTC" + offset
+
+
 def time_zone_chosen(*, request: HttpRequest, user: Any, time_zone: str) -> None:
     """`user` chose `time_zone` ("" for the console's, else a known zone: the form checks):
     kept for them, and for this session."""

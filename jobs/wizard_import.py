@@ -366,10 +366,11 @@ def draft_import(
     return ImportedDraft(draft, left_out, marked, unread)
 
 
-def import_notices(draft: Draft) -> list[str]:
+def import_notices(draft: Draft, *, step: str) -> list[str]:
     """The warnings of the import that made `draft`, in the current language, until it is
     submitted or they are dismissed (W.IMPORT_NOTICES): the envs made secret for their names,
-    the body's keys the console reads nowhere, the fields the wizard has no place for."""
+    the body's keys the console reads nowhere, the fields the wizard has no place for. Shown
+    on `step`: on the image step, what is to be done there is below them, not on another step."""
     notices = draft.data.get(W.IMPORT_NOTICES)
     if not isinstance(notices, dict):
         return []
@@ -390,14 +391,20 @@ def import_notices(draft: Draft) -> list[str]:
             % {"names": list_words(platform_envs)}
         )
     if marked := notices.get("marked_secret"):
-        said.append(
-            _(
+        # qa101: on the image step itself it sent the reader to "the image step".
+        if step == W.IMAGE:
+            marked_secret = _(
+                "Marked as secret because their names look like secrets: %(names)s. "
+                "Their values are not shown again; untick Secret below, in the environment "
+                "variables, for any that is not one (its value is kept)."
+            )
+        else:
+            marked_secret = _(
                 "Marked as secret because their names look like secrets: %(names)s. "
                 "Their values are not shown again; on the image step, untick Secret "
                 "for any that is not one (its value is kept)."
             )
-            % {"names": list_words(marked)}
-        )
+        said.append(marked_secret % {"names": list_words(marked)})
     with contextlib.suppress(TypeError, ValueError):
         if framework := notices.get("framework_read"):
             field_name, given, read_as = framework

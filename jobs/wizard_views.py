@@ -138,7 +138,8 @@ def _start_context(request: AuthenticatedHttpRequest, pool_id: str) -> dict[str,
             )
             for draft, step in rows
         ],
-        "form_step_count": len(W.FORM_STEPS),
+        # Of every step, the review too, as the wizard counts them ("Step 8 of 8"; qa101).
+        "step_count": len(W.STEPS),
         # A GET also keeps the pool, for the new-draft button (a draft is made by a POST only).
         "pool": next((p for p in pools if p.id == pool_id), None) if pool_id else None,
         # New draft's one-time key: the same click sent twice makes one draft.
@@ -665,7 +666,7 @@ def _render_step(
         "step_template": f"jobs/wizard/_{step}.html",
         "steps": _stepper(draft, step),
         "has_prev": step != W.BASIC,
-        "import_notices": I.import_notices(draft),
+        "import_notices": I.import_notices(draft, step=step),
         "recovered_notice": _recovered_notice(draft, step),
     }
     if step == W.REVIEW:
@@ -1084,7 +1085,14 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "sections": [
             (title, rows, step)
             for (title, rows), step in zip(
-                spec_sections(spec, pool_name=pool_names.get(spec.resource_pool_id, "")),
+                spec_sections(
+                    spec,
+                    pool_name=pool_names.get(spec.resource_pool_id, ""),
+                    # What the advanced step offered on this pool (a pool no longer offered:
+                    # every setting, as it is not known).
+                    alert_rule_offered=state.pool is None or state.pool.backend == "aihc",
+                    privileged_offered=state.pool is None or state.pool.privileged,
+                ),
                 W.FORM_STEPS,
                 strict=True,
             )

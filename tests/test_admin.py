@@ -1161,6 +1161,32 @@ def test_a_jobs_page_gives_its_times_and_events_to_the_second_in_either_language
     assert "p.m." not in html and "2026年12月2日" not in html
 
 
+def test_an_event_no_one_caused_reads_by_as_a_dash_as_the_console_writes_nothing(alice, reviewer):
+    # qa101: the events' By column said "-" where the console says "—".
+    job = submit(alice, "1")
+    assert job.events.filter(actor=None).exists()
+
+    r = client_for(reviewer).get(f"{CHANGELIST}{job.pk}/change/")
+
+    bys = re.findall(r'<td class="field-actor">\s*<p>(.*?)</p>', r.content.decode(), re.S)
+    assert r.status_code == 200
+    assert bys and set(bys) == {"—"}
+
+
+def test_a_local_jobs_page_leaves_out_the_alert_rule_and_privileged_mode_its_pool_never_offers(
+    alice, reviewer
+):
+    # qa101: it read "告警规则: —" and "特权模式: 否", as the wizard's review did.
+    job = submit(alice, "1")
+
+    r = client_for(reviewer).get(f"{CHANGELIST}{job.pk}/change/")
+
+    labels = dict(r.context["spec_sections"])["高级配置"]
+    assert r.status_code == 200
+    assert "CPU 独占（Beta）" in dict(labels)
+    assert "告警规则" not in dict(labels) and "特权模式" not in dict(labels)
+
+
 def test_a_single_job_is_approved_from_its_page_through_the_confirmation(
     alice, reviewer, review_all
 ):

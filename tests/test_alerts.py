@@ -113,6 +113,7 @@ def test_a_queue_tasks_alert_names_which_task_of_its_group_it_is(alice, settings
         "event",
         "time",
         "message",
+        "language",
         "link",
         "groupTaskIndex",
         "groupTaskTotal",
@@ -162,7 +163,7 @@ def test_a_webhook_alert_is_delivered_to_a_server_on_localhost(alice, settings, 
     events = [r["body"]["event"] for r in hook_server.received]
     assert events == ["jobRunning", "jobSucceed"]
     body = hook_server.received[-1]["body"]
-    assert set(body) == {"jobId", "name", "event", "time", "message", "link"}
+    assert set(body) == {"jobId", "name", "event", "time", "message", "language", "link"}
     assert body["jobId"] == job.public_id and body["name"] == job.name
     assert body["link"].endswith(f"/jobs/{job.public_id}/")
     assert hook_server.received[0]["path"] == "/hook/secret-token"
@@ -179,8 +180,8 @@ def test_a_webhook_alert_is_delivered_to_a_server_on_localhost(alice, settings, 
     assert "任务进入运行状态：已发送邮件至 ops@example.com" in messages
     with translation.override("en"):
         shown = {e.message_shown for e in sent}
-    assert "Job starts running: email sent to ops@example.com" in shown
-    assert "Job succeeds: webhook sent to 127.0.0.1" in shown
+    assert "Job started running: email sent to ops@example.com" in shown
+    assert "Job succeeded: webhook sent to 127.0.0.1" in shown
 
 
 def test_a_jobs_end_alert_is_dated_when_it_ended_though_a_worker_recorded_it_later(
@@ -784,7 +785,7 @@ def test_a_users_alert_emails_are_bounded_per_hour_across_their_jobs(
         assert not task.events.filter(reason="AlertSent", message__contains="邮件").exists()
     with translation.override("en"):
         shown = tasks[4].events.get(reason="AlertNotSent").message_shown
-    assert shown.startswith("Job fails: email not sent: 3 alert emails went out for your jobs")
+    assert shown.startswith("Job failed: email not sent: 3 alert emails went out for your jobs")
 
     # An hour later, mail goes out again.
     AlertDelivery.objects.update(sent_at=timezone.now() - timedelta(hours=1, seconds=1))
@@ -839,10 +840,10 @@ def test_failures_are_still_alerted_after_a_sweep_of_running_and_restart_alerts_
     with translation.override("en"):
         said = [e.message_shown for e in routine]
     assert said[0].startswith(
-        "Job starts running: email not sent: within the last hour your jobs' alert emails "
+        "Job started running: email not sent: within the last hour your jobs' alert emails "
         "reached half of ALERT_EMAILS_PER_HOUR (4 an hour)"
     )
-    assert said[1].startswith("Job starts running: webhooks not called: within the last hour")
+    assert said[1].startswith("Job started running: webhooks not called: within the last hour")
     assert all("failures, hangs and node faults" in text for text in said)
     [email_refused, webhook_refused] = (
         sweep[2]
@@ -897,7 +898,7 @@ def test_a_users_alert_webhooks_are_bounded_per_hour_an_alert_counting_once(
         shown = tasks[3].events.get(reason="AlertNotSent").message_shown
         reason = tasks[3].events.get(reason="AlertNotSent").reason_label
     assert shown.startswith(
-        "Job fails: webhooks not called: 2 alerts went to your jobs' webhooks within the last hour"
+        "Job failed: webhooks not called: 2 alerts went to your jobs' webhooks within the last hour"
     )
     assert reason == "Alert not sent"
     assert (
@@ -1095,7 +1096,7 @@ def test_an_address_or_a_webhook_listed_twice_gets_the_alert_once(alice, setting
     sent = job.events.get(reason="AlertSent", message__contains="@")
     with translation.override("en"):
         english = sent.message_shown
-    assert english == "Job fails: email sent to ops@example.com, dev@example.com"
+    assert english == "Job failed: email sent to ops@example.com, dev@example.com"
 
 
 def test_an_alert_email_the_mail_server_could_not_take_is_sent_once_it_is_back(
@@ -1521,13 +1522,13 @@ def test_an_alert_email_on_a_console_without_a_mail_server_is_not_said_to_be_sen
     not_sent = job.events.filter(reason="AlertNotSent")
     assert [e.message for e in not_sent][-1] == (
         "任务失败退出：邮件未发送至 ops@example.com：本控制台未设置邮件服务器（EMAIL_HOST），"
-        "邮件只写入了 worker 的日志；请联系管理员设置"
+        "邮件只写入了 worker 的日志；请联系管理员设置。"
     )
     with translation.override("en"):
         assert not_sent.last().message_shown == (
-            "Job fails: email to ops@example.com not sent: no mail server is set for this "
+            "Job failed: email to ops@example.com not sent: no mail server is set for this "
             "console (EMAIL_HOST), so it was only written to the worker's log; ask an "
-            "administrator to set one"
+            "administrator to set one."
         )
     assert not job.events.filter(reason="AlertFailed").exists()
     # Not sent, so not counted toward the hourly bound.

@@ -162,7 +162,7 @@ def imported_draft(client, pasted) -> tuple[list[tuple], dict, list[str]]:
     assert response.status_code == 302
     draft = Draft.objects.latest("pk")
     spec = W.assemble(W.wizard_state(draft)).spec
-    return roles(spec), spec.to_v1_body(), import_notices(draft)
+    return roles(spec), spec.to_v1_body(), import_notices(draft, step=W.BASIC)
 
 
 def test_a_v2_describejob_job_pasted_without_its_wrapper_imports_as_the_same_job_as_with_it(

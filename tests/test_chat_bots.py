@@ -321,7 +321,7 @@ def test_a_bot_writes_in_the_job_owners_language(alice, bots):
     assert wecom["body"]["text"]["content"].splitlines()[:5] == [
         "[AI Job Console] demo failed",
         "Job: demo",
-        "Event: Job fails",
+        "Event: Job failed",
         "Time: 2026-12-01 18:00:00 UTC+08:00",
         "Message: demo 运行失败：退出码 1。",
     ]
@@ -448,8 +448,31 @@ def test_any_other_url_gets_the_consoles_json_byte_for_byte(alice, bots):
     # As httpx has always encoded it: compact, UTF-8, keys in this order.
     expected = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
     assert [r["raw"] for r in bots.received] == [expected] * 4
-    assert list(json.loads(expected)) == ["jobId", "name", "event", "time", "message", "link"]
+    assert list(json.loads(expected)) == [
+        *("jobId", "name", "event", "time", "message", "language", "link")
+    ]
     assert len(event_messages(job, "AlertSent")) == 4
+
+
+def test_a_webhooks_json_message_is_in_the_job_owners_language_and_says_which(alice, bob, bots):
+    # qa101: an English owner's mail and bots were English, the JSON's message Chinese.
+    from django.utils.translation import gettext_noop
+
+    from jobs.texts import recorded
+
+    UserPreference.objects.create(user=alice, language="en")
+    english = alerting_job(alice, [f"{bots.base}/hook/en"], key="en")
+    chinese = alerting_job(bob, [f"{bots.base}/hook/zh"], key="zh")
+
+    for job in (english, chinese):
+        running = recorded(gettext_noop("%(name)s is running."), name=job.task_name)
+        deliver(job=job, item="jobFailed", message=running, time=TIME)
+
+    said = {r["path"]: (r["body"]["message"], r["body"]["language"]) for r in bots.received}
+    assert said == {
+        "/hook/en": ("demo is running.", "en"),
+        "/hook/zh": ("demo 正在运行。", "zh-hans"),
+    }
 
 
 # -- the signing secret is a secret -----------------------------------------------------

@@ -266,7 +266,7 @@ def test_on_a_phone_each_draft_shows_its_name_figures_and_both_buttons_on_screen
     for button in row.locator(".btn").all():  # within the screen's width, unscrolled
         box = button.bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= 390
-    expect(row.locator(".row-label").first).to_be_visible()  # 已完成步骤 over "1 / 7"
+    expect(row.locator(".row-label").first).to_be_visible()  # 已完成步骤 over "1 / 8"
     name = row.locator("td").first
     assert name.evaluate(TEXT_LINES)["lines"] == 1
     assert phone.evaluate(FITS, "#draft-list")

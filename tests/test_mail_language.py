@@ -185,7 +185,7 @@ def test_an_alert_mail_names_the_job_the_event_and_when_it_happened_in_each_read
     link = f"/jobs/{job.public_id}/"
     english, chinese = mails[("alice@example.com",)], mails[("bob@example.com",)]
     assert english.startswith(
-        "exit code 1\n\nJob: demo\nEvent: Job fails\nTime: 2026-12-01 10:03:04 UTC+08:00\n\nhttp"
+        "exit code 1\n\nJob: demo\nEvent: Job failed\nTime: 2026-12-01 10:03:04 UTC+08:00\n\nhttp"
     )
     assert chinese.startswith(
         "exit code 1\n\n任务：demo\n事件：任务失败退出\n时间：2026-12-01 10:03:04 UTC+08:00\n\nhttp"

@@ -72,6 +72,56 @@ def test_choosing_berlin_shows_the_job_list_and_job_page_times_in_berlin(alice, 
     assert UserPreference.objects.get(user=alice).time_zone == "Europe/Berlin"
 
 
+def zone_note(client: Client, url: str) -> str:
+    """The page's line saying which zone its times are in, as read, and its link's target."""
+    page = client.get(url).content.decode()
+    found = re.search(r'<p class="[^"]*" id="time-zone-note">(.*?)</p>', page, re.S)
+    assert found, f"no time zone note on {url}"
+    link = re.search(r'href="([^"]+)"', found[1])
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", found[1])).strip()
+    return f"{text} -> {link[1] if link else ''}"
+
+
+def test_the_job_list_and_a_job_page_say_once_which_zone_their_times_are_in(
+    alice, reviewer, alice_en
+):
+    # qa101: "2026-12-07 17:45:12" on every page, with no hint of its zone.
+    job = submit(alice, "midnight", MIDNIGHT_IN_SHANGHAI)
+    reviewer_en = Client()
+    reviewer_en.force_login(reviewer)
+    reviewer_en.cookies["django_language"] = "en"
+    pages = [
+        (alice_en, reverse("job-list")),
+        (alice_en, reverse("job-detail", args=[job.public_id])),
+        (alice_en, reverse("my-usage")),
+        (reviewer_en, "/admin/jobs/job/"),
+        (reviewer_en, f"/admin/jobs/job/{job.pk}/change/"),
+        (reviewer_en, "/admin/jobs/job/usage/"),
+    ]
+
+    for client, url in pages:
+        said = zone_note(client, url)
+        assert said == "Times in Asia/Shanghai (UTC+08:00) · change -> /account/password/#time-zone"
+    choose(alice_en, "Europe/Berlin")
+    assert zone_note(alice_en, reverse("job-list")).startswith("Times in Europe/Berlin (UTC+01:00)")
+    choose(alice_en, "UTC")
+    assert zone_note(alice_en, reverse("job-list")).startswith("Times in UTC (UTC) ·")
+    alice_en.cookies["django_language"] = "zh-hans"
+    assert zone_note(alice_en, reverse("job-list")).startswith("时间按 UTC（UTC）显示 · 更改")
+
+
+def test_the_account_page_and_its_link_are_named_account_settings_in_both_languages(
+    alice_client,
+):
+    # qa101: titled "Change password", the time zone unseen at its bottom.
+    for language, name in (("en", "Account settings"), ("zh-hans", "账号设置")):
+        alice_client.cookies["django_language"] = language
+        page = alice_client.get(ACCOUNT).content.decode()
+        assert f'<h1 class="h3 my-4">{name}</h1>' in page
+        assert f'id="nav-account" title="{name}"' in page
+        assert 'id="time-zone"' in page
+
+
 def test_choosing_the_console_time_zone_again_shows_times_in_time_zone(alice, alice_en):
     submit(alice, "midnight", MIDNIGHT_IN_SHANGHAI)
     choose(alice_en, "America/Los_Angeles")

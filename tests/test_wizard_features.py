@@ -971,6 +971,36 @@ def test_the_review_summary_reads_every_section_in_console_words_with_edit_links
     assert "本地盘（hostpath） scratch → /workspace" in summary
 
 
+def test_the_local_pools_review_leaves_out_the_alert_rule_and_privileged_mode_it_never_offers(
+    alice_client,
+):
+    # qa101: it read "告警规则 —" and "特权模式 否", settings no step of the local pool shows.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    summary = page[page.index('id="review-summary"') : page.index('id="request-line"')]
+    assert "CPU 独占（Beta）" in summary  # the advanced step's other settings are there
+    assert "告警规则" not in summary and "特权模式" not in summary
+
+
+def test_a_setting_its_pool_does_not_offer_is_still_listed_when_the_job_has_it():
+    from jobs.summary import spec_sections
+
+    spec = S.JobSpec(name="x", resource_pool_id="local", image="i:1", command="c")
+    spec.privileged = True
+    spec.alert.notify_rule_id = "notify-1"
+
+    def advanced(spec):
+        sections = spec_sections(spec, alert_rule_offered=False, privileged_offered=False)
+        return dict(sections[-2][1])
+
+    assert advanced(spec)["告警规则"] == "notify-1" and advanced(spec)["特权模式"] == "是"
+    spec.privileged, spec.alert.notify_rule_id = False, ""
+    assert "告警规则" not in advanced(spec) and "特权模式" not in advanced(spec)
+
+
 def test_submit_revalidates_and_refuses_a_draft_that_became_invalid(alice_client, alice):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft)

@@ -889,6 +889,27 @@ def test_the_notice_of_envs_marked_secret_is_said_in_english_too(alice_client):
     ) in error_texts(r)
 
 
+def test_the_notice_of_envs_marked_secret_points_below_on_the_image_step_itself(alice_client):
+    # qa101: on the image step it said "on the image step, untick Secret".
+    alice_client.cookies["django_language"] = "en"
+    import_body(alice_client, {**named_like_secrets(), **CHANNELS})
+    draft = Draft.objects.get()
+
+    on_image = error_texts(alice_client.get(step_url(draft, W.IMAGE)))
+    on_basic = error_texts(alice_client.get(step_url(draft, W.BASIC)))
+
+    assert (
+        "Their values are not shown again; untick Secret below, in the environment variables, "
+        "for any that is not one (its value is kept)."
+    ) in on_image
+    assert "on the image step" not in on_image
+    assert "on the image step, untick Secret" in on_basic
+    alice_client.cookies["django_language"] = "zh-hans"
+    assert "请在下方环境变量中取消勾选“保密”" in error_texts(
+        alice_client.get(step_url(draft, W.IMAGE))
+    )
+
+
 def test_the_same_import_sent_twice_names_the_envs_it_marked_secret_again(alice_client):
     key = uuid.uuid4().hex
     body = {**named_like_secrets(), **CHANNELS}

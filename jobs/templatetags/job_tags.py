@@ -16,6 +16,7 @@ from django.utils.translation import pgettext
 
 from jobs import texts
 from jobs.pools import BACKEND_LABELS
+from jobs.time_zones import zone_shown
 from jobs.usage import job_usage_text
 
 register = template.Library()
@@ -41,6 +42,13 @@ def sentence_gap() -> str:
     Chinese “。” (jobs.spec.sentences). A space or line break between the tags showed as a
     stray space in Chinese (copy edit)."""
     return "" if (translation.get_language() or "").startswith("zh") else " "
+
+
+@register.simple_tag
+def times_zone() -> dict[str, str]:
+    """The zone this page's times are in and its UTC offset (jobs.time_zones.zone_shown)."""
+    name, offset = zone_shown()
+    return {"name": name, "offset": offset}
 
 
 @register.filter
