@@ -162,7 +162,9 @@ MAX_ENVS = 50
 MAX_ARGUMENT_BYTES = 128 * 1024 - 1
 # The variables and the command together: the kernel takes at most a quarter of the stack limit
 # (2 MB by default) of them at exec, the platform's own variables among them, and a Kubernetes
-# Secret, where the console puts a job's variables, holds at most 1 MiB.
+# Secret, where the console puts a job's secret variables, holds at most 1 MiB (a Kubernetes
+# pool refuses more than that of the plain ones and the command across its roles' pod
+# templates: jobs.backends.kubernetes.MAX_POD_TEMPLATES_BYTES).
 MAX_ENVIRONMENT_BYTES = 1024 * 1024
 MAX_DATASOURCES = MAX_ENVS
 # Where one job's alerts go. Each alert is one mail to every address (from the console's own

@@ -3,7 +3,9 @@ submission (idempotent), sync, stop (also racing the worker's sync), delete, log
 
 from __future__ import annotations
 
+import dataclasses
 import html
+import json
 import logging
 import threading
 import time
@@ -585,6 +587,32 @@ def test_an_mpi_master_with_cards_needs_workers_with_cards_as_the_operator_gives
     }
     for fine in (gpu_workers, cpu_master, alone):
         assert k8s.check_spec(spec(framework=S.MPI, roles=fine)) == {}
+
+
+def test_plain_variables_every_role_carries_past_1_mib_are_refused_and_taken_as_secrets(fake, k8s):
+    """Review of session 52: the spec's 1 MiB of command and variables is one pod's; each
+    role's pod template carries the plain ones, and etcd keeps an object of at most 1.5 MiB.
+    600 KB of values in a job of two roles made a PyTorchJob of 1.2 MB and more."""
+    from jobs.backends.kubernetes import MAX_POD_TEMPLATES_BYTES
+
+    big = [S.Env(f"DATA_{i}", "😀" * 30_000) for i in range(5)]  # 120,000 bytes each
+    plain = spec(envs=big)
+    secret = spec(envs=[dataclasses.replace(env, secret=True) for env in big])
+    assert S.validate(plain) == {} and S.validate(secret) == {}
+
+    with translation.override("en"):
+        [refusal] = k8s.check_spec(plain)["envs"]
+    assert refusal.startswith(
+        "On Kubernetes each of the job's 2 roles carries the command and the variables not "
+        "marked secret in its pod template: 1,200,"
+    )
+    assert "at most 1,048,576 (1 MiB here)" in refusal
+    _, resource = k8s.manifests(plain, job_id="x", cluster=M.Cluster())
+    assert len(json.dumps(resource, ensure_ascii=False).encode()) > MAX_POD_TEMPLATES_BYTES
+    # Marked secret, they are in the Secret once, and each template names them only.
+    assert k8s.check_spec(secret) == {}
+    _, resource = k8s.manifests(secret, job_id="x", cluster=M.Cluster())
+    assert len(json.dumps(resource).encode()) < 64 * 1024
 
 
 def test_a_refused_spec_fails_without_calling_the_api_server(fake, k8s, alice):

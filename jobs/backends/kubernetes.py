@@ -255,6 +255,25 @@ def _not_found(exc: KubeError) -> bool:
     return exc.status == 404
 
 
+# etcd takes an object of at most 1.5 MiB (its --max-request-bytes default), and every role's
+# pod template in the job's resource carries the command and the plain variables (a secret
+# one is a reference to the job's Secret): the spec's 1 MiB of both (jobs.spec) is one role's,
+# and a job of several roles could be refused at its create ("request is too large"). 1 MiB
+# of them across the roles leaves the rest of the resource room.
+MAX_POD_TEMPLATES_BYTES = 1024 * 1024
+
+
+def pod_templates_bytes(spec: spec_module.JobSpec) -> int:
+    """What the job's command and plain variables take in its resource's pod templates, one
+    per role, in UTF-8 bytes (JSON adds a little: quotes, names, escapes)."""
+    one = len(spec.command.encode(errors="surrogatepass")) + sum(
+        len(f"{env.name}{env.value}".encode(errors="surrogatepass"))
+        for env in spec.envs
+        if not env.secret
+    )
+    return one * len(spec.roles)
+
+
 def _true_conditions(resource: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A resource's status (a dict, whatever the server sent) and its conditions whose status
     is "True", by type."""
@@ -1152,6 +1171,22 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 continue
             if M.sub_path(ds.source_path) is None:
                 err(f"{path}.sourcePath", _("The folder must stay inside the volume."))
+        if (size := pod_templates_bytes(spec)) > MAX_POD_TEMPLATES_BYTES:
+            err(
+                "envs",
+                _(
+                    "On Kubernetes each of the job's %(roles)d roles carries the command and "
+                    "the variables not marked secret in its pod template: %(size)s bytes in "
+                    "all, and the cluster keeps an object of at most %(max)s (1 MiB here). "
+                    "Shorten the longest values or the command, or mark large values secret: "
+                    "the job's Secret holds those once."
+                )
+                % {
+                    "roles": len(spec.roles),
+                    "size": f"{size:,}",
+                    "max": f"{MAX_POD_TEMPLATES_BYTES:,}",
+                },
+            )
         return errors
 
     @staticmethod
