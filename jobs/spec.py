@@ -61,6 +61,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
 from django.utils import translation
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 
@@ -899,7 +900,11 @@ def parse_document(
             # did not ask for, run without a word (qa79).
             r.error(
                 "jobSpec.replicas",
-                _("Replicas must be between %(min)d and %(max)d.")
+                # Said as what it counts: the wizard's 0-1000 is a role's (qa101).
+                _(
+                    "Replicas count the master and its workers together and must be between "
+                    "%(min)d and %(max)d."
+                )
                 % {"min": 1, "max": MAX_REPLICAS + 1},
             )
         template = _read_resources(
@@ -1374,7 +1379,8 @@ def _not_allowed(chars: list[str]) -> str:
         _("space") if c.isspace() else f"“{c}”" if c.isprintable() else f"U+{ord(c):04X}"
         for c in bad[:5]
     ]
-    return _("Not allowed: %(chars)s.") % {"chars": " ".join(shown)}
+    # A list as every other list is said (qa101: "“b”, “n”. Not allowed: “_” “!”.").
+    return _("Not allowed: %(chars)s.") % {"chars": list_words(shown)}
 
 
 def sentences(*parts: str) -> str:
@@ -1534,6 +1540,13 @@ def validated(spec: JobSpec) -> JobSpec:
     return spec
 
 
+def max_minutes_said() -> str:
+    """MAX_TIMEOUT_MINUTES with the reader's thousands separator ("525,600"): the timeout and
+    the hang threshold are both minutes, and say their limit alike (qa101: one said "1 minute
+    and 365 days", the other "1 and 525600 minutes")."""
+    return number_format(MAX_TIMEOUT_MINUTES, force_grouping=True)
+
+
 def _image_upper_case(image: str) -> str:
     """What says that the repository part of an image takes no capitals (Docker's rule;
     the registry's host and the tag may have them), with the letters to type instead: the
@@ -1552,7 +1565,7 @@ def _image_upper_case(image: str) -> str:
     return _(
         "Upper-case letters are not allowed in the repository name (the part before the "
         "tag, after the registry): use %(chars)s."
-    ) % {"chars": " ".join(f"“{c.lower()}”" for c in upper[:5])}
+    ) % {"chars": list_words(f"“{c.lower()}”" for c in upper[:5])}
 
 
 def image_rule() -> str:
@@ -1651,7 +1664,7 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
                 f"{path}.replicas",
                 _("The master has exactly 1 replica.")
                 if one_master
-                else _("Replicas must be between %(min)d and %(max)d.")
+                else _("A role's replicas must be between %(min)d and %(max)d.")
                 % {"min": min_replicas, "max": MAX_REPLICAS},
             )
         if role.accelerator_type and not 1 <= role.accelerators <= MAX_ACCELERATORS_PER_REPLICA:
@@ -2001,8 +2014,8 @@ def _validate_fault_tolerance(spec: JobSpec, err: Any) -> None:
     ):
         err(
             f"{p}.hangDetectionTimeoutMinutes",
-            _("The hang threshold must be between 1 and %(max)d minutes (365 days).")
-            % {"max": MAX_TIMEOUT_MINUTES},
+            _("The hang threshold must be between 1 and %(max)s minutes (365 days).")
+            % {"max": max_minutes_said()},
         )
     if (
         ftc.fault_tolerance_limit is not None
@@ -2260,7 +2273,11 @@ def _validate_advanced(spec: JobSpec, err: Any, *, in_wizard: bool) -> None:
                 % {"value": shown},
             )
     if not 1 <= spec.timeout_minutes <= MAX_TIMEOUT_MINUTES:
-        err("timeoutMinutes", _("The timeout must be between 1 minute and 365 days."))
+        err(
+            "timeoutMinutes",
+            _("The timeout must be between 1 and %(max)s minutes (365 days).")
+            % {"max": max_minutes_said()},
+        )
     if not 1 <= spec.shared_memory_gi <= MAX_SHARED_MEMORY_GI:
         err(
             "sharedMemoryGi",
@@ -2309,16 +2326,21 @@ def _validate_advanced(spec: JobSpec, err: Any, *, in_wizard: bool) -> None:
     sub = spec.submission
     if sub.mode not in (SUBMIT_STANDALONE, SUBMIT_QUEUE):
         err("submission.mode", _("Submission is standalone or queue."))
-    if not 1 <= sub.total <= MAX_GROUP_TASKS:
+    total_valid = 1 <= sub.total <= MAX_GROUP_TASKS
+    if not total_valid:
         err(
             "submission.total",
             _("Tasks in the group must be between 1 and %(max)d.") % {"max": MAX_GROUP_TASKS},
         )
-    if not 1 <= sub.concurrency <= max(sub.total, 1):
+    # Named as its field is labelled, and held to the group's tasks only once they are a valid
+    # count (qa101: total 0 gave "must be between 1 and 1, the tasks in the group").
+    if sub.concurrency < 1:
+        err("submission.concurrency", _("Max concurrent tasks must be at least 1."))
+    elif total_valid and sub.concurrency > sub.total:
         err(
             "submission.concurrency",
-            _("Concurrent tasks must be between 1 and %(total)d, the tasks in the group.")
-            % {"total": max(sub.total, 1)},
+            _("Max concurrent tasks can't be more than the tasks in the group (%(total)d).")
+            % {"total": sub.total},
         )
     if spec.creation_mode not in (CREATION_CUSTOM, CREATION_AIAK):
         err("creationMode", _("Creation mode is custom or AIAK template."))

@@ -299,9 +299,10 @@ def test_a_misplaced_key_is_said_with_the_bodys_other_errors_in_one_answer(api):
     assert error.code == "InvalidParameter"
     assert error.message.startswith(
         "jobSpec.datasources: 'datasources' belongs beside jobSpec, at the top level of the "
-        "body.; jobSpec.replicas: Replicas must be between 1 and "
+        "body. jobSpec.replicas: Replicas count the master and its workers together and must "
+        "be between 1 and "
     )
-    assert "; name: Enter a job name.; jobSpec.image: Enter an image address.; " in error.message
+    assert " name: Enter a job name. jobSpec.image: Enter an image address. " in error.message
     assert not Job.objects.exists()
 
 

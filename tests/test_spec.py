@@ -710,10 +710,10 @@ def test_valid_specs_pass_every_rule(mutate):
         ("a" * 51, "This one has 51 characters."),
         (
             "Bert_Large x",
-            "Use lowercase instead: “b”, “l”. Not allowed: “_” space.",
+            "Use lowercase instead: “b”, “l”. Not allowed: “_”, space.",
         ),
         # Pasted from a chat: invisible characters are named, not shown as an empty “”.
-        ("bert\u200b-large\u200e", "Not allowed: U+200B U+200E."),
+        ("bert\u200b-large\u200e", "Not allowed: U+200B, U+200E."),
         ("1bert", "It starts with “1”."),
         ("-bert", "It starts with “-”."),
         ("bert-", "It ends with “-”."),
@@ -725,6 +725,25 @@ def test_a_bad_job_name_is_told_what_in_it_breaks_the_rule(name, problem):
 
     assert message.startswith("Job names use lowercase letters")
     assert message.endswith(" " + problem)
+
+
+@pytest.mark.parametrize(
+    ("language", "name_said", "image_said"),
+    [
+        ("en", "Use lowercase instead: “b”, “n”. Not allowed: “_”, “!”.", "use “m”, “i”."),
+        ("zh-hans", "请改用小写字母：“b”、“n”。不允许使用：“_”、“!”。", "请改用“m”、“i”。"),
+    ],
+)
+def test_the_characters_a_message_names_are_listed_as_the_language_lists(
+    language, name_said, image_said
+):
+    # qa101: "Use lowercase instead: “b”, “n”. Not allowed: “_” “!”." and "use “m” “i”":
+    # two ways of listing in one message.
+    with translation.override(language):
+        errors = S.validate(pytorch_spec(name="Bert_Nx!", image="registry.example.com/My/Img:1"))
+
+    assert errors["name"][0].endswith(name_said)
+    assert any(m.endswith(image_said) for m in errors["jobSpec.image"])
 
 
 def test_a_bad_role_name_is_told_what_in_it_breaks_the_rule():
