@@ -2349,6 +2349,7 @@ def _validate_advanced(spec: JobSpec, err: Any, *, in_wizard: bool) -> None:
         if aiak.training_mode not in AIAK_TRAINING_MODES:
             err("aiak.trainingMode", _("Choose a training mode: Post-Pretrain or SFT."))
         if aiak.training_method not in AIAK_TRAINING_METHODS:
-            err("aiak.trainingMethod", _("Choose a training method: full update or LoRA."))
+            # Named as the options are labelled (forms.TRAINING_METHOD_CHOICES).
+            err("aiak.trainingMethod", _("Choose a training method: Full update or LoRA."))
         if not aiak.template:
             err("aiak.template", _("Choose an AIAK training template."))

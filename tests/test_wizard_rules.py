@@ -70,7 +70,8 @@ RULES = [
         W.BASIC,
         basic_data(creation_mode="aiak", training_mode="SFT", aiak_template="llama2-7b"),
         "id_training_method",
-        "training method",
+        # The options' own words (qa101: "full update" beside the option "Full update").
+        "Choose a training method: Full update or LoRA.",
     ),
     (
         W.BASIC,
