@@ -48,6 +48,7 @@ How the superset maps onto the v1 body (decisions, since v1 has one replica grou
 from __future__ import annotations
 
 import copy
+import difflib
 import posixpath
 import re
 import shlex
@@ -1186,6 +1187,10 @@ V2_FIELDS = Fields(
 RENAMED = {"jobType": "jobFramework", "jobFramework": "jobType"}
 # Other spellings of a key: their contents are named under the usual spelling.
 ALIASES = frozenset(DATASOURCE_KEYS[1:])
+# Top-level keys a create cannot do without: one missing beside a key read nowhere that looks
+# like it (`jobName` for `name`) has that key refused, saying which was meant (qa101: v2 said
+# only "name: Enter a job name.", the `jobName` sent dropped without a word, as AIHC drops it).
+REQUIRED_TOP_KEYS = ("name",)
 # A place named in a message: a key (or a list's items) at most this long, then "…".
 MAX_KEY_SHOWN = 64
 # At most this many keys in the wrong place are named in a refusal, and at most FIELDS_LISTED
@@ -1285,6 +1290,27 @@ def misplaced_named(misplaced: dict[str, list[str]]) -> dict[str, list[str]]:
     return named
 
 
+def _looks_like(key: str, known: str) -> bool:
+    """Whether a key read nowhere was likely meant as `known`: it holds it (`jobName`,
+    `job_name` for `name`) or is a slip of it (`nmae`)."""
+    typed, meant = key.lower(), known.lower()
+    return meant in typed or difflib.SequenceMatcher(None, typed, meant).ratio() >= 0.75
+
+
+def _meant_keys_named(document: Mapping[str, Any], found: UnreadFields) -> None:
+    """Moves a top-level key read nowhere that looks like a required key the body lacks from
+    `found.unknown` to `found.misplaced`, saying which key was meant."""
+    for known in REQUIRED_TOP_KEYS:
+        if not holds_nothing(document.get(known)):
+            continue
+        for path in [p for p in found.unknown if p in document and _looks_like(p, known)]:
+            found.unknown.remove(path)
+            found.misplaced.setdefault(path, []).append(
+                _("'%(key)s' is not read: did you mean '%(known)s'?")
+                % {"key": _shown_key(path), "known": known}
+            )
+
+
 def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
     """The keys of `document` (a CreateJob body as the client sent it: `fields` is V1_FIELDS
     or V2_FIELDS) that the console does not read where they are (see the decisions above).
@@ -1342,6 +1368,7 @@ def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
 
     walk(document, fields, "")
     if isinstance(document, Mapping):
+        _meant_keys_named(document, found)
         # The mounts are read from the first spelling given; another one would be dropped.
         given = [key for key in DATASOURCE_KEYS if document.get(key) is not None]
         for key in given[1:]:
