@@ -1567,6 +1567,38 @@ def validated(spec: JobSpec) -> JobSpec:
     return spec
 
 
+# Card types AIHC names whose model cannot be read off the name by card_model's rule.
+CARD_MODELS = {
+    "baidu.com/p40_8_cgpu": "P40",
+    "nvidia.com/gpu": "NVIDIA GPU",
+    "huawei.com/Ascend910": "Ascend 910",
+    "kunlunxin.com/xpu": "Kunlun XPU",
+    "baidu.com/xpu": "Kunlun XPU",
+}
+_CGPU_RE = re.compile(r"^baidu\.com/((?:[a-z]+_)?[a-z]*\d+)(?:_(\d+)g)?_cgpu$")
+
+
+def card_model(card_type: str) -> str:
+    """The card's model as a person names it ("A800 80GB", "RTX 4090"), read off AIHC's
+    resource name (baidu.com/<model>[_<memory>g]_cgpu; CARD_MODELS for the others), or ""."""
+    if card_type in CARD_MODELS:
+        return CARD_MODELS[card_type]
+    match = _CGPU_RE.match(card_type)
+    if not match:
+        return ""
+    model = match[1].replace("_", " ").upper()
+    return f"{model} {match[2]}GB" if match[2] else model
+
+
+def card_shown(card_type: str) -> str:
+    """A card type where a person reads it: its model, the resource name in brackets
+    ("A800 80GB (baidu.com/a800_80g_cgpu)"); the name alone when it says no model (qa101:
+    the AIAK preview and its warning said only "baidu.com/a800_80g_cgpu", beside the BCCL
+    rule's "A800 or HPAS cards")."""
+    model = card_model(card_type)
+    return f"{model} ({card_type})" if model else card_type
+
+
 def max_minutes_said() -> str:
     """MAX_TIMEOUT_MINUTES with the reader's thousands separator ("525,600"): the timeout and
     the hang threshold are both minutes, and say their limit alike (qa101: one said "1 minute

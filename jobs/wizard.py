@@ -1569,7 +1569,7 @@ def template_misfit(template: dict[str, Any], pool: Pool | None) -> dict[str, An
         needs <= sum(a.total for a in pool.accelerators if a.type == kind)
         for kind, needs in map(_template_cards, aiak_templates().values())
     )
-    return {"card": card, "wanted": wanted, "total": total, "none_fits": not fits}
+    return {"card": S.card_shown(card), "wanted": wanted, "total": total, "none_fits": not fits}
 
 
 def _template_cards(template: dict[str, Any]) -> tuple[str, int]:

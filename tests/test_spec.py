@@ -1014,3 +1014,20 @@ def test_an_mpi_replica_given_an_interface_names_it_for_open_mpi_unless_the_job_
     env = replica_environment(spec, worker, job_id="x", mpi_tcp_interface="lo")
     assert "OMPI_MCA_btl_tcp_if_include" not in env
     assert env["OMPI_MCA_oob_tcp_if_include"] == "lo"
+
+
+@pytest.mark.parametrize(
+    ("card_type", "shown"),
+    [
+        ("baidu.com/a800_80g_cgpu", "A800 80GB (baidu.com/a800_80g_cgpu)"),
+        ("baidu.com/rtx_4090_cgpu", "RTX 4090 (baidu.com/rtx_4090_cgpu)"),
+        ("baidu.com/l20_cgpu", "L20 (baidu.com/l20_cgpu)"),
+        ("nvidia.com/gpu", "NVIDIA GPU (nvidia.com/gpu)"),
+        # A name that says no model is shown as it is.
+        ("baidu.com/cgpu", "baidu.com/cgpu"),
+        ("example.com/tpu", "example.com/tpu"),
+    ],
+)
+def test_a_card_type_is_shown_by_its_model_with_the_resource_name_in_brackets(card_type, shown):
+    # qa101: the AIAK preview said "8 baidu.com/a800_80g_cgpu" beside BCCL's "A800 or HPAS".
+    assert S.card_shown(card_type) == shown

@@ -166,8 +166,8 @@ def test_the_aiak_preview_counts_one_replica_in_the_singular(alice_client):
     english = read(aiak_preview(alice_client, "en", "llama2-7b"))
     two = read(aiak_preview(alice_client, "en", "llama2-13b"))
 
-    assert f"1 replica × 8 {A800}, RDMA on" in english
-    assert f"2 replicas × 8 {A800}, RDMA on" in two
+    assert f"1 replica × 8 A800 80GB ({A800}), RDMA on" in english
+    assert f"2 replicas × 8 A800 80GB ({A800}), RDMA on" in two
 
 
 def test_the_aiak_preview_asks_in_chinese_for_the_path_lines_by_name(alice_client):
@@ -191,17 +191,17 @@ def test_a_pool_no_template_fits_says_to_choose_another_pool_not_a_smaller_templ
     chinese = by_id(aiak_preview(alice_client, "zh-hans"), "aiak-misfit")
 
     assert english == (
-        f"This pool has 4 {A800} cards in all; the template asks for 8, and no AIAK template "
+        f"This pool has 4 A800 80GB ({A800}) cards in all; the template asks for 8, and no AIAK template "
         "fits in this pool. Choose another pool."
     )
     assert chinese == (
-        f"该资源池共有 4 张 {A800} 卡，而此模版需要 8 张，且没有任何 AIAK 模版能放进该资源池。"
+        f"该资源池共有 4 张 A800 80GB ({A800}) 卡，而此模版需要 8 张，且没有任何 AIAK 模版能放进该资源池。"
         "请选择其他资源池。"
     )
     settings.LOCAL_ACCELERATORS = f"{A800}=8"  # llama2-7b fits: a smaller template is the way
     smaller = by_id(aiak_preview(alice_client, "en", "llama2-13b"), "aiak-misfit")
     assert smaller == (
-        f"This pool has 8 {A800} cards in all; the template asks for 16. Choose a smaller "
+        f"This pool has 8 A800 80GB ({A800}) cards in all; the template asks for 16. Choose a smaller "
         "template or another pool."
     )
 
