@@ -577,7 +577,7 @@ class RoleForm(forms.Form):
             return _("This pool offers no cards: its jobs run on CPUs.")
         return _("This pool does not offer “%(type)s” cards; it offers %(types)s.") % {
             "type": self.card_not_offered,
-            "types": list_words(self.card_types),
+            "types": list_words(S.card_shown(t) for t in self.card_types),
         }
 
 

@@ -1687,8 +1687,16 @@ def test_the_no_console_part_notice_sends_shared_memory_to_the_step_that_has_it(
     [
         ("", "en", "This pool offers no cards: its jobs run on CPUs."),
         ("", "zh-hans", "该资源池不提供加速芯片：其任务在 CPU 上运行。"),
-        (f"{A800}=8", "en", f"This pool does not offer “nvidia.com/gpu” cards; it offers {A800}."),
-        (f"{A800}=8", "zh-hans", f"该资源池不提供“nvidia.com/gpu”卡型；它提供 {A800}。"),
+        (
+            f"{A800}=8",
+            "en",
+            f"This pool does not offer “nvidia.com/gpu” cards; it offers A800 80GB ({A800}).",
+        ),
+        (
+            f"{A800}=8",
+            "zh-hans",
+            f"该资源池不提供“nvidia.com/gpu”卡型；它提供 A800 80GB ({A800})。",
+        ),
     ],
 )
 def test_a_card_type_the_pool_lacks_is_refused_in_the_consoles_words_and_kept_in_its_box(
