@@ -222,6 +222,7 @@ def test_an_aiak_template_fills_the_job_and_switching_card_type_changes_the_idle
     start(page)
     with page.expect_response(lambda r: "/aiak/" in r.url):
         page.check("input[name=creation_mode][value=aiak]")
+    page.select_option("#id_training_mode", "SFT")
     page.select_option("#id_training_method", "full")
     with page.expect_response(lambda r: "/aiak/" in r.url and "llama2-7b" in r.url):
         page.select_option("#id_aiak_template", "llama2-7b")
