@@ -981,16 +981,20 @@ def _fields_said(
     return said
 
 
-# Chinese messages end with a full stop of their own, after which "; " read badly
-# ("…字符。; jobSpec.image: …", qa97): a Chinese sentence is followed by the next directly.
+# Messages end with a full stop of their own, after which "; " read badly ("…字符。;
+# jobSpec.image: …", qa97; "…1001.; name: …", qa101): a Chinese sentence is followed by the
+# next directly, an English one after a space.
 _SENTENCE_ENDS_CHINESE = ("。", "！", "？", "）")
+_SENTENCE_ENDS = (".", "!", "?")
 
 
 def _joined_parts(parts: Sequence[str]) -> str:
     joined = ""
     for part in parts:
-        if joined:
-            joined += "" if joined.endswith(_SENTENCE_ENDS_CHINESE) else "; "
+        if joined.endswith(_SENTENCE_ENDS_CHINESE):
+            pass
+        elif joined:
+            joined += " " if joined.endswith(_SENTENCE_ENDS) else "; "
         joined += part
     return joined
 

@@ -548,7 +548,20 @@ class RoleForm(forms.Form):
     def __init__(self, *args: Any, card_types: list[str], fixed_names: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["accelerator_type"].choices = [("", "—"), *[(t, t) for t in card_types]]
+        self.card_types = card_types
         self.pool_has_cards = bool(card_types)
+        # A card type the pool lacks (an imported request's nvidia.com/gpu on the local pool)
+        # stays in the box and is refused in the console's words in clean (qa101): as a choice
+        # missing from the list it was drawn as "—" under Django's "Select a valid choice".
+        self.card_not_offered = ""
+        if self.is_bound:
+            sent = str(self.data.get(self.add_prefix("accelerator_type")) or "").strip()
+            if sent and sent not in card_types:
+                self.card_not_offered = sent
+                self.fields["accelerator_type"].choices = [
+                    *self.fields["accelerator_type"].choices,
+                    (sent, sent),
+                ]
         if fixed_names:
             self.fields["name"].widget = forms.HiddenInput()
         self.fields["cpu"].widget.attrs["placeholder"] = _("unlimited")
@@ -580,9 +593,23 @@ class RoleForm(forms.Form):
                     if self.pool_has_cards
                     else _("This pool offers no cards: its jobs run on CPUs."),
                 )
+            elif (
+                self.card_not_offered
+                and data.get("accelerator_type") == self.card_not_offered
+                and "accelerator_type" not in self.errors
+            ):
+                self.add_error("accelerator_type", self._card_not_offered_message())
             if data.get("accelerators") is None and "accelerators" not in self.errors:
                 self.add_error("accelerators", _("Enter the cards per replica."))
         return data
+
+    def _card_not_offered_message(self) -> str:
+        if not self.pool_has_cards:
+            return _("This pool offers no cards: its jobs run on CPUs.")
+        return _("This pool does not offer “%(type)s” cards; it offers %(types)s.") % {
+            "type": self.card_not_offered,
+            "types": list_words(S.card_shown(t) for t in self.card_types),
+        }
 
 
 class DataForm(StepForm):

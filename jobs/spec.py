@@ -48,6 +48,7 @@ How the superset maps onto the v1 body (decisions, since v1 has one replica grou
 from __future__ import annotations
 
 import copy
+import difflib
 import posixpath
 import re
 import shlex
@@ -61,6 +62,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
 from django.utils import translation
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 
@@ -910,7 +912,11 @@ def parse_document(
             # did not ask for, run without a word (qa79).
             r.error(
                 "jobSpec.replicas",
-                _("Replicas must be between %(min)d and %(max)d.")
+                # Said as what it counts: the wizard's 0-1000 is a role's (qa101).
+                _(
+                    "Replicas count the master and its workers together and must be between "
+                    "%(min)d and %(max)d."
+                )
                 % {"min": 1, "max": MAX_REPLICAS + 1},
             )
         template = _read_resources(
@@ -1192,6 +1198,10 @@ V2_FIELDS = Fields(
 RENAMED = {"jobType": "jobFramework", "jobFramework": "jobType"}
 # Other spellings of a key: their contents are named under the usual spelling.
 ALIASES = frozenset(DATASOURCE_KEYS[1:])
+# Top-level keys a create cannot do without: one missing beside a key read nowhere that looks
+# like it (`jobName` for `name`) has that key refused, saying which was meant (qa101: v2 said
+# only "name: Enter a job name.", the `jobName` sent dropped without a word, as AIHC drops it).
+REQUIRED_TOP_KEYS = ("name",)
 # A place named in a message: a key (or a list's items) at most this long, then "…".
 MAX_KEY_SHOWN = 64
 # At most this many keys in the wrong place are named in a refusal, and at most FIELDS_LISTED
@@ -1291,6 +1301,27 @@ def misplaced_named(misplaced: dict[str, list[str]]) -> dict[str, list[str]]:
     return named
 
 
+def _looks_like(key: str, known: str) -> bool:
+    """Whether a key read nowhere was likely meant as `known`: it holds it (`jobName`,
+    `job_name` for `name`) or is a slip of it (`nmae`)."""
+    typed, meant = key.lower(), known.lower()
+    return meant in typed or difflib.SequenceMatcher(None, typed, meant).ratio() >= 0.75
+
+
+def _meant_keys_named(document: Mapping[str, Any], found: UnreadFields) -> None:
+    """Moves a top-level key read nowhere that looks like a required key the body lacks from
+    `found.unknown` to `found.misplaced`, saying which key was meant."""
+    for known in REQUIRED_TOP_KEYS:
+        if not holds_nothing(document.get(known)):
+            continue
+        for path in [p for p in found.unknown if p in document and _looks_like(p, known)]:
+            found.unknown.remove(path)
+            found.misplaced.setdefault(path, []).append(
+                _("'%(key)s' is not read: did you mean '%(known)s'?")
+                % {"key": _shown_key(path), "known": known}
+            )
+
+
 def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
     """The keys of `document` (a CreateJob body as the client sent it: `fields` is V1_FIELDS
     or V2_FIELDS) that the console does not read where they are (see the decisions above).
@@ -1348,6 +1379,7 @@ def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
 
     walk(document, fields, "")
     if isinstance(document, Mapping):
+        _meant_keys_named(document, found)
         # The mounts are read from the first spelling given; another one would be dropped.
         given = [key for key in DATASOURCE_KEYS if document.get(key) is not None]
         for key in given[1:]:
@@ -1385,7 +1417,8 @@ def _not_allowed(chars: list[str]) -> str:
         _("space") if c.isspace() else f"“{c}”" if c.isprintable() else f"U+{ord(c):04X}"
         for c in bad[:5]
     ]
-    return _("Not allowed: %(chars)s.") % {"chars": " ".join(shown)}
+    # A list as every other list is said (qa101: "“b”, “n”. Not allowed: “_” “!”.").
+    return _("Not allowed: %(chars)s.") % {"chars": list_words(shown)}
 
 
 def sentences(*parts: str) -> str:
@@ -1545,6 +1578,45 @@ def validated(spec: JobSpec) -> JobSpec:
     return spec
 
 
+# Card types AIHC names whose model cannot be read off the name by card_model's rule.
+CARD_MODELS = {
+    "baidu.com/p40_8_cgpu": "P40",
+    "nvidia.com/gpu": "NVIDIA GPU",
+    "huawei.com/Ascend910": "Ascend 910",
+    "kunlunxin.com/xpu": "Kunlun XPU",
+    "baidu.com/xpu": "Kunlun XPU",
+}
+_CGPU_RE = re.compile(r"^baidu\.com/((?:[a-z]+_)?[a-z]*\d+)(?:_(\d+)g)?_cgpu$")
+
+
+def card_model(card_type: str) -> str:
+    """The card's model as a person names it ("A800 80GB", "RTX 4090"), read off AIHC's
+    resource name (baidu.com/<model>[_<memory>g]_cgpu; CARD_MODELS for the others), or ""."""
+    if card_type in CARD_MODELS:
+        return CARD_MODELS[card_type]
+    match = _CGPU_RE.match(card_type)
+    if not match:
+        return ""
+    model = match[1].replace("_", " ").upper()
+    return f"{model} {match[2]}GB" if match[2] else model
+
+
+def card_shown(card_type: str) -> str:
+    """A card type where a person reads it: its model, the resource name in brackets
+    ("A800 80GB (baidu.com/a800_80g_cgpu)"); the name alone when it says no model (qa101:
+    the AIAK preview and its warning said only "baidu.com/a800_80g_cgpu", beside the BCCL
+    rule's "A800 or HPAS cards")."""
+    model = card_model(card_type)
+    return f"{model} ({card_type})" if model else card_type
+
+
+def max_minutes_said() -> str:
+    """MAX_TIMEOUT_MINUTES with the reader's thousands separator ("525,600"): the timeout and
+    the hang threshold are both minutes, and say their limit alike (qa101: one said "1 minute
+    and 365 days", the other "1 and 525600 minutes")."""
+    return number_format(MAX_TIMEOUT_MINUTES, force_grouping=True)
+
+
 def _image_upper_case(image: str) -> str:
     """What says that the repository part of an image takes no capitals (Docker's rule;
     the registry's host and the tag may have them), with the letters to type instead: the
@@ -1563,7 +1635,7 @@ def _image_upper_case(image: str) -> str:
     return _(
         "Upper-case letters are not allowed in the repository name (the part before the "
         "tag, after the registry): use %(chars)s."
-    ) % {"chars": " ".join(f"“{c.lower()}”" for c in upper[:5])}
+    ) % {"chars": list_words(f"“{c.lower()}”" for c in upper[:5])}
 
 
 def image_rule() -> str:
@@ -1669,7 +1741,7 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
                 f"{path}.replicas",
                 _("The master has exactly 1 replica.")
                 if one_master
-                else _("Replicas must be between %(min)d and %(max)d.")
+                else _("A role's replicas must be between %(min)d and %(max)d.")
                 % {"min": min_replicas, "max": MAX_REPLICAS},
             )
         if role.accelerator_type and not 1 <= role.accelerators <= MAX_ACCELERATORS_PER_REPLICA:
@@ -2056,8 +2128,8 @@ def _validate_fault_tolerance(spec: JobSpec, err: Any) -> None:
     ):
         err(
             f"{p}.hangDetectionTimeoutMinutes",
-            _("The hang threshold must be between 1 and %(max)d minutes (365 days).")
-            % {"max": MAX_TIMEOUT_MINUTES},
+            _("The hang threshold must be between 1 and %(max)s minutes (365 days).")
+            % {"max": max_minutes_said()},
         )
     if (
         ftc.fault_tolerance_limit is not None
@@ -2317,7 +2389,11 @@ def _validate_advanced(spec: JobSpec, err: Any, *, in_wizard: bool) -> None:
                 % {"value": shown},
             )
     if not 1 <= spec.timeout_minutes <= MAX_TIMEOUT_MINUTES:
-        err("timeoutMinutes", _("The timeout must be between 1 minute and 365 days."))
+        err(
+            "timeoutMinutes",
+            _("The timeout must be between 1 and %(max)s minutes (365 days).")
+            % {"max": max_minutes_said()},
+        )
     if not 1 <= spec.shared_memory_gi <= MAX_SHARED_MEMORY_GI:
         err(
             "sharedMemoryGi",
@@ -2366,16 +2442,21 @@ def _validate_advanced(spec: JobSpec, err: Any, *, in_wizard: bool) -> None:
     sub = spec.submission
     if sub.mode not in (SUBMIT_STANDALONE, SUBMIT_QUEUE):
         err("submission.mode", _("Submission is standalone or queue."))
-    if not 1 <= sub.total <= MAX_GROUP_TASKS:
+    total_valid = 1 <= sub.total <= MAX_GROUP_TASKS
+    if not total_valid:
         err(
             "submission.total",
             _("Tasks in the group must be between 1 and %(max)d.") % {"max": MAX_GROUP_TASKS},
         )
-    if not 1 <= sub.concurrency <= max(sub.total, 1):
+    # Named as its field is labelled, and held to the group's tasks only once they are a valid
+    # count (qa101: total 0 gave "must be between 1 and 1, the tasks in the group").
+    if sub.concurrency < 1:
+        err("submission.concurrency", _("Max concurrent tasks must be at least 1."))
+    elif total_valid and sub.concurrency > sub.total:
         err(
             "submission.concurrency",
-            _("Concurrent tasks must be between 1 and %(total)d, the tasks in the group.")
-            % {"total": max(sub.total, 1)},
+            _("Max concurrent tasks can't be more than the tasks in the group (%(total)d).")
+            % {"total": sub.total},
         )
     if spec.creation_mode not in (CREATION_CUSTOM, CREATION_AIAK):
         err("creationMode", _("Creation mode is custom or AIAK template."))
@@ -2384,6 +2465,7 @@ def _validate_advanced(spec: JobSpec, err: Any, *, in_wizard: bool) -> None:
         if aiak.training_mode not in AIAK_TRAINING_MODES:
             err("aiak.trainingMode", _("Choose a training mode: Post-Pretrain or SFT."))
         if aiak.training_method not in AIAK_TRAINING_METHODS:
-            err("aiak.trainingMethod", _("Choose a training method: full update or LoRA."))
+            # Named as the options are labelled (forms.TRAINING_METHOD_CHOICES).
+            err("aiak.trainingMethod", _("Choose a training method: Full update or LoRA."))
         if not aiak.template:
             err("aiak.template", _("Choose an AIAK training template."))

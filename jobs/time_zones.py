@@ -17,6 +17,8 @@ import functools
 import zoneinfo
 from collections import defaultdict
 from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -39,12 +41,43 @@ def known_time_zones() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones())
 
 
+def _zone_table_text() -> str:
+    """zone.tab of the tz database zoneinfo reads (the system's first, as zoneinfo.TZPATH
+    orders it, else the tzdata package's), "" when neither has one."""
+    for folder in zoneinfo.TZPATH:
+        try:
+            return (Path(folder) / "zone.tab").read_text(encoding="utf-8")
+        except OSError:
+            continue
+    try:
+        return (resources.files("tzdata.zoneinfo") / "zone.tab").read_text(encoding="utf-8")
+    except (ModuleNotFoundError, OSError):
+        return ""
+
+
+@functools.cache
+def listed_time_zones() -> frozenset[str]:
+    """The zones the account page offers: one name per place, as the tz database's zone.tab
+    lists them (each country's zones, Europe/Amsterdam and Asia/Kolkata among them), and UTC.
+    Not the backward names that are links to them (Africa/Asmera, America/Buenos_Aires,
+    Asia/Calcutta, US/Pacific; qa101: listed beside the names they stand for). A name not
+    listed still works once saved (known_time_zones): the page shows it as chosen now. Every
+    known zone is offered when no zone.tab is found."""
+    listed = {
+        line.split("\t")[2]
+        for line in _zone_table_text().splitlines()
+        if line and not line.startswith("#") and line.count("\t") >= 2
+    }
+    known = known_time_zones()
+    return frozenset((listed | {"UTC", settings.TIME_ZONE}) & known) if listed else known
+
+
 def time_zone_groups() -> list[tuple[str, list[str]]]:
-    """The known zones grouped by region (the part before the first "/"), regions and zones in
-    alphabetical order, for a select's optgroups; last, "Other", those without (UTC, Japan)."""
+    """The listed zones grouped by region (the part before the first "/"), regions and zones in
+    alphabetical order, for a select's optgroups; last, "Other", those without (UTC)."""
     groups: dict[str, list[str]] = defaultdict(list)
     others = []
-    for name in sorted(known_time_zones()):
+    for name in sorted(listed_time_zones()):
         region, slash, _place = name.partition("/")
         if slash:
             groups[region].append(name)

@@ -290,6 +290,14 @@ GROUP_FILTER_ERROR = gettext_lazy(
 )
 
 
+NO_SUCH_STATUS = gettext_lazy(
+    "No job has the status “%(value)s”: the statuses are %(choices)s. This filter is left out."
+)
+NO_SUCH_FRAMEWORK = gettext_lazy(
+    "No job has the framework “%(value)s”: the frameworks are %(choices)s. This filter is left out."
+)
+
+
 class JobFilterForm(forms.Form):
     q = forms.CharField(
         required=False, label=gettext_lazy("Name or ID"), max_length=MAX_FILTER_LENGTH
@@ -325,6 +333,23 @@ class JobFilterForm(forms.Form):
         label=gettext_lazy("Queue group"),
         error_messages=dict.fromkeys(("invalid", "min_value", "max_value"), GROUP_FILTER_ERROR),
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A status or framework the list has no choice for (an old link, `?status=bogus`) is
+        # refused as every filter is, on its field and left out, in the console's words with
+        # the values there are (qa101: Django's "Select a valid choice. bogus is not one of
+        # the available choices.").
+        for name, said in (
+            ("status", NO_SUCH_STATUS),
+            ("framework", NO_SUCH_FRAMEWORK),
+        ):
+            field = self.fields[name]
+            asked = str(self.data.get(name, ""))[:40] if self.is_bound else ""
+            offered = list_words(str(label) for value, label in field.choices if value)
+            field.error_messages["invalid_choice"] = (
+                str(said) % {"value": asked, "choices": offered}
+            ).replace("%", "%%")
 
     # Pasted from a chat with a non-breaking or zero-width space, or typed with a Chinese
     # input method's full-width letters: read as it shows (a typed address; the page's own

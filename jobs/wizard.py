@@ -1604,7 +1604,7 @@ def template_misfit(template: dict[str, Any], pool: Pool | None) -> dict[str, An
         needs <= sum(a.total for a in pool.accelerators if a.type == kind)
         for kind, needs in map(_template_cards, aiak_templates().values())
     )
-    return {"card": card, "wanted": wanted, "total": total, "none_fits": not fits}
+    return {"card": S.card_shown(card), "wanted": wanted, "total": total, "none_fits": not fits}
 
 
 def _template_cards(template: dict[str, Any]) -> tuple[str, int]:
@@ -1668,16 +1668,28 @@ def wizard_rules(
     image_raw = raws.get(IMAGE) if raws.get(IMAGE) is not None else state.raw(IMAGE)
     left_lines = _lines(_one(image_raw, "env_paste"))
     bad_lines = [line for line in left_lines if parse_env_line(line) is None]
-    if bad_lines:
+    # `1BAD=x` is KEY=VALUE with a name no variable may have: said with the API's rule, not
+    # as "not KEY=VALUE" (qa101).
+    badly_named = [line for line in bad_lines if _is_pair_badly_named(line)]
+    not_pairs = [line for line in bad_lines if line not in badly_named]
+    # Not list_words: a line may hold commas (and 、) of its own.
+    between_lines = pgettext("between pasted lines", "; ")
+    if not_pairs:
         err(
             "envPaste",
             _("These lines are not KEY=VALUE: %(lines)s")
-            # Not list_words: a line may hold commas (and 、) of its own.
             % {
-                "lines": pgettext("between pasted lines", "; ").join(
-                    _with_look_alikes_named(line) for line in bad_lines[:5]
-                )
+                "lines": between_lines.join(_with_look_alikes_named(line) for line in not_pairs[:5])
             },
+        )
+    if badly_named:
+        err(
+            "envPaste",
+            _(
+                "Variable names use letters, digits and '_' and do not start with a digit. "
+                "Check these lines: %(lines)s"
+            )
+            % {"lines": between_lines.join(badly_named[:5])},
         )
     # A well-formed line left in the box either names a row already (it was pasted twice
     # with different values) or found the table full (merge_pasted_envs).
@@ -2798,6 +2810,15 @@ def parse_env_line(line: str) -> tuple[str, str] | None:
     ):
         value = value[1:-1]
     return name, value
+
+
+def _is_pair_badly_named(line: str) -> bool:
+    """Whether a line parse_env_line refused is a KEY=VALUE whose name is no variable's
+    (`1BAD=x`, `MY VAR=1`): a name and a separator, and no look-alike in the name (those are
+    named by _with_look_alikes_named, as a line that only looks like KEY=VALUE)."""
+    name, sep, _value = _env_line_parts(line)
+    name = S.edge_trimmed(name)
+    return bool(sep and name) and _with_look_alikes_named(line) == line
 
 
 def _with_look_alikes_named(line: str) -> str:

@@ -754,6 +754,8 @@ def _aiak_preview(raw: W.Raw | Any, pool: W.Pool | None, *, staff: bool) -> dict
     return {
         "on": one("creation_mode") == S.CREATION_AIAK,
         "template": template,
+        # Its card as a person names it, the resource in brackets (S.card_shown).
+        "card": S.card_shown(template["resources"]["acceleratorType"]) if template else "",
         "command": W.template_command(template, one("training_mode"), one("training_method"))
         if template
         else "",

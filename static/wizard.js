@@ -180,6 +180,13 @@ function clearProblem(event) {
   field.removeAttribute("aria-invalid");
   const messages = document.getElementById(field.id + "_error");
   if (messages) messages.hidden = true;
+  // The step's count of problems goes too once none is marked (qa101: "This step has 3
+  // problems" stayed after the three AIAK choices were made); one holding a problem of no
+  // field (a line of its own under the count) stays.
+  const summary = document.getElementById("step-errors");
+  const form = field.closest("form");
+  const marked = form && form.querySelector(".is-invalid, [aria-invalid='true']");
+  if (summary && form && summary.children.length === 1 && !marked) summary.hidden = true;
 }
 document.addEventListener("input", clearProblem);
 document.addEventListener("change", clearProblem);

@@ -381,7 +381,7 @@ def test_a_secret_env_name_that_names_no_env_is_refused_and_creates_nothing(api)
     assert (error.status, error.code) == (400, "InvalidParameter")
     assert error.message == (
         "console.secretEnvs[0]: “HF-TOKEN” is not the name of one of the job's envs, so it "
-        "marks no value secret.; More may be said once these are corrected: the checks that "
+        "marks no value secret. More may be said once these are corrected: the checks that "
         "need every field read (the pool's cards, quota and volumes, the alert channels) run "
         "then."
     )
@@ -511,7 +511,8 @@ def test_one_answer_names_every_field_wrong_in_a_body_not_one_stage_at_a_time(ap
 
     assert (error.status, error.code) == (400, "InvalidParameter")
     for said in (
-        "jobSpec.replicas: Replicas must be between 1 and ",
+        "jobSpec.replicas: Replicas count the master and its workers together and must be "
+        "between 1 and ",
         'jobSpec.resources[0].quantity: Memory must be a number of GB, like 64 or "64GB".',
         "name: ",
         "jobSpec.image: Enter an image address.",
@@ -1023,7 +1024,7 @@ def test_a_number_too_large_for_any_field_is_named_at_its_field_and_makes_no_job
 
     assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
     assert r.json()["message"] == (
-        f"jobSpec.replicas: The number {number} is out of range: no field takes it.; "
+        f"jobSpec.replicas: The number {number} is out of range: no field takes it. "
         "The body's other fields are checked once these are corrected."
     )
     assert Job.objects.count() == 0

@@ -428,7 +428,7 @@ def test_the_sdks_alert_config_is_refused_with_what_to_change_on_the_local_pool(
 
     assert (text_refused.status_code, text_refused.code) == (400, "InvalidParameter")
     assert str(text_refused.last_error) == (  # the channels' rule follows once it reads (qa97)
-        "alertConfig.alertItems: Must be a list.; More may be said once these are corrected: "
+        "alertConfig.alertItems: Must be a list. More may be said once these are corrected: "
         "the checks that need every field read (the pool's cards, quota and volumes, the "
         "alert channels) run then."
     )

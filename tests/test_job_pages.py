@@ -4,6 +4,7 @@ import copy
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
+from html import unescape
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -413,6 +414,38 @@ def test_an_unknown_status_filter_is_marked_on_its_field_and_the_others_still_ap
     assert r.status_code == 200
     assert 'id="id_status_error"' in html and 'aria-invalid="true"' in html
     assert ">beta<" in html and ">alpha<" not in html
+
+
+@pytest.mark.parametrize(
+    ("language", "field", "said"),
+    [
+        (
+            "en",
+            "status",
+            "No job has the status “bogus”: the statuses are Pending review, Queued, "
+            "Submitting, Running, Succeeded, Failed, Stopping, Stopped, Timed out, Submission "
+            "failed, Rejected. This filter is left out.",
+        ),
+        ("zh-hans", "status", "没有状态为“bogus”的任务；状态有：待审核、排队中、"),
+        ("en", "framework", "No job has the framework “bogus”: the frameworks are PyTorch"),
+    ],
+)
+def test_a_status_or_framework_no_job_has_says_which_there_are_and_is_left_out(
+    alice, alice_client, language, field, said
+):
+    # qa101: `/?status=bogus` showed Django's "Select a valid choice. bogus is not one of the
+    # available choices."
+    submit(alice, name="alpha")
+    alice_client.cookies["django_language"] = language
+
+    r = alice_client.get(reverse("job-list"), {field: "bogus"})
+
+    assert r.status_code == 200
+    page = unescape(r.content.decode())
+    [error] = re.findall(rf'id="id_{field}_error">([^<]+)<', page)
+    assert error.startswith(said)
+    assert "valid choice" not in page and "有效的选项" not in page
+    assert ">alpha<" in page  # left out: the list is not filtered by it
 
 
 def test_the_filters_fold_unless_one_has_a_problem_or_they_match_no_job(alice, alice_client):

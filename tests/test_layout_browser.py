@@ -581,3 +581,51 @@ def test_at_200_percent_zoom_the_steps_row_shows_the_current_step_and_how_many_t
     # Beside the steps in a column, each is in view: no count.
     phone.set_viewport_size({"width": 1280, "height": 900})
     expect(count).to_be_hidden()
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_at_a_laptops_width_a_job_name_takes_one_line_beside_a_long_status(
+    browser, live_server, transactional_db, alice
+):
+    # qa101: "pt-ddp-en" broke at its hyphens in the job list at 1280 pixels, the status
+    # column beside it wide with its reason.
+    from jobs.models import Job, JobStatus
+
+    job = jobs_submit(owner=alice, spec=make_spec("true", name="pt-ddp-en"), submit_key="n")[0]
+    reason = "The reviewer asked for a smaller learning rate and fewer cards " * 4
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.REJECTED, status_reason=reason)
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 800})
+    context.add_cookies([{"name": "django_language", "value": "en", "url": live_server.url}])
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
+    page = context.new_page()
+    log_in(page, "alice", "alice-password")
+
+    page.goto("/")
+    name = page.locator(f"#job-link-{job.public_id}")
+    expect(name).to_have_text("pt-ddp-en")
+    assert name.evaluate(TEXT_LINES)["lines"] == 1
+    assert page.evaluate(PAGE_FITS)
+    context.close()
+
+
+@pytest.mark.parametrize("phone", ["en", "zh-hans"], indirect=True)
+def test_on_a_phone_the_pools_column_of_your_jobs_has_a_short_header_naming_it_whole(
+    phone,
+    transactional_db,
+    alice,
+    runner_settings,  # noqa: F811
+):
+    # qa101: "Your running and waiting jobs" wrapped to five lines at 390 pixels.
+    log_in(phone, "alice", "alice-password")
+
+    phone.goto("/pools/")
+    table = phone.locator('section[data-pool="local"] table.pool-queues')
+    header = table.locator("th.queue-own-head")
+    whole = header.get_attribute("title")
+    assert whole in ("Your running and waiting jobs", "您运行中和排队中的任务")
+    assert header.locator(".visually-hidden").inner_text() == whole
+    # What is shown takes one line, as the header beside it does at most two.
+    assert header.locator("[aria-hidden=true]").evaluate(TEXT_LINES)["lines"] == 1
+    queued = table.locator("thead th").nth(2)
+    assert header.bounding_box()["height"] <= queued.bounding_box()["height"]
+    assert phone.evaluate(PAGE_FITS)

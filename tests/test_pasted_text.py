@@ -370,6 +370,30 @@ def test_a_pasted_line_with_a_look_alike_stays_in_the_box_naming_it(en_client, l
     assert 'value="LR"' in page  # the good line became a row
 
 
+def test_a_pasted_line_whose_name_no_variable_may_have_is_refused_with_the_names_rule(
+    en_client, alice_client
+):
+    # qa101: `1BAD=x` was called "not KEY=VALUE", beside a line with no "=" at all.
+    paste = "LR=1\n1BAD=x\nno_equals_line\nMY VAR=2"
+    english_draft, chinese_draft = draft_at(en_client, W.IMAGE), draft_at(alice_client, W.IMAGE)
+
+    english = post_step(en_client, english_draft, W.IMAGE, image_data(env_paste=paste))
+    chinese = post_step(alice_client, chinese_draft, W.IMAGE, image_data(env_paste=paste))
+
+    assert field_errors(english, "id_env_paste") == [
+        "These lines are not KEY=VALUE: no_equals_line",
+        "Variable names use letters, digits and '_' and do not start with a digit. "
+        "Check these lines: 1BAD=x; MY VAR=2",
+    ]
+    assert field_errors(chinese, "id_env_paste") == [
+        "以下行不是 KEY=VALUE 格式：no_equals_line",
+        "变量名只能包含字母、数字和 _，且不能以数字开头。请检查以下行：1BAD=x；MY VAR=2",
+    ]
+    page = english.content.decode()
+    assert re.search(r'<textarea[^>]*name="env_paste"[^>]*>\s*1BAD=x\nno_equals_line', page)
+    assert 'value="LR"' in page  # the good line became a row
+
+
 def test_the_paste_boxs_lists_of_lines_and_names_take_the_readers_separators(
     alice_client, en_client
 ):
@@ -411,7 +435,7 @@ def test_a_variable_name_typed_in_full_width_letters_is_refused_naming_them(en_c
     assert r.status_code == 200
     assert field_errors(r, "id_env-0-name") == [
         "Variable names use letters, digits and '_' and do not start with a digit. "
-        "Not allowed: “Ｎ” “Ｃ” “Ｌ”."
+        "Not allowed: “Ｎ”, “Ｃ”, “Ｌ”."
     ]
 
 

@@ -710,10 +710,10 @@ def test_valid_specs_pass_every_rule(mutate):
         ("a" * 51, "This one has 51 characters."),
         (
             "Bert_Large x",
-            "Use lowercase instead: “b”, “l”. Not allowed: “_” space.",
+            "Use lowercase instead: “b”, “l”. Not allowed: “_”, space.",
         ),
         # Pasted from a chat: invisible characters are named, not shown as an empty “”.
-        ("bert\u200b-large\u200e", "Not allowed: U+200B U+200E."),
+        ("bert\u200b-large\u200e", "Not allowed: U+200B, U+200E."),
         ("1bert", "It starts with “1”."),
         ("-bert", "It starts with “-”."),
         ("bert-", "It ends with “-”."),
@@ -725,6 +725,25 @@ def test_a_bad_job_name_is_told_what_in_it_breaks_the_rule(name, problem):
 
     assert message.startswith("Job names use lowercase letters")
     assert message.endswith(" " + problem)
+
+
+@pytest.mark.parametrize(
+    ("language", "name_said", "image_said"),
+    [
+        ("en", "Use lowercase instead: “b”, “n”. Not allowed: “_”, “!”.", "use “m”, “i”."),
+        ("zh-hans", "请改用小写字母：“b”、“n”。不允许使用：“_”、“!”。", "请改用“m”、“i”。"),
+    ],
+)
+def test_the_characters_a_message_names_are_listed_as_the_language_lists(
+    language, name_said, image_said
+):
+    # qa101: "Use lowercase instead: “b”, “n”. Not allowed: “_” “!”." and "use “m” “i”":
+    # two ways of listing in one message.
+    with translation.override(language):
+        errors = S.validate(pytorch_spec(name="Bert_Nx!", image="registry.example.com/My/Img:1"))
+
+    assert errors["name"][0].endswith(name_said)
+    assert any(m.endswith(image_said) for m in errors["jobSpec.image"])
 
 
 def test_a_bad_role_name_is_told_what_in_it_breaks_the_rule():
@@ -1033,3 +1052,20 @@ def test_an_mpi_replica_given_an_interface_names_it_for_open_mpi_unless_the_job_
     env = replica_environment(spec, worker, job_id="x", mpi_tcp_interface="lo")
     assert "OMPI_MCA_btl_tcp_if_include" not in env
     assert env["OMPI_MCA_oob_tcp_if_include"] == "lo"
+
+
+@pytest.mark.parametrize(
+    ("card_type", "shown"),
+    [
+        ("baidu.com/a800_80g_cgpu", "A800 80GB (baidu.com/a800_80g_cgpu)"),
+        ("baidu.com/rtx_4090_cgpu", "RTX 4090 (baidu.com/rtx_4090_cgpu)"),
+        ("baidu.com/l20_cgpu", "L20 (baidu.com/l20_cgpu)"),
+        ("nvidia.com/gpu", "NVIDIA GPU (nvidia.com/gpu)"),
+        # A name that says no model is shown as it is.
+        ("baidu.com/cgpu", "baidu.com/cgpu"),
+        ("example.com/tpu", "example.com/tpu"),
+    ],
+)
+def test_a_card_type_is_shown_by_its_model_with_the_resource_name_in_brackets(card_type, shown):
+    # qa101: the AIAK preview said "8 baidu.com/a800_80g_cgpu" beside BCCL's "A800 or HPAS".
+    assert S.card_shown(card_type) == shown

@@ -2040,6 +2040,21 @@ def test_a_source_path_with_a_doubled_slash_is_told_so_not_that_it_has_dot_dot(a
     assert 'value="ds//train"' in r.content.decode()  # what was typed, kept
 
 
+def test_a_source_path_climbing_out_with_dot_dot_is_told_so_once(alice_client):
+    """qa101: `../../etc` was told it may not contain '..' and that it must stay inside the
+    volume, two of the step's "3 problems"."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+    data = data_data(mounts=[("hostpath", "scratch", "/train")])
+    data["mounts-0-source_path"] = "../../etc"
+
+    r = post_step(alice_client, draft, W.DATA, data)
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_mounts-0-source_path") == ["源路径相对于存储卷，不能包含 '..'。"]
+    assert 'value="../../etc"' in r.content.decode()  # what was typed, kept
+
+
 @pytest.mark.parametrize(
     "typed, message",
     [("", "请填写容器挂载路径，例如 /workspace。"), ("data", "挂载路径须为规范的绝对路径")],

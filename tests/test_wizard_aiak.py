@@ -779,7 +779,8 @@ def test_a_template_asking_more_cards_than_the_local_pool_has_is_refused_on_its_
 
     assert r.status_code == 200
     assert field_errors(r, "id_aiak_template") == [
-        "This pool has 8 baidu.com/a800_80g_cgpu cards in all; the template asks for 32. "
+        "This pool has 8 A800 80GB (baidu.com/a800_80g_cgpu) cards in all; the template asks "
+        "for 32. "
         "Choose a smaller template or another pool."
     ]
 
@@ -797,7 +798,7 @@ def test_the_refusal_of_a_template_too_big_for_the_pool_reads_in_chinese(alice_c
     r = post_step(alice_client, draft, W.BASIC, basic)
 
     assert field_errors(r, "id_aiak_template") == [
-        "该资源池共有 8 张 baidu.com/a800_80g_cgpu 卡，而此模版需要 32 张。请选择更小的模版或其他资源池。"
+        "该资源池共有 8 张 A800 80GB (baidu.com/a800_80g_cgpu) 卡，而此模版需要 32 张。请选择更小的模版或其他资源池。"
     ]
 
 

@@ -157,7 +157,7 @@ def test_without_javascript_the_aiak_fields_appear_as_the_mode_is_chosen_and_a_b
         page.wait_for_load_state()
         expect(page).to_have_url(re.compile(r"/basic/$"))
         expect(page.locator("#error_1_id_aiak_template")).to_have_text(
-            "该资源池共有 8 张 baidu.com/a800_80g_cgpu 卡，而此模版需要 32 张。请选择更小的模版或其他资源池。"
+            "该资源池共有 8 张 A800 80GB (baidu.com/a800_80g_cgpu) 卡，而此模版需要 32 张。请选择更小的模版或其他资源池。"
         )
         expect(page.locator("#id_aiak_template")).to_be_focused()
 

@@ -1879,3 +1879,29 @@ def test_a_new_runs_folder_is_taken_read_write_and_refused_read_only_as_a_likely
     next_step(page, "fault")
 
     assert not (tmp_path / "runs").exists()  # made when the job starts, not at submit
+
+
+def test_aiak_choices_made_after_a_refused_next_clear_their_problems(logged_in_page):
+    # qa101: "Choose a training mode…" stayed on screen after a mode was chosen, under "This
+    # step has 3 problems".
+    page = logged_in_page
+    start(page)
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.check("input[name=creation_mode][value=aiak]")
+    page.click("#wizard-next")
+    expect(page.locator("#step-errors")).to_be_visible()
+    for name in ("training_mode", "training_method", "aiak_template"):
+        expect(page.locator(f"#id_{name}_error")).to_be_visible()
+
+    page.select_option("#id_training_mode", "SFT")
+    expect(page.locator("#step-errors")).to_be_visible()  # two are still to be chosen
+
+    page.select_option("#id_training_method", "full")
+    with page.expect_response(lambda r: "/aiak/" in r.url and "llama2-7b" in r.url):
+        page.select_option("#id_aiak_template", "llama2-7b")
+    settled(page)
+
+    for name in ("training_mode", "training_method", "aiak_template"):
+        expect(page.locator(f"#id_{name}_error")).to_be_hidden()
+        expect(page.locator(f"#id_{name}")).not_to_have_class(re.compile(r"is-invalid"))
+    expect(page.locator("#step-errors")).to_be_hidden()

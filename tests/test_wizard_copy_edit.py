@@ -166,8 +166,8 @@ def test_the_aiak_preview_counts_one_replica_in_the_singular(alice_client):
     english = read(aiak_preview(alice_client, "en", "llama2-7b"))
     two = read(aiak_preview(alice_client, "en", "llama2-13b"))
 
-    assert f"1 replica × 8 {A800}, RDMA on" in english
-    assert f"2 replicas × 8 {A800}, RDMA on" in two
+    assert f"1 replica × 8 A800 80GB ({A800}), RDMA on" in english
+    assert f"2 replicas × 8 A800 80GB ({A800}), RDMA on" in two
 
 
 def test_the_aiak_preview_asks_in_chinese_for_the_path_lines_by_name(alice_client):
@@ -191,17 +191,17 @@ def test_a_pool_no_template_fits_says_to_choose_another_pool_not_a_smaller_templ
     chinese = by_id(aiak_preview(alice_client, "zh-hans"), "aiak-misfit")
 
     assert english == (
-        f"This pool has 4 {A800} cards in all; the template asks for 8, and no AIAK template "
+        f"This pool has 4 A800 80GB ({A800}) cards in all; the template asks for 8, and no AIAK template "
         "fits in this pool. Choose another pool."
     )
     assert chinese == (
-        f"该资源池共有 4 张 {A800} 卡，而此模版需要 8 张，且没有任何 AIAK 模版能放进该资源池。"
+        f"该资源池共有 4 张 A800 80GB ({A800}) 卡，而此模版需要 8 张，且没有任何 AIAK 模版能放进该资源池。"
         "请选择其他资源池。"
     )
     settings.LOCAL_ACCELERATORS = f"{A800}=8"  # llama2-7b fits: a smaller template is the way
     smaller = by_id(aiak_preview(alice_client, "en", "llama2-13b"), "aiak-misfit")
     assert smaller == (
-        f"This pool has 8 {A800} cards in all; the template asks for 16. Choose a smaller "
+        f"This pool has 8 A800 80GB ({A800}) cards in all; the template asks for 16. Choose a smaller "
         "template or another pool."
     )
 
@@ -260,8 +260,8 @@ def test_the_submission_help_says_what_a_standalone_job_is_first(alice_client):
 @pytest.mark.parametrize(
     "language, message",
     [
-        ("en", "Concurrent tasks must be between 1 and 2, the tasks in the group."),
-        ("zh-hans", "组内并发任务上限须在 1 到 2（组内任务总数）之间。"),
+        ("en", "Max concurrent tasks can't be more than the tasks in the group (2)."),
+        ("zh-hans", "组内并发任务上限不能超过组内任务总数（2）。"),
     ],
 )
 def test_too_many_concurrent_tasks_names_the_tasks_in_the_group_on_its_field(
@@ -276,6 +276,27 @@ def test_too_many_concurrent_tasks_names_the_tasks_in_the_group_on_its_field(
     )
 
     assert field_errors(sent, "id_concurrency") == [message]
+
+
+def test_concurrent_tasks_are_held_to_the_group_only_once_its_tasks_are_a_valid_count(
+    alice_client,
+):
+    # qa101: total 0, concurrency 9 said "Concurrent tasks must be between 1 and 1, the tasks
+    # in the group." on a field labelled "Max concurrent tasks".
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.SUBMISSION)
+    alice_client.cookies["django_language"] = "en"
+
+    sent = post_step(
+        alice_client, draft, W.SUBMISSION, submission_data(mode="queue", total="0", concurrency="9")
+    )
+    none = post_step(
+        alice_client, draft, W.SUBMISSION, submission_data(mode="queue", total="2", concurrency="0")
+    )
+
+    assert field_errors(sent, "id_total")
+    assert field_errors(sent, "id_concurrency") == []
+    assert field_errors(none, "id_concurrency") == ["Max concurrent tasks must be at least 1."]
 
 
 # -- W6, W7: the resources step -------------------------------------------------------------

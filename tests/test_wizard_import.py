@@ -1701,3 +1701,44 @@ def test_the_no_console_part_notice_sends_shared_memory_to_the_step_that_has_it(
         "check them before you submit: roles and shared memory on step Resources, a queue "
         "group on step Submission, the others on step Advanced."
     ) in " ".join(english.split())
+
+
+@pytest.mark.parametrize(
+    ("cards", "language", "said"),
+    [
+        ("", "en", "This pool offers no cards: its jobs run on CPUs."),
+        ("", "zh-hans", "该资源池不提供加速芯片：其任务在 CPU 上运行。"),
+        (
+            f"{A800}=8",
+            "en",
+            f"This pool does not offer “nvidia.com/gpu” cards; it offers A800 80GB ({A800}).",
+        ),
+        (
+            f"{A800}=8",
+            "zh-hans",
+            f"该资源池不提供“nvidia.com/gpu”卡型；它提供 A800 80GB ({A800})。",
+        ),
+    ],
+)
+def test_a_card_type_the_pool_lacks_is_refused_in_the_consoles_words_and_kept_in_its_box(
+    alice_client, settings, cards, language, said
+):
+    # qa101: nvidia.com/gpu imported into the local pool showed Django's "Select a valid
+    # choice. nvidia.com/gpu is not one of the available choices." and "—" in the box.
+    settings.LOCAL_ACCELERATORS = cards
+    body = copy.deepcopy({**BODY, **CHANNELS})
+    body["jobSpec"]["resources"][0]["name"] = "nvidia.com/gpu"
+    import_body(alice_client, body)
+    draft = Draft.objects.get()
+    alice_client.cookies["django_language"] = language
+
+    r = alice_client.get(step_url(draft, W.RESOURCES))
+
+    from .test_wizard import field_errors
+
+    assert field_errors(r, "id_roles-0-accelerator_type") == [said]
+    assert "valid choice" not in r.content.decode()
+    assert "有效的选项" not in r.content.decode()
+    assert re.search(r'<option value="nvidia.com/gpu" selected>', r.content.decode()), (
+        "the imported card type stays in its box"
+    )

@@ -70,7 +70,8 @@ RULES = [
         W.BASIC,
         basic_data(creation_mode="aiak", training_mode="SFT", aiak_template="llama2-7b"),
         "id_training_method",
-        "training method",
+        # The options' own words (qa101: "full update" beside the option "Full update").
+        "Choose a training method: Full update or LoRA.",
     ),
     (
         W.BASIC,
@@ -245,7 +246,7 @@ RULES = [
         W.FAULT,
         {"hang_detection": "on", "hang_minutes": "999999999999"},
         "id_hang_minutes",
-        "between 1 and 525600 minutes",
+        "between 1 and 525,600 minutes (365 days)",
     ),
     (W.FAULT, {"fault_tolerance": "on", "retry_limit": "5"}, "id_retry_limit", "between 0 and 3"),
     (W.FAULT, {"enable_bccl": "on"}, "id_enable_bccl", "BCCL needs"),
@@ -322,7 +323,12 @@ RULES = [
         "id_alert_items",
         "valid choice",
     ),
-    (W.ADVANCED, advanced_data(timeout_minutes="0"), "id_timeout_minutes", "1 minute and 365 days"),
+    (
+        W.ADVANCED,
+        advanced_data(timeout_minutes="0"),
+        "id_timeout_minutes",
+        "between 1 and 525,600 minutes (365 days)",
+    ),
     (W.SUBMISSION, submission_data(mode="queue", total="0"), "id_total", "Tasks in the group"),
     (
         W.SUBMISSION,
@@ -809,7 +815,9 @@ def test_pytorchs_one_master_is_said_beside_another_rows_count_out_of_range(en_c
     r = post_step(en_client, draft, W.RESOURCES, resources_data(roles))
 
     assert field_errors(r, "id_roles-0-replicas") == ["PyTorch needs exactly 1 master."]
-    assert field_errors(r, "id_roles-1-replicas") == ["Replicas must be between 0 and 1000."]
+    assert field_errors(r, "id_roles-1-replicas") == [
+        "A role's replicas must be between 0 and 1000."
+    ]
 
 
 def test_pytorchs_one_master_is_said_in_the_same_round_as_a_refused_cell(en_client):
@@ -822,7 +830,9 @@ def test_pytorchs_one_master_is_said_in_the_same_round_as_a_refused_cell(en_clie
 
     assert field_errors(r, "id_roles-0-replicas") == ["PyTorch needs exactly 1 master."]
     assert field_errors(r, "id_roles-0-cpu") == ["Enter a whole number."]
-    assert field_errors(r, "id_roles-1-replicas") == ["Replicas must be between 0 and 1000."]
+    assert field_errors(r, "id_roles-1-replicas") == [
+        "A role's replicas must be between 0 and 1000."
+    ]
     assert field_errors(r, "id_roles-1-memory_gb") == ["Enter a whole number."]
     # Still nothing judged across the rows (the worker's 2 cards against the master's 1).
     assert field_errors(r, "id_roles-1-accelerators") == []
