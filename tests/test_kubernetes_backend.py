@@ -3240,7 +3240,11 @@ def test_a_worker_killed_between_the_delete_and_the_create_leaves_the_next_to_cr
     assert (job.status, job.restarts) == (JobStatus.RUNNING, 1)
     assert len(fake.calls("create pytorchjobs")) == 2  # the first, and the restart's once
     assert len(restart_events(job)) == 1
-    assert fake.job(job.external_id)["metadata"]["labels"][M.RESTART_LABEL] == "1"
+    restarted = fake.job(job.external_id)
+    assert restarted["metadata"]["labels"][M.RESTART_LABEL] == "1"
+    # Its Secret goes with it (ttlSecondsAfterFinished), though its maker died before saying so.
+    [owner] = fake.secret(f"{job.external_id}-env")["metadata"]["ownerReferences"]
+    assert owner["uid"] == restarted["metadata"]["uid"]
 
 
 def test_a_job_stopped_while_its_restarts_create_is_on_its_way_has_what_it_made_deleted(

@@ -1799,7 +1799,18 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 ):
                     self._send_delete(client, namespace, job.external_id, job)
                 return
-            # Created again by a worker that died before it said so: followed from now on.
+            # Created again by a worker that died before it said so: its Secret is owned by
+            # the new resource as _create_again would have (else ttlSecondsAfterFinished
+            # deletes the resource and leaves the Secret's values), then followed from now on.
+            secret = (
+                M.secret_manifest(
+                    spec, name=job.external_id, namespace=namespace, job_id=job.public_id
+                )
+                if spec is not None
+                else None
+            )
+            if secret is not None:
+                self._own_secret(client, namespace, secret, resource)
             self._restart_made(job)
         roles = _roles(spec, resource)
         # A pods or events read that gets no answer ends the sync there (raised, as the job
