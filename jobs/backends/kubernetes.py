@@ -219,6 +219,11 @@ RESTART_PODS_LEFT = gettext_noop(
     "last run are still terminating: %(pods)s. The new pods take their names, so the job was "
     "not created again. Their node may not be ready."
 )
+RESTART_RESOURCE_LEFT = gettext_noop(
+    "The job failed and was to be restarted, but after %(minutes)d minutes the %(kind)s "
+    "%(name)s of its last run is still there (its delete refused, or held by a finalizer), "
+    "so the job was not created again."
+)
 RESTART_WITHOUT_SPEC = gettext_noop(
     "The job failed and was to be restarted, but its stored spec can no longer be read, so it "
     "could not be created again."
@@ -1793,7 +1798,21 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         if job.restart_begun_at is not None and job.status == JobStatus.RUNNING:
             if M.restart_of(resource) < job.restarts:
                 # The failed resource, still there: its delete sent again at STOP_RESEND's
-                # pace until it is gone (a delete that got no answer), nothing else read.
+                # pace until it is gone (a delete that got no answer), nothing else read;
+                # for STOP_PODS_WAIT at most, as its pods are waited for (_create_again): a
+                # delete refused each time, or a finalizer no one removes, would keep the
+                # job Running, holding its quota, for good.
+                if timezone.now() - job.restart_begun_at >= STOP_PODS_WAIT:
+                    self._restart_failed(
+                        job,
+                        recorded(
+                            RESTART_RESOURCE_LEFT,
+                            minutes=STOP_PODS_WAIT.seconds // 60,
+                            kind=M.kind_of(framework, job.training_api).kind,
+                            name=job.external_id,
+                        ),
+                    )
+                    return
                 if not (resource.get("metadata") or {}).get("deletionTimestamp") and (
                     self._stop_due(job, since=job.restart_begun_at)
                 ):
