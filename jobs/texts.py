@@ -173,6 +173,13 @@ REWORDED = (
         "hold %(held)s and this job asks for %(asked)s. It starts by itself when your "
         "other jobs end."
     ),
+    # jobs.backends.kubernetes' FOLLOWED_WITHOUT_SPEC before the console restarted the whole
+    # job itself (fix107): SpecUnreadable events recorded so.
+    gettext_noop(
+        "Its stored spec can no longer be read (fields: %(fields)s). It is followed until it "
+        "ends without it: the time limit and restarts Kubernetes was sent still apply, no alert "
+        "of the spec does."
+    ),
     # jobs.alerts' MAIL_NOT_SET, which gained its full stop (qa101).
     gettext_noop(
         "%(item)s: email to %(addresses)s not sent: no mail server is set for this console "

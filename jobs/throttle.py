@@ -20,6 +20,8 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.forms import AuthenticationForm, PasswordChangeForm
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.core import signing
@@ -145,9 +147,9 @@ def login_failures_clear(*, username: str) -> None:
 #
 # The cookie names no one (fix110: it was the username in base64, kept a year after logging
 # out, telling who used a shared computer): a random id of the browser and an HMAC, with the
-# secret key, of that id and the account's counted name. Only the server can tell which account
-# it is for, and only by being asked about one (the name typed). Nothing is stored: the id is
-# what the browser's own failures are counted under (DEVICE_PREFIX).
+# secret key, of that id and the account. Only the server can tell which account it is for,
+# and only by being asked about one (the name typed). Nothing is stored: the id is what the
+# browser's own failures are counted under (DEVICE_PREFIX).
 KNOWN_LOGIN_COOKIE = "known_login"
 KNOWN_LOGIN_SALT = "jobs.throttle.known-login"
 KNOWN_LOGIN_AGE = timedelta(days=365)
@@ -156,20 +158,36 @@ KNOWN_LOGIN_AGE = timedelta(days=365)
 DEVICE_PREFIX = "device:"
 
 
-def _device_proof(device: str, username: str) -> str:
-    said = f"{device}\n{_counted_name(username)}"
+def _device_proof(device: str, user: AbstractBaseUser) -> str:
+    """The account itself, not its name lower-cased as failures are counted: log-in tells
+    "Émile" from "émile" (two accounts, or a rename), so a browser known to one was let guess
+    the other's password unthrottled (review of fix110). And its password (the session auth
+    hash): a password changed, say after a leak, forgets every browser known before."""
+    said = f"{device}\n{user.pk}\n{user.get_session_auth_hash()}"
     return salted_hmac(KNOWN_LOGIN_SALT, said, algorithm="sha256").hexdigest()[:32]
 
 
-def known_login_cookie(username: str) -> str:
-    """A new KNOWN_LOGIN_COOKIE value for a browser that just logged in as `username`."""
+def known_login_cookie(user: AbstractBaseUser) -> str:
+    """A new KNOWN_LOGIN_COOKIE value for a browser that just logged in as `user`."""
     device = secrets.token_hex(16)
-    return signing.dumps(f"{device}.{_device_proof(device, username)}", salt=KNOWN_LOGIN_SALT)
+    return signing.dumps(f"{device}.{_device_proof(device, user)}", salt=KNOWN_LOGIN_SALT)
+
+
+def _account(username: str) -> AbstractBaseUser | None:
+    """The account a log-in as `username` is for: its name exactly, as log-in reads it."""
+    if "\x00" in username:  # (PostgreSQL refuses it in a query; no account's name holds one)
+        return None
+    model = get_user_model()
+    try:
+        return model._default_manager.get_by_natural_key(username)
+    except model.DoesNotExist:
+        return None
 
 
 def known_device(*, request: HttpRequest | None, username: str) -> str | None:
-    """The id of this browser when it has logged in as `username` (KNOWN_LOGIN_COOKIE), else
-    None (no cookie, another account's, an expired or forged one)."""
+    """The id of this browser when it has logged in as the account named `username` since
+    its password was last set (KNOWN_LOGIN_COOKIE), else None (no cookie, another account's,
+    an expired or forged one)."""
     value = request.COOKIES.get(KNOWN_LOGIN_COOKIE) if request is not None else None
     if not value:
         return None
@@ -178,7 +196,9 @@ def known_device(*, request: HttpRequest | None, username: str) -> str | None:
     except signing.BadSignature:
         return None
     device, _dot, proof = str(said).partition(".")
-    if not device or not constant_time_compare(proof, _device_proof(device, username)):
+    if not device or (user := _account(username)) is None:
+        return None
+    if not constant_time_compare(proof, _device_proof(device, user)):
         return None
     return device
 
@@ -219,11 +239,11 @@ class KnownLoginMiddleware:
 
     def __call__(self, request: HttpRequest) -> Any:
         response = self.get_response(request)
-        username = getattr(request, "logged_in_as", None)
-        if username is not None:
+        user = getattr(request, "logged_in_as", None)
+        if user is not None:
             response.set_cookie(
                 KNOWN_LOGIN_COOKIE,
-                known_login_cookie(username),
+                known_login_cookie(user),
                 max_age=int(KNOWN_LOGIN_AGE.total_seconds()),
                 path=settings.SESSION_COOKIE_PATH,
                 secure=settings.SESSION_COOKIE_SECURE,
@@ -253,7 +273,7 @@ def _forget_failed_logins(sender: Any, request: Any, user: Any, **kw: Any) -> No
         device = known_device(request=request, username=user.get_username())
         if device is not None:
             login_failures_clear(username=DEVICE_PREFIX + device)
-        request.logged_in_as = user.get_username()  # KnownLoginMiddleware
+        request.logged_in_as = user  # KnownLoginMiddleware
 
 
 def _throttled(minutes: int) -> forms.ValidationError:

@@ -2680,6 +2680,12 @@ class FakeKubernetes:
                 "BadRequest",
                 f"propagationPolicy {policy!r} is not Foreground, Background or Orphan",
             )
+        if set(found["metadata"].get("finalizers") or ()) - {"foregroundDeletion"}:
+            # Marked deleted and kept until its finalizers' controllers remove them (never,
+            # for a controller that is gone), as the API server does. (The garbage
+            # collector's own, foregroundDeletion, is hold_deletions'.)
+            found["metadata"].setdefault("deletionTimestamp", now_stamp())
+            return found
         if self.hold_deletions and key[0] in JOB_PLURALS:
             # The garbage collector deletes the job's pods, which terminate as their kubelet
             # lets them (until finish_deletions; never, on a node that is not ready). The

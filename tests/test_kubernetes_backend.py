@@ -3243,6 +3243,38 @@ def test_a_restart_whose_old_pods_stay_terminating_fails_the_job_after_a_while_n
     assert len(fake.calls("create pytorchjobs")) == 1
 
 
+@pytest.mark.parametrize("held_by", ["a refused delete", "a finalizer"])
+def test_a_restart_whose_failed_resource_stays_fails_the_job_after_a_while_naming_it(
+    fake, k8s, alice, held_by
+):
+    job = running(fake, k8s, tolerant(alice, k8s, 3))
+    if held_by == "a refused delete":
+        fake.forbid("delete", "pytorchjobs")
+    else:  # deleted, and kept by a finalizer whose controller is gone
+        fake.job(job.external_id)["metadata"]["finalizers"] = ["example.com/gone-controller"]
+    failed_on_kubernetes(fake, job)
+    k8s.sync(job)
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert (job.status, job.restarts) == (JobStatus.RUNNING, 1)  # waited for a while
+
+    Job.objects.filter(pk=job.pk).update(restart_begun_at=timezone.now() - timedelta(minutes=5))
+    job.refresh_from_db()
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.status_reason == (
+        "The job failed and was to be restarted, but after 5 minutes the PyTorchJob "
+        f"{job.external_id} of its last run is still there (its delete refused, or held by a "
+        "finalizer), so the job was not created again."
+    )
+    with translation.override("zh-hans"):
+        assert "仍然存在" in job.events.get(reason="Failed").message_shown
+    assert job.restart_begun_at is None
+    assert len(fake.calls("create pytorchjobs")) == 1
+
+
 def test_a_worker_killed_between_the_delete_and_the_create_leaves_the_next_to_create_it_once(
     fake, k8s, alice
 ):
@@ -3268,7 +3300,11 @@ def test_a_worker_killed_between_the_delete_and_the_create_leaves_the_next_to_cr
     assert (job.status, job.restarts) == (JobStatus.RUNNING, 1)
     assert len(fake.calls("create pytorchjobs")) == 2  # the first, and the restart's once
     assert len(restart_events(job)) == 1
-    assert fake.job(job.external_id)["metadata"]["labels"][M.RESTART_LABEL] == "1"
+    restarted = fake.job(job.external_id)
+    assert restarted["metadata"]["labels"][M.RESTART_LABEL] == "1"
+    # Its Secret goes with it (ttlSecondsAfterFinished), though its maker died before saying so.
+    [owner] = fake.secret(f"{job.external_id}-env")["metadata"]["ownerReferences"]
+    assert owner["uid"] == restarted["metadata"]["uid"]
 
 
 def test_a_job_stopped_while_its_restarts_create_is_on_its_way_has_what_it_made_deleted(

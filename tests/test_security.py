@@ -948,6 +948,43 @@ def test_the_known_login_cookie_does_not_say_whose_it_is(alice, settings):
     assert not T.known_login(request=_with_cookies(first), username="bob")
 
 
+def test_a_browser_known_to_an_account_guesses_its_case_variants_password_under_its_count(
+    db, settings
+):
+    """Review of fix110: the cookie's proof was of the name lower-cased, as failures are
+    counted, but log-in tells "émile" from "Émile"; a browser known to one guessed the other's
+    password judged by its own failures alone, which its next log-in as the first cleared."""
+    settings.LOGIN_FAILURES_PER_USERNAME = 2
+    settings.LOGIN_FAILURES_PER_DEVICE = 10
+    User.objects.create_user("émile", password="emile-password")
+    User.objects.create_user("Émile", password="capital-password")
+    browser = Client()
+    browser.post("/login/", {"username": "émile", "password": "emile-password"})
+    browser.post("/logout/")
+    for _ in range(2):
+        fail_login(browser, "Émile")
+
+    guessed = browser.post("/login/", {"username": "Émile", "password": "capital-password"})
+
+    assert guessed.status_code == 200 and "_auth_user_id" not in browser.session
+    assert not T.known_login(request=_with_cookies(browser), username="Émile")
+    assert T.known_login(request=_with_cookies(browser), username="émile")
+
+
+def test_a_password_change_makes_the_browsers_known_to_the_account_strangers(alice, settings):
+    browser = Client()
+    browser.post("/login/", {"username": "alice", "password": "alice-password"})
+    browser.post("/logout/")
+    assert T.known_login(request=_with_cookies(browser), username="alice")
+
+    alice.set_password("a-new-alice-password")
+    alice.save()
+
+    assert not T.known_login(request=_with_cookies(browser), username="alice")
+    browser.post("/login/", {"username": "alice", "password": "a-new-alice-password"})
+    assert T.known_login(request=_with_cookies(browser), username="alice")
+
+
 def _with_cookies(client: Client) -> object:
     from django.test import RequestFactory
 

@@ -27,6 +27,7 @@ from jobs.logs import replica_log_path
 from jobs.models import Draft, Job, JobReplica, JobStatus, ReviewState
 from jobs.services import jobs_submit
 from jobs.shim import read_usage
+from jobs.texts import display_text, recorded, source_of
 from jobs.worker import Worker
 from tests.fake_kubernetes import FakeKubernetes
 from tests.fake_kubernetes import configure as configure_kubernetes
@@ -479,6 +480,25 @@ def test_a_running_pytorchjob_whose_spec_no_longer_reads_is_followed_to_succeede
     last = read_usage(usage_file(job.public_id, "master-0"), last=1)
     assert [(s["cpu"], s["mem"]) for s in last] == [(1.5, 2 * 2**30)]
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_kubernetes_follow_recorded_in_its_words_before_fix107_is_still_said_in_chinese(
+    settings,
+):
+    # Recorded in English (the console's language then), as the release before fix107 put it.
+    settings.LANGUAGE_CODE = "en"
+    old = recorded(
+        "Its stored spec can no longer be read (fields: %(fields)s). It is followed until it "
+        "ends without it: the time limit and restarts Kubernetes was sent still apply, no alert "
+        "of the spec does.",
+        fields="envs",
+    )
+
+    with translation.override("zh-hans"):
+        assert display_text(old, source_of(old)) == (
+            "该任务保存的配置已无法读取（字段：envs）。控制台继续跟踪它直到结束：已发送给 "
+            "Kubernetes 的运行时限和重启仍然生效，配置中的告警不再生效。"
+        )
 
 
 def test_a_custom_kubernetes_job_whose_spec_no_longer_reads_has_its_instances_by_the_jobset(

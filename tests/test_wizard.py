@@ -6,6 +6,7 @@ import html
 import json
 import re
 from datetime import timedelta
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -1947,6 +1948,25 @@ def test_a_volume_mounted_over_a_file_of_this_machine_is_refused_on_its_row(alic
     ]
     draft.refresh_from_db()
     assert W.DATA not in draft.completed_steps
+
+
+def test_a_mount_path_below_a_file_in_a_folder_jobs_see_empty_is_taken_without_naming_it(
+    alice_client, settings
+):
+    """Review of fix110: below /root/.ssh/id_ed25519 the refusal told the submitter the key
+    was there; the sandbox shows that folder empty (the console's checkout here), and the
+    volume is mounted in it."""
+    hidden_file = Path(settings.BASE_DIR) / "manage.py"
+    assert hidden_file.is_file()
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+
+    mounts = [("hostpath", "scratch", f"{hidden_file}/below")]
+    r = post_step(alice_client, draft, W.DATA, data_data(mounts=mounts))
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    assert W.DATA in draft.completed_steps
 
 
 def test_an_mpi_job_may_not_mount_a_volume_where_the_runner_puts_what_mpirun_needs(alice_client):

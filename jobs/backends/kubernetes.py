@@ -219,6 +219,11 @@ RESTART_PODS_LEFT = gettext_noop(
     "last run are still terminating: %(pods)s. The new pods take their names, so the job was "
     "not created again. Their node may not be ready."
 )
+RESTART_RESOURCE_LEFT = gettext_noop(
+    "The job failed and was to be restarted, but after %(minutes)d minutes the %(kind)s "
+    "%(name)s of its last run is still there (its delete refused, or held by a finalizer), "
+    "so the job was not created again."
+)
 RESTART_WITHOUT_SPEC = gettext_noop(
     "The job failed and was to be restarted, but its stored spec can no longer be read, so it "
     "could not be created again."
@@ -1828,13 +1833,38 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         if job.restart_begun_at is not None and job.status == JobStatus.RUNNING:
             if M.restart_of(resource) < job.restarts:
                 # The failed resource, still there: its delete sent again at STOP_RESEND's
-                # pace until it is gone (a delete that got no answer), nothing else read.
+                # pace until it is gone (a delete that got no answer), nothing else read;
+                # for STOP_PODS_WAIT at most, as its pods are waited for (_create_again): a
+                # delete refused each time, or a finalizer no one removes, would keep the
+                # job Running, holding its quota, for good.
+                if timezone.now() - job.restart_begun_at >= STOP_PODS_WAIT:
+                    self._restart_failed(
+                        job,
+                        recorded(
+                            RESTART_RESOURCE_LEFT,
+                            minutes=STOP_PODS_WAIT.seconds // 60,
+                            kind=M.kind_of(framework, job.training_api).kind,
+                            name=job.external_id,
+                        ),
+                    )
+                    return
                 if not (resource.get("metadata") or {}).get("deletionTimestamp") and (
                     self._stop_due(job, since=job.restart_begun_at)
                 ):
                     self._send_delete(client, namespace, job.external_id, job)
                 return
-            # Created again by a worker that died before it said so: followed from now on.
+            # Created again by a worker that died before it said so: its Secret is owned by
+            # the new resource as _create_again would have (else ttlSecondsAfterFinished
+            # deletes the resource and leaves the Secret's values), then followed from now on.
+            secret = (
+                M.secret_manifest(
+                    spec, name=job.external_id, namespace=namespace, job_id=job.public_id
+                )
+                if spec is not None
+                else None
+            )
+            if secret is not None:
+                self._own_secret(client, namespace, secret, resource)
             self._restart_made(job)
         roles = _roles(spec, resource)
         # A pods or events read that gets no answer ends the sync there (raised, as the job

@@ -389,7 +389,7 @@ def host_file_in_the_way(mount_path: str) -> str:
     this machine's own tree as its root (jobs.sandbox), and bwrap makes a mount point as a
     folder: over a file the job failed at start ("bwrap: Can't mkdir /etc/passwd: Not a
     directory", qa100). The sandbox's own top folders (/tmp, /proc, /dev, /sys) are not
-    the machine's."""
+    the machine's, nor what is below a folder it hides (_below_hidden_folder)."""
     parts = Path(mount_path).parts
     if len(parts) < 2 or parts[1] in OWN_TOP_LEVEL:
         return ""
@@ -398,8 +398,27 @@ def host_file_in_the_way(mount_path: str) -> str:
         if not os.path.exists(path):
             return ""  # made as a folder at start, with any below it
         if not os.path.isdir(path):
-            return path
+            return "" if _below_hidden_folder(path) else path
     return ""
+
+
+def _below_hidden_folder(path: str) -> bool:
+    """Whether a folder above `path` is one a job sees empty (jobs.runner.hidden_host_paths:
+    the console's state, the worker's home, /root, /run, other volumes): the mount is made in
+    that empty folder, and what the machine has below it is no submitter's to learn (fix110
+    named /root/.ssh/id_ed25519 for a mount path below it, telling that it was there). Read
+    only when a file is in the way: /etc is scanned for its private entries."""
+    from jobs.runner import hidden_host_paths
+
+    folders = [
+        real
+        for hidden in hidden_host_paths()
+        if os.path.isdir(real := os.path.realpath(hidden))
+        and len(parts := Path(real).parts) >= 2
+        and parts[1] not in OWN_TOP_LEVEL  # (as jobs.sandbox covers them: not "/")
+    ]
+    above = [os.path.realpath(parent) for parent in Path(path).parents]
+    return any(is_within(parent, folder) for parent in above for folder in folders)
 
 
 def _waiting_note_now(plan: Callable[[], NextPass]) -> str:
