@@ -46,9 +46,13 @@ def accepted_language(header: str) -> str | None:
     it names that the console offers (any Chinese variant, zh-CN, zh-TW, zh, reads Chinese;
     en-GB English); English when it names languages and none is offered, as a French, German
     or Japanese speaker more likely reads English than Chinese (qa101: `Accept-Language: fr`
-    got the Chinese console); None when it names none, or reaches `*` (any will do) first."""
+    got the Chinese console); None when it names none, or reaches `*` (any will do) first. A
+    language of q=0 is one the reader refuses: skipped."""
     named = False
-    for code, _q in parse_accept_lang_header(header):
+    for code, quality in parse_accept_lang_header(header):
+        if quality == 0:
+            named = True
+            continue  # "not acceptable" (RFC 9110), not a wish (review 53: `fr, zh;q=0` read Chinese)
         if code == "*":
             return None
         named = True

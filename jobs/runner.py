@@ -446,8 +446,21 @@ def exits_recorded_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
     replicas = list(job.replicas.all())
     if not replicas:
         return None
-    attempt = Path(run_dir) / job.public_id / f"attempt-{run.attempt}"
-    states = {r.pk: read_state(attempt / f"{r.role}-{r.index}") for r in replicas}
+    job_folder = Path(run_dir) / job.public_id
+    attempt = job_folder / f"attempt-{run.attempt}"
+    try:
+        if any(
+            (number := later.name.removeprefix("attempt-")).isdigit() and int(number) > run.attempt
+            for later in job_folder.glob("attempt-*")
+        ):
+            # Restarted there after the backup (fault tolerance): this attempt's end is not
+            # the job's, and the later one's replicas are not the database's (review 53).
+            return None
+        states = {r.pk: read_state(attempt / f"{r.role}-{r.index}") for r in replicas}
+    except OSError:
+        # The old folder unreadable from here (another owner after the restore, a read-only
+        # mount): the job is marked lost as before, never a 500 (review 53).
+        return None
     if any(state.phase != "exited" for state in states.values()):
         return None
     ended_at = last_exit_time(list(states.values()))

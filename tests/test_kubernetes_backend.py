@@ -19,6 +19,7 @@ from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.backends import BackendError, all_pools, get_backend
+from jobs.backends.kubernetes import KubernetesBackend
 from jobs.kubernetes import manifests as M
 from jobs.logs import shown_lines
 from jobs.models import EventType, Job, JobStatus
@@ -3258,9 +3259,16 @@ def test_a_restart_whose_failed_resource_stays_fails_the_job_after_a_while_namin
     job.refresh_from_db()
     assert (job.status, job.restarts) == (JobStatus.RUNNING, 1)  # waited for a while
 
-    Job.objects.filter(pk=job.pk).update(restart_begun_at=timezone.now() - timedelta(minutes=5))
+    # Five minutes on: the restart began then, the cluster took the delete then (a finalizer
+    # holding it) or refused it again now; a worker of then has no delete of its own to wait on.
+    five_minutes_ago = timezone.now() - timedelta(minutes=5)
+    Job.objects.filter(pk=job.pk).update(restart_begun_at=five_minutes_ago)
+    if held_by == "a finalizer":
+        fake.job(job.external_id)["metadata"]["deletionTimestamp"] = five_minutes_ago.strftime(
+            "%Y-%m-%dT%H:%M:%SZ"
+        )
     job.refresh_from_db()
-    k8s.sync(job)
+    KubernetesBackend().sync(job)
 
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
@@ -3273,6 +3281,32 @@ def test_a_restart_whose_failed_resource_stays_fails_the_job_after_a_while_namin
         assert "仍然存在" in job.events.get(reason="Failed").message_shown
     assert job.restart_begun_at is None
     assert len(fake.calls("create pytorchjobs")) == 1
+
+
+def test_a_restart_whose_delete_never_left_before_a_long_outage_is_sent_then_not_failed(
+    fake, k8s, alice
+):
+    """Review 53: the five minutes counted from when the restart began, so a worker (or API
+    server) down that long after its delete got no answer failed a job fault tolerance was to
+    restart, with no delete ever sent and the failed resource left in the cluster."""
+    job = running(fake, k8s, tolerant(alice, k8s, 3))
+    fake.drop_next("delete pytorchjobs")  # no answer, and not carried out
+    failed_on_kubernetes(fake, job)
+    k8s.sync(job)  # the restart begun, its delete taken as sent (no clear answer)
+    job.refresh_from_db()
+    assert job.restart_begun_at is not None and fake.job(job.external_id) is not None
+
+    Job.objects.filter(pk=job.pk).update(restart_begun_at=timezone.now() - timedelta(minutes=9))
+    job.refresh_from_db()
+    KubernetesBackend().sync(job)  # the worker back after nine minutes
+
+    job.refresh_from_db()
+    assert (job.status, job.restarts) == (JobStatus.RUNNING, 1)
+    assert not fake.jobs()  # its delete sent, and taken
+    KubernetesBackend().sync(job)
+    job.refresh_from_db()
+    assert job.restart_begun_at is None
+    assert len(fake.calls("create pytorchjobs")) == 2
 
 
 def test_a_worker_killed_between_the_delete_and_the_create_leaves_the_next_to_create_it_once(

@@ -32,6 +32,8 @@ def login_page_language(accept_language: str | None, cookie: str | None = None) 
         ("en-GB", "en"),
         ("ja, en;q=0.5, zh;q=0.4", "en"),
         ("*", "zh-hans"),
+        ("fr, zh;q=0", "en"),  # q=0: not acceptable (review 53)
+        ("zh;q=0, en;q=0.5", "en"),
     ],
 )
 def test_a_page_is_in_english_when_the_browser_names_only_languages_other_than_chinese_and_english(

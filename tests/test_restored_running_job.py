@@ -12,7 +12,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from jobs.models import Job, JobStatus, LocalRun
 from jobs.review import job_mark_lost
@@ -69,7 +69,11 @@ def test_a_job_that_failed_in_the_old_run_directory_is_marked_lost_failed_with_i
 
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
-    assert "master-0" in job.status_reason and "3" in job.status_reason
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Marked as lost by carol, and ended as it ended where it ran (another run directory "
+            "on this machine): master-0 exited with code 3."
+        )
     assert job.events.filter(reason="Failed", actor=reviewer).exists()
 
 
@@ -79,6 +83,41 @@ def test_a_job_without_an_exit_record_where_it_ran_is_still_marked_lost_failed(
     active_here()
     job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
     ended_where_it_ran(job, old_run_dir, code=None)
+
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.events.filter(reason="MarkedLost").exists()
+
+
+def test_a_job_restarted_where_it_ran_after_the_backup_is_marked_lost_not_ended_as_attempt_1(
+    alice, reviewer, old_run_dir
+):
+    """Review 53: fault tolerance restarted it there as attempt 2 after the backup; attempt
+    1's failure is not how the job ended."""
+    active_here()
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    ended_where_it_ran(job, old_run_dir, code=3)
+    (old_run_dir / job.public_id / "attempt-2" / "master-0").mkdir(parents=True)
+
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.events.filter(reason="MarkedLost").exists()
+
+
+def test_a_run_folder_that_cannot_be_read_leaves_the_job_marked_lost_not_a_500(
+    alice, reviewer, old_run_dir
+):
+    """Review 53: an OSError there (another owner after the restore, a read-only mount, which
+    a test run as root cannot make; here a folder where the replica's lock file was: EISDIR
+    as its open for writing) raised out of the admin's action."""
+    active_here()
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    attempt = LocalRun.objects.get(job=job).attempt
+    (old_run_dir / job.public_id / f"attempt-{attempt}" / "master-0" / "lock").mkdir(parents=True)
 
     assert job_mark_lost(job=job, reviewer=reviewer) is True
 

@@ -1836,22 +1836,28 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 # pace until it is gone (a delete that got no answer), nothing else read;
                 # for STOP_PODS_WAIT at most, as its pods are waited for (_create_again): a
                 # delete refused each time, or a finalizer no one removes, would keep the
-                # job Running, holding its quota, for good.
-                if timezone.now() - job.restart_begun_at >= STOP_PODS_WAIT:
-                    self._restart_failed(
-                        job,
-                        recorded(
-                            RESTART_RESOURCE_LEFT,
-                            minutes=STOP_PODS_WAIT.seconds // 60,
-                            kind=M.kind_of(framework, job.training_api).kind,
-                            name=job.external_id,
-                        ),
-                    )
+                # job Running, holding its quota, for good. Counted from what the cluster
+                # says, not from when the restart began: after a worker or API server down
+                # that long, the delete may never have left (review53).
+                left = recorded(
+                    RESTART_RESOURCE_LEFT,
+                    minutes=STOP_PODS_WAIT.seconds // 60,
+                    kind=M.kind_of(framework, job.training_api).kind,
+                    name=job.external_id,
+                )
+                deleted_at = kube_time((resource.get("metadata") or {}).get("deletionTimestamp"))
+                if deleted_at is not None:  # the delete was taken; a finalizer holds it
+                    if timezone.now() - deleted_at >= STOP_PODS_WAIT:
+                        self._restart_failed(job, left)
                     return
-                if not (resource.get("metadata") or {}).get("deletionTimestamp") and (
-                    self._stop_due(job, since=job.restart_begun_at)
-                ):
-                    self._send_delete(client, namespace, job.external_id, job)
+                if self._stop_due(job, since=job.restart_begun_at):
+                    refusal = self._send_delete(client, namespace, job.external_id, job)
+                    if (
+                        refusal is not None
+                        and _refused(refusal)
+                        and timezone.now() - job.restart_begun_at >= STOP_PODS_WAIT
+                    ):
+                        self._restart_failed(job, left)
                 return
             # Created again by a worker that died before it said so: its Secret is owned by
             # the new resource as _create_again would have (else ttlSecondsAfterFinished
