@@ -1857,6 +1857,30 @@ def test_a_tensorflow_job_of_ps_and_evaluator_alone_is_refused_on_the_roles_step
     next_step(page, "data")
 
 
+def test_a_steps_problem_count_stays_while_a_problem_of_its_table_stands(logged_in_page):
+    # Review 53 feared that fixing the last marked field hid "This step has 2 problems"
+    # though the role table's own problem (of no field) still stood: the count lists that
+    # problem on a line of its own, which keeps it (wizard.js clearProblem).
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "tf-ps-only")
+    page.check("input[name=framework][value=TFJob]")
+    next_step(page, "image")
+    fill_image(page)
+    page.fill("#id_roles-1-replicas", "0")  # worker
+    page.fill("#id_roles-2-replicas", "1")  # ps alone: the table's problem
+    page.fill("#id_roles-2-cpu", "-4")  # a field's problem
+
+    page.click("#wizard-next")
+    expect(page.locator("#step-errors")).to_be_visible()
+    expect(page.locator("#id_roles-2-cpu")).to_have_class(re.compile(r"is-invalid"))
+
+    page.fill("#id_roles-2-cpu", "4")
+    expect(page.locator("#id_roles-2-cpu")).not_to_have_class(re.compile(r"is-invalid"))
+    expect(page.locator("#step-errors")).to_be_visible()
+    expect(page.locator("#step-errors")).to_contain_text("TensorFlow")
+
+
 def test_a_new_runs_folder_is_taken_read_write_and_refused_read_only_as_a_likely_typo(
     logged_in_page, tmp_path
 ):
