@@ -454,6 +454,9 @@ def test_change_password_in_the_admin_is_the_consoles_page_and_counts_wrong_gues
     page, reviewer, settings
 ):
     settings.LOGIN_FAILURES_PER_USERNAME = 2
+    # This browser logged in as carol: its own failures count, up to the per-browser limit
+    # (fix110: a stranger's guesses no longer lock out the account's own browsers).
+    settings.LOGIN_FAILURES_PER_DEVICE = 2
     log_in(page, "carol", "carol-password")
     page.goto("/admin/")
 
