@@ -64,9 +64,11 @@ from . import cgroups, job_users, network
 from . import logs as job_logs
 from .alerts import job_alert, named_for_alert
 from .backends.local import (
+    FILE_IN_THE_WAY,
     NVIDIA_RESOURCE,
     accelerator_devices,
     detected_accelerators,
+    host_file_in_the_way_of,
     host_volumes,
     missing_card_nodes,
     nvidia_driver_cards,
@@ -1201,6 +1203,20 @@ def volume_mounts(
             raise SandboxError(joined(*(m for messages in refused.values() for m in messages)))
     roots = {v.name: v.root for v in host_volumes()}
     state = [os.path.realpath(path) for path in console_state_paths()]
+    # Checked at submit too (LocalBackend.check_spec) on the web server's files: a job
+    # queued before that check, or whose machine changed since, failed with bwrap's
+    # "Can't mkdir /etc/passwd: Not a directory". Before any folder is made for it.
+    dests = [ds.mount_path for ds in spec.datasources]
+    for ds in spec.datasources:
+        if in_the_way := host_file_in_the_way_of(ds.mount_path, dests):
+            raise SandboxError(
+                recorded(
+                    gettext_noop("The mount %(mount)s (volume %(volume)s): %(reason)s"),
+                    mount=ds.mount_path,
+                    volume=ds.name,
+                    reason=recorded(FILE_IN_THE_WAY, path=in_the_way),
+                )
+            )
     mounts: list[Mount] = []
     try:
         for ds in spec.datasources:
