@@ -49,6 +49,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -107,7 +108,7 @@ from .sandbox import (
 )
 from .services import job_event, job_spec_or_noted, job_transition, recorded, signing_key
 from .shim import CONSOLE_MARK, START_GATE, TmpMeter, open_own_folder, remove_tree
-from .spec import CORES_PER_CARD, MPI, TENSORFLOW, JobSpec, Role
+from .spec import CORES_PER_CARD, MPI, TENSORFLOW, JobSpec, Role, SpecError
 from .texts import (
     RecordedText,
     Words,
@@ -475,6 +476,115 @@ def exits_recorded_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
             label = f"{replica.role}-{replica.index}"
             return RecordedEnd(False, label, states[replica.pk].exit_code or 0, ended_at)
     return RecordedEnd(True, None, 0, ended_at)
+
+
+def job_end_as_recorded(*, job: Job, end: RecordedEnd, message: str, actor: Any = None) -> bool:
+    """Ends a running job as its replicas recorded where it ran (`end`,
+    exits_recorded_where_it_ran): Succeeded, or Failed with the replica's exit code, and its
+    alert, sent only by the transition that ended it (a reviewer's Mark as lost and the
+    worker racing on it send one). Returns whether this call ended it."""
+    if end.succeeded:
+        to, reason, item = JobStatus.SUCCEEDED, "Succeeded", "jobSucceed"
+    else:
+        to, reason, item = JobStatus.FAILED, "Failed", "jobFailed"
+    done = job_transition(
+        job=job,
+        to=to,
+        reason=reason,
+        message=message,
+        warning=not end.succeeded,
+        actor=actor,
+        ended_at=end.ended_at,
+    )
+    if done:
+        job_alert(job=job, item=item, message=named_for_alert(job=job, message=message))
+    return done
+
+
+@contextlib.contextmanager
+def no_worker_runs_in(run_dir: str) -> Iterator[bool]:
+    """Whether no worker, of this console or of any other, runs in `run_dir` on this host:
+    none holds its worker.lock (jobs.worker.take_worker_lock, taken before anything else,
+    by an active worker and one standing by alike). Held until the block ends, so none
+    starts there meanwhile. False when that cannot be told (no lock file there)."""
+    try:
+        fd = os.open(Path(run_dir) / "worker.lock", os.O_RDONLY)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # and with it the lock
+
+
+def end_jobs_ended_where_they_ran() -> int:
+    """Ends each Running local job this worker does not follow that ended where it ran: in
+    another run directory of this host (a backup restored into another CONSOLE_VAR_DIR, a
+    changed LOCAL_RUN_DIR) where no worker runs now, every replica of its attempt having an
+    exit record there (exits_recorded_where_it_ran). As Mark as lost ends such a job (qa102),
+    without waiting for a reviewer: until then it held its cards and showed Running for ever.
+    A job whose folder has a worker (the old console's, or one standing by for this one) is
+    that worker's to follow and end. Returns how many it ended."""
+    host = socket.gethostname()
+    candidates = (
+        Job.objects.filter(backend="local", status=JobStatus.RUNNING)
+        .exclude(followed_here())
+        .filter(local_run__runner__startswith=f"{host}:")
+        .select_related("local_run")
+    )
+    ended = 0
+    for job in candidates:
+        run_dir = job.local_run.runner.partition(":")[2]
+        with no_worker_runs_in(run_dir) as free, transaction.atomic():
+            if not free:
+                continue
+            # As job_mark_lost holds it: a reviewer marking it at once waits, then finds
+            # it ended.
+            run = LocalRun.objects.select_for_update().filter(job=job).first()
+            job.refresh_from_db()
+            if run is None or job.status != JobStatus.RUNNING:
+                continue
+            end = exits_recorded_where_it_ran(job, run)
+            if end is None or (not end.succeeded and _restart_left(job)):
+                # A failure its fault tolerance restarts is for its own worker to restart
+                # (or a reviewer to Mark as lost): that worker may just be restarting.
+                continue
+            if end.succeeded:
+                message = recorded(
+                    gettext_noop(
+                        "Ended as it ended where it ran (another run directory on this machine, "
+                        "where no worker runs now): all replicas exited with code 0."
+                    )
+                )
+            else:
+                message = recorded(
+                    gettext_noop(
+                        "Ended as it ended where it ran (another run directory on this machine, "
+                        "where no worker runs now): %(why)s"
+                    ),
+                    why=exit_message(end.failed_replica or "", end.exit_code),
+                )
+            if job_end_as_recorded(job=job, end=end, message=message):
+                ended += 1
+                logger.warning(
+                    "%s ended %s from its exit records in %s", job.public_id, job.status, run_dir
+                )
+    return ended
+
+
+def _restart_left(job: Job) -> bool:
+    """Whether the job's fault tolerance would start it again after a failure (none once its
+    stored spec no longer reads, as supervise decides)."""
+    try:
+        return job.restarts < restart_limit(job.job_spec())
+    except SpecError:
+        return False
 
 
 def waits_for_its_worker(run: LocalRun) -> bool:
