@@ -551,9 +551,7 @@ def end_jobs_ended_where_they_ran() -> int:
             if run is None or job.status != JobStatus.RUNNING:
                 continue
             end = exits_recorded_where_it_ran(job, run)
-            if end is None or (not end.succeeded and _restart_left(job)):
-                # A failure its fault tolerance restarts is for its own worker to restart
-                # (or a reviewer to Mark as lost): that worker may just be restarting.
+            if end is None or _its_worker_would_end_otherwise(job, run, end):
                 continue
             if end.succeeded:
                 message = recorded(
@@ -578,13 +576,19 @@ def end_jobs_ended_where_they_ran() -> int:
     return ended
 
 
-def _restart_left(job: Job) -> bool:
-    """Whether the job's fault tolerance would start it again after a failure (none once its
-    stored spec no longer reads, as supervise decides)."""
+def _its_worker_would_end_otherwise(job: Job, run: LocalRun, end: RecordedEnd) -> bool:
+    """Whether the job's own worker would not end it as recorded: a failure its fault
+    tolerance restarts (that worker may only be restarting), or an end after its time limit,
+    which that worker ends Timed out (left25). Left to it, or to a reviewer's Mark as lost.
+    Neither applies once its stored spec no longer reads (as supervise decides)."""
     try:
-        return job.restarts < restart_limit(job.job_spec())
+        spec = job.job_spec()
     except SpecError:
         return False
+    if not end.succeeded and job.restarts < restart_limit(spec):
+        return True
+    deadline = _deadline(job, run, spec, timezone.now())
+    return deadline is not None and end.ended_at is not None and end.ended_at > deadline
 
 
 def waits_for_its_worker(run: LocalRun) -> bool:

@@ -255,3 +255,20 @@ def test_the_worker_leaves_a_failed_job_its_fault_tolerance_would_restart_to_its
     job.refresh_from_db()
     assert job.status == JobStatus.RUNNING
     assert not job.events.filter(reason="Failed").exists()
+
+
+def test_the_worker_leaves_a_job_that_ended_after_its_time_limit_to_its_own_worker(
+    alice, old_run_dir, settings
+):
+    """Its worker ends it Timed out at the limit (left25), not Succeeded."""
+    job = running_elsewhere(
+        alice, runner=f"{socket.gethostname()}:{old_run_dir}", timeout_minutes=10
+    )
+    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(hours=1))
+    ended_where_it_ran(job, old_run_dir, code=0)  # a minute ago: 50 minutes after the limit
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
