@@ -540,40 +540,53 @@ def end_jobs_ended_where_they_ran() -> int:
     )
     ended = 0
     for job in candidates:
-        run_dir = job.local_run.runner.partition(":")[2]
-        with no_worker_runs_in(run_dir) as free, transaction.atomic():
-            if not free:
-                continue
-            # As job_mark_lost holds it: a reviewer marking it at once waits, then finds
-            # it ended.
-            run = LocalRun.objects.select_for_update().filter(job=job).first()
-            job.refresh_from_db()
-            if run is None or job.status != JobStatus.RUNNING:
-                continue
-            end = exits_recorded_where_it_ran(job, run)
+        run = job.local_run
+        run_dir = run.runner.partition(":")[2]
+        with no_worker_runs_in(run_dir) as free:
+            # Its files read outside the transaction (on SQLite that holds the database's write
+            # lock): with no worker there, nothing but exit records is written in them, and the
+            # job's row is checked again inside.
+            end = exits_recorded_where_it_ran(job, run) if free else None
             if end is None or _its_worker_would_end_otherwise(job, run, end):
                 continue
-            if end.succeeded:
-                message = recorded(
-                    gettext_noop(
-                        "Ended as it ended where it ran (another run directory on this machine, "
-                        "where no worker runs now): all replicas exited with code 0."
+            with transaction.atomic():
+                # As job_mark_lost holds it: a reviewer marking it at once waits, then finds
+                # it ended.
+                locked = LocalRun.objects.select_for_update().filter(job=job).first()
+                job.refresh_from_db()
+                if (
+                    locked is None
+                    or (locked.runner, locked.attempt) != (run.runner, run.attempt)
+                    or job.status != JobStatus.RUNNING
+                ):
+                    continue
+                message = _ended_where_it_ran_message(end)
+                if job_end_as_recorded(job=job, end=end, message=message):
+                    ended += 1
+                    logger.warning(
+                        "%s ended %s from its exit records in %s",
+                        job.public_id,
+                        job.status,
+                        run_dir,
                     )
-                )
-            else:
-                message = recorded(
-                    gettext_noop(
-                        "Ended as it ended where it ran (another run directory on this machine, "
-                        "where no worker runs now): %(why)s"
-                    ),
-                    why=exit_message(end.failed_replica or "", end.exit_code),
-                )
-            if job_end_as_recorded(job=job, end=end, message=message):
-                ended += 1
-                logger.warning(
-                    "%s ended %s from its exit records in %s", job.public_id, job.status, run_dir
-                )
     return ended
+
+
+def _ended_where_it_ran_message(end: RecordedEnd) -> RecordedText:
+    if end.succeeded:
+        return recorded(
+            gettext_noop(
+                "Ended as it ended where it ran (another run directory on this machine, "
+                "where no worker runs now): all replicas exited with code 0."
+            )
+        )
+    return recorded(
+        gettext_noop(
+            "Ended as it ended where it ran (another run directory on this machine, "
+            "where no worker runs now): %(why)s"
+        ),
+        why=exit_message(end.failed_replica or "", end.exit_code),
+    )
 
 
 def _its_worker_would_end_otherwise(job: Job, run: LocalRun, end: RecordedEnd) -> bool:
