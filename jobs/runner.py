@@ -427,12 +427,14 @@ def followed_here() -> Q:
 class RecordedEnd:
     """How a job that ran where no worker follows it ended, read from its replicas' exit
     records (exits_recorded_where_it_ran): its result, the first failed replica and its exit
-    code (None when it succeeded), and when its last replica ended."""
+    code (None when it succeeded), when its last replica ended, and each replica's record (by
+    its row's id)."""
 
     succeeded: bool
     failed_replica: str | None
     exit_code: int
     ended_at: datetime | None
+    states: dict[int, ReplicaState]
 
 
 def exits_recorded_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
@@ -474,15 +476,17 @@ def exits_recorded_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
     for replica in deciding:
         if states[replica.pk].exit_code != 0:
             label = f"{replica.role}-{replica.index}"
-            return RecordedEnd(False, label, states[replica.pk].exit_code or 0, ended_at)
-    return RecordedEnd(True, None, 0, ended_at)
+            return RecordedEnd(False, label, states[replica.pk].exit_code or 0, ended_at, states)
+    return RecordedEnd(True, None, 0, ended_at, states)
 
 
 def job_end_as_recorded(*, job: Job, end: RecordedEnd, message: str, actor: Any = None) -> bool:
     """Ends a running job as its replicas recorded where it ran (`end`,
     exits_recorded_where_it_ran): Succeeded, or Failed with the replica's exit code, and its
     alert, sent only by the transition that ended it (a reviewer's Mark as lost and the
-    worker racing on it send one). Returns whether this call ended it."""
+    worker racing on it send one). Its replicas' rows say how each ended, as a worker
+    following it records them: they showed Running, without an exit code, on a job that had
+    ended. Returns whether this call ended it."""
     if end.succeeded:
         to, reason, item = JobStatus.SUCCEEDED, "Succeeded", "jobSucceed"
     else:
@@ -497,6 +501,9 @@ def job_end_as_recorded(*, job: Job, end: RecordedEnd, message: str, actor: Any 
         ended_at=end.ended_at,
     )
     if done:
+        now = timezone.now()
+        for replica in job.replicas.filter(pk__in=end.states):
+            _record_replica(replica, end.states[replica.pk], now, stopping=False)
         job_alert(job=job, item=item, message=named_for_alert(job=job, message=message))
     return done
 

@@ -88,6 +88,8 @@ def test_a_job_that_failed_in_the_old_run_directory_is_marked_lost_failed_with_i
             "on this machine): master-0 exited with code 3."
         )
     assert job.events.filter(reason="Failed", actor=reviewer).exists()
+    # Its replica's row says so too (it showed Running, without an exit code, until fix116).
+    assert [(r.status, r.exit_code) for r in job.replicas.all()] == [("failed", 3)]
 
 
 def test_a_job_without_an_exit_record_where_it_ran_is_still_marked_lost_failed(
@@ -169,6 +171,9 @@ def test_the_worker_ends_a_job_that_succeeded_where_no_worker_runs_now_and_alert
     assert job.finished_at < timezone.now() - timedelta(seconds=30)
     [event] = job.events.filter(reason="Succeeded")
     assert event.actor is None
+    [replica] = job.replicas.all()
+    assert (replica.status, replica.exit_code) == ("succeeded", 0)
+    assert replica.finished_at < timezone.now() - timedelta(seconds=30)
 
 
 def test_the_worker_ends_a_job_that_failed_where_no_worker_runs_now_with_its_exit_code(
@@ -188,6 +193,7 @@ def test_the_worker_ends_a_job_that_failed_where_no_worker_runs_now_with_its_exi
             "worker runs now): master-0 exited with code 3."
         )
     assert job.events.filter(reason="Failed", actor=None).exists()
+    assert [(r.status, r.exit_code) for r in job.replicas.all()] == [("failed", 3)]
 
 
 def test_the_worker_leaves_a_job_whose_run_directory_has_a_live_worker_until_it_is_gone(
