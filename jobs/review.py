@@ -401,7 +401,11 @@ def _ended_as_recorded(*, job: Job, reviewer: Any) -> bool:
     its alert, instead of Failed for being lost (qa102: a backup restored into another
     CONSOLE_VAR_DIR left a job that had finished meanwhile Running, and marking it lost
     ended a succeeded job Failed). Called inside job_mark_lost's transaction."""
-    from .runner import exit_message, exits_recorded_where_it_ran  # the runner imports much
+    from .runner import (  # the runner imports much
+        exit_message,
+        exits_recorded_where_it_ran,
+        job_end_as_recorded,
+    )
 
     run = LocalRun.objects.filter(job=job).first()
     end = exits_recorded_where_it_ran(job, run) if run is not None else None
@@ -416,7 +420,6 @@ def _ended_as_recorded(*, job: Job, reviewer: Any) -> bool:
             ),
             user=user,
         )
-        to, reason, item = JobStatus.SUCCEEDED, "Succeeded", "jobSucceed"
     else:
         message = recorded(
             gettext_noop(
@@ -426,20 +429,13 @@ def _ended_as_recorded(*, job: Job, reviewer: Any) -> bool:
             user=user,
             why=exit_message(end.failed_replica or "", end.exit_code),
         )
-        to, reason, item = JobStatus.FAILED, "Failed", "jobFailed"
-    done = job_transition(
-        job=job,
-        to=to,
-        reason=reason,
-        message=message,
-        warning=not end.succeeded,
-        actor=reviewer,
-        ended_at=end.ended_at,
-    )
+    done = job_end_as_recorded(job=job, end=end, message=message, actor=reviewer)
     if done:
-        job_alert(job=job, item=item, message=named_for_alert(job=job, message=message))
         logger.warning(
-            "%s marked as lost by %s, ended %s from its exit records", job.public_id, user, to
+            "%s marked as lost by %s, ended %s from its exit records",
+            job.public_id,
+            user,
+            job.status,
         )
     return done
 

@@ -49,6 +49,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -64,9 +65,11 @@ from . import cgroups, job_users, network
 from . import logs as job_logs
 from .alerts import job_alert, named_for_alert
 from .backends.local import (
+    FILE_IN_THE_WAY,
     NVIDIA_RESOURCE,
     accelerator_devices,
     detected_accelerators,
+    host_file_in_the_way_of,
     host_volumes,
     missing_card_nodes,
     nvidia_driver_cards,
@@ -105,7 +108,7 @@ from .sandbox import (
 )
 from .services import job_event, job_spec_or_noted, job_transition, recorded, signing_key
 from .shim import CONSOLE_MARK, START_GATE, TmpMeter, open_own_folder, remove_tree
-from .spec import CORES_PER_CARD, MPI, TENSORFLOW, JobSpec, Role
+from .spec import CORES_PER_CARD, MPI, TENSORFLOW, JobSpec, Role, SpecError
 from .texts import (
     RecordedText,
     Words,
@@ -424,12 +427,14 @@ def followed_here() -> Q:
 class RecordedEnd:
     """How a job that ran where no worker follows it ended, read from its replicas' exit
     records (exits_recorded_where_it_ran): its result, the first failed replica and its exit
-    code (None when it succeeded), and when its last replica ended."""
+    code (None when it succeeded), when its last replica ended, and each replica's record (by
+    its row's id)."""
 
     succeeded: bool
     failed_replica: str | None
     exit_code: int
     ended_at: datetime | None
+    states: dict[int, ReplicaState]
 
 
 def exits_recorded_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
@@ -471,8 +476,139 @@ def exits_recorded_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
     for replica in deciding:
         if states[replica.pk].exit_code != 0:
             label = f"{replica.role}-{replica.index}"
-            return RecordedEnd(False, label, states[replica.pk].exit_code or 0, ended_at)
-    return RecordedEnd(True, None, 0, ended_at)
+            return RecordedEnd(False, label, states[replica.pk].exit_code or 0, ended_at, states)
+    return RecordedEnd(True, None, 0, ended_at, states)
+
+
+def job_end_as_recorded(*, job: Job, end: RecordedEnd, message: str, actor: Any = None) -> bool:
+    """Ends a running job as its replicas recorded where it ran (`end`,
+    exits_recorded_where_it_ran): Succeeded, or Failed with the replica's exit code, and its
+    alert, sent only by the transition that ended it (a reviewer's Mark as lost and the
+    worker racing on it send one). Its replicas' rows say how each ended, as a worker
+    following it records them: they showed Running, without an exit code, on a job that had
+    ended. Returns whether this call ended it."""
+    if end.succeeded:
+        to, reason, item = JobStatus.SUCCEEDED, "Succeeded", "jobSucceed"
+    else:
+        to, reason, item = JobStatus.FAILED, "Failed", "jobFailed"
+    done = job_transition(
+        job=job,
+        to=to,
+        reason=reason,
+        message=message,
+        warning=not end.succeeded,
+        actor=actor,
+        ended_at=end.ended_at,
+    )
+    if done:
+        now = timezone.now()
+        for replica in job.replicas.filter(pk__in=end.states):
+            _record_replica(replica, end.states[replica.pk], now, stopping=False)
+        job_alert(job=job, item=item, message=named_for_alert(job=job, message=message))
+    return done
+
+
+@contextlib.contextmanager
+def no_worker_runs_in(run_dir: str) -> Iterator[bool]:
+    """Whether no worker, of this console or of any other, runs in `run_dir` on this host:
+    none holds its worker.lock (jobs.worker.take_worker_lock, taken before anything else,
+    by an active worker and one standing by alike). Held until the block ends, so none
+    starts there meanwhile. False when that cannot be told (no lock file there)."""
+    try:
+        fd = os.open(Path(run_dir) / "worker.lock", os.O_RDONLY)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # and with it the lock
+
+
+def end_jobs_ended_where_they_ran() -> int:
+    """Ends each Running local job this worker does not follow that ended where it ran: in
+    another run directory of this host (a backup restored into another CONSOLE_VAR_DIR, a
+    changed LOCAL_RUN_DIR) where no worker runs now, every replica of its attempt having an
+    exit record there (exits_recorded_where_it_ran). As Mark as lost ends such a job (qa102),
+    without waiting for a reviewer: until then it held its cards and showed Running for ever.
+    A job whose folder has a worker (the old console's, or one standing by for this one) is
+    that worker's to follow and end. Returns how many it ended."""
+    host = socket.gethostname()
+    candidates = (
+        Job.objects.filter(backend="local", status=JobStatus.RUNNING)
+        .exclude(followed_here())
+        .filter(local_run__runner__startswith=f"{host}:")
+        .select_related("local_run")
+    )
+    ended = 0
+    for job in candidates:
+        run = job.local_run
+        run_dir = run.runner.partition(":")[2]
+        with no_worker_runs_in(run_dir) as free:
+            # Its files read outside the transaction (on SQLite that holds the database's write
+            # lock): with no worker there, nothing but exit records is written in them, and the
+            # job's row is checked again inside.
+            end = exits_recorded_where_it_ran(job, run) if free else None
+            if end is None or _its_worker_would_end_otherwise(job, run, end):
+                continue
+            with transaction.atomic():
+                # As job_mark_lost holds it: a reviewer marking it at once waits, then finds
+                # it ended.
+                locked = LocalRun.objects.select_for_update().filter(job=job).first()
+                job.refresh_from_db()
+                if (
+                    locked is None
+                    or (locked.runner, locked.attempt) != (run.runner, run.attempt)
+                    or job.status != JobStatus.RUNNING
+                ):
+                    continue
+                message = _ended_where_it_ran_message(end)
+                if job_end_as_recorded(job=job, end=end, message=message):
+                    ended += 1
+                    logger.warning(
+                        "%s ended %s from its exit records in %s",
+                        job.public_id,
+                        job.status,
+                        run_dir,
+                    )
+    return ended
+
+
+def _ended_where_it_ran_message(end: RecordedEnd) -> RecordedText:
+    if end.succeeded:
+        return recorded(
+            gettext_noop(
+                "Ended as it ended where it ran (another run directory on this machine, "
+                "where no worker runs now): all replicas exited with code 0."
+            )
+        )
+    return recorded(
+        gettext_noop(
+            "Ended as it ended where it ran (another run directory on this machine, "
+            "where no worker runs now): %(why)s"
+        ),
+        why=exit_message(end.failed_replica or "", end.exit_code),
+    )
+
+
+def _its_worker_would_end_otherwise(job: Job, run: LocalRun, end: RecordedEnd) -> bool:
+    """Whether the job's own worker would not end it as recorded: a failure its fault
+    tolerance restarts (that worker may only be restarting), or an end after its time limit,
+    which that worker ends Timed out (left25). Left to it, or to a reviewer's Mark as lost.
+    Neither applies once its stored spec no longer reads (as supervise decides)."""
+    try:
+        spec = job.job_spec()
+    except SpecError:
+        return False
+    if not end.succeeded and job.restarts < restart_limit(spec):
+        return True
+    deadline = _deadline(job, run, spec, timezone.now())
+    return deadline is not None and end.ended_at is not None and end.ended_at > deadline
 
 
 def waits_for_its_worker(run: LocalRun) -> bool:
@@ -1201,6 +1337,20 @@ def volume_mounts(
             raise SandboxError(joined(*(m for messages in refused.values() for m in messages)))
     roots = {v.name: v.root for v in host_volumes()}
     state = [os.path.realpath(path) for path in console_state_paths()]
+    # Checked at submit too (LocalBackend.check_spec) on the web server's files: a job
+    # queued before that check, or whose machine changed since, failed with bwrap's
+    # "Can't mkdir /etc/passwd: Not a directory". Before any folder is made for it.
+    dests = [ds.mount_path for ds in spec.datasources]
+    for ds in spec.datasources:
+        if in_the_way := host_file_in_the_way_of(ds.mount_path, dests):
+            raise SandboxError(
+                recorded(
+                    gettext_noop("The mount %(mount)s (volume %(volume)s): %(reason)s"),
+                    mount=ds.mount_path,
+                    volume=ds.name,
+                    reason=recorded(FILE_IN_THE_WAY, path=in_the_way),
+                )
+            )
     mounts: list[Mount] = []
     try:
         for ds in spec.datasources:

@@ -29,7 +29,9 @@ freezes real workers at random to check nothing is lost or run twice.
 Only one worker runs per run directory too: it holds an exclusive lock on `worker.lock`
 before anything else, so two started there by mistake do not even stand by side by side.
 Local jobs started by a worker on another host or run directory are not followed by this one
-(jobs.runner.followed_here); replicas in its own run directory whose job ended meanwhile (an
+(jobs.runner.followed_here), but one that ended in another run directory of this host where no
+worker runs is ended as its replicas' exit records say (jobs.runner
+.end_jobs_ended_where_they_ran); replicas in its own run directory whose job ended meanwhile (an
 administrator marked it as lost) are ended as it starts (jobs.runner.end_leftover_replicas).
 Everything it needs to resume lives in the database and in files (jobs.runner), so it can be
 killed at any moment.
@@ -86,6 +88,7 @@ from .models import (
     WorkerHeartbeat,
 )
 from .runner import (
+    end_jobs_ended_where_they_ran,
     end_leftover_replicas,
     evict_for_disk_pressure,
     followed_here,
@@ -420,6 +423,12 @@ class Worker:
         except Exception:
             logger.exception("checking disk pressure failed")
         self.supervise_local()
+        # Before dispatch, so the cards such a job held go to a job waiting in this very tick.
+        try:
+            end_jobs_ended_where_they_ran()
+        except Exception:
+            if not database_outage.failed():
+                logger.exception("ending jobs that ended where they ran failed")
         try:
             self.stacks.tick(followed=followed_here())
         except Exception:

@@ -2,11 +2,14 @@
 same machine, that finished meanwhile (qa102): the restored worker does not follow it (it
 started in another run directory), and marking it as lost ends it as its replicas' exit
 records, still in the folder it ran in, say: Succeeded, or Failed with the replica's exit
-code, instead of Failed for being lost."""
+code, instead of Failed for being lost. The worker ends it so itself once no worker runs in
+that folder (fix116: jobs.runner.end_jobs_ended_where_they_ran)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import socket
 import time
 from datetime import timedelta
@@ -14,9 +17,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone, translation
 
+from jobs import spec as S
 from jobs.models import Job, JobStatus, LocalRun
 from jobs.review import job_mark_lost
+from jobs.worker import Worker
 
+from .conftest import run_queued_tasks
 from .runner_helpers import runner_settings  # noqa: F401
 from .test_lost_jobs import active_here, running_elsewhere
 
@@ -37,6 +43,13 @@ def ended_where_it_ran(job, run_dir, *, code: int | None) -> None:
 @pytest.fixture
 def old_run_dir(tmp_path):
     return tmp_path / "old-var" / "runs"
+
+
+def left_by_its_worker(run_dir) -> None:
+    """The lock file a worker takes in its run directory before anything else
+    (jobs.worker.take_worker_lock), as it leaves it when it stops."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "worker.lock").touch()
 
 
 def test_a_job_that_succeeded_in_the_old_run_directory_is_marked_lost_succeeded(
@@ -75,6 +88,8 @@ def test_a_job_that_failed_in_the_old_run_directory_is_marked_lost_failed_with_i
             "on this machine): master-0 exited with code 3."
         )
     assert job.events.filter(reason="Failed", actor=reviewer).exists()
+    # Its replica's row says so too (it showed Running, without an exit code, until fix116).
+    assert [(r.status, r.exit_code) for r in job.replicas.all()] == [("failed", 3)]
 
 
 def test_a_job_without_an_exit_record_where_it_ran_is_still_marked_lost_failed(
@@ -124,3 +139,142 @@ def test_a_run_folder_that_cannot_be_read_leaves_the_job_marked_lost_not_a_500(
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
     assert job.events.filter(reason="MarkedLost").exists()
+
+
+# -- the worker ends it itself ------------------------------------------------------------
+
+
+def test_the_worker_ends_a_job_that_succeeded_where_no_worker_runs_now_and_alerts_once(
+    alice, old_run_dir, mailoutbox
+):
+    alert = S.AlertConfig(items=["jobSucceed"], emails=["alice@example.com"], webhooks=[])
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}", alert=alert)
+    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(hours=1))
+    ended_where_it_ran(job, old_run_dir, code=0)
+    left_by_its_worker(old_run_dir)
+    worker = Worker()
+
+    worker.tick()
+    worker.tick()
+    run_queued_tasks()
+
+    [mail] = mailoutbox
+    assert mail.subject == "[AI 训练任务控制台] local-test 运行成功"
+    assert "那里现在没有 worker 运行" in mail.body
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+    assert job.status_reason == (
+        "已按其运行处（本机上的另一个运行目录，那里现在没有 worker 运行）的记录结束：所有实例均已"
+        "退出（退出码 0）。"
+    )
+    # Its end is the one its replica recorded, a minute before the worker looked.
+    assert job.finished_at < timezone.now() - timedelta(seconds=30)
+    [event] = job.events.filter(reason="Succeeded")
+    assert event.actor is None
+    [replica] = job.replicas.all()
+    assert (replica.status, replica.exit_code) == ("succeeded", 0)
+    assert replica.finished_at < timezone.now() - timedelta(seconds=30)
+
+
+def test_the_worker_ends_a_job_that_failed_where_no_worker_runs_now_with_its_exit_code(
+    alice, old_run_dir
+):
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    ended_where_it_ran(job, old_run_dir, code=3)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Ended as it ended where it ran (another run directory on this machine, where no "
+            "worker runs now): master-0 exited with code 3."
+        )
+    assert job.events.filter(reason="Failed", actor=None).exists()
+    assert [(r.status, r.exit_code) for r in job.replicas.all()] == [("failed", 3)]
+
+
+def test_the_worker_leaves_a_job_whose_run_directory_has_a_live_worker_until_it_is_gone(
+    alice, old_run_dir
+):
+    """That worker (the old console's, or one of this console standing by there) follows
+    the job and ends it itself; it might restart it as a fault-tolerance attempt."""
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    ended_where_it_ran(job, old_run_dir, code=0)
+    left_by_its_worker(old_run_dir)
+    worker = Worker()
+    held = os.open(old_run_dir / "worker.lock", os.O_RDWR)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as the worker there holds it
+
+        worker.tick()
+
+        job.refresh_from_db()
+        assert job.status == JobStatus.RUNNING
+        assert not job.events.filter(reason="Succeeded").exists()
+    finally:
+        os.close(held)
+
+    worker.tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+
+
+def test_the_worker_leaves_a_job_whose_run_directory_has_no_worker_lock_to_tell_by(
+    alice, old_run_dir
+):
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    ended_where_it_ran(job, old_run_dir, code=0)
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+
+
+def test_the_worker_leaves_a_job_whose_replica_has_no_exit_record_where_it_ran(alice, old_run_dir):
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    ended_where_it_ran(job, old_run_dir, code=None)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+
+
+def test_the_worker_leaves_a_failed_job_its_fault_tolerance_would_restart_to_its_own_worker(
+    alice, old_run_dir
+):
+    """Its worker may only be restarting (systemd), and would start it again as attempt 2."""
+    job = running_elsewhere(
+        alice, runner=f"{socket.gethostname()}:{old_run_dir}", fault_tolerance=True
+    )
+    ended_where_it_ran(job, old_run_dir, code=3)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+    assert not job.events.filter(reason="Failed").exists()
+
+
+def test_the_worker_leaves_a_job_that_ended_after_its_time_limit_to_its_own_worker(
+    alice, old_run_dir, settings
+):
+    """Its worker ends it Timed out at the limit (left25), not Succeeded."""
+    job = running_elsewhere(
+        alice, runner=f"{socket.gethostname()}:{old_run_dir}", timeout_minutes=10
+    )
+    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(hours=1))
+    ended_where_it_ran(job, old_run_dir, code=0)  # a minute ago: 50 minutes after the limit
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING

@@ -359,3 +359,55 @@ def test_the_walk_makes_nothing_where_the_jobs_user_may_not_write(tmp_path):
     fd, _made = make_in_root(root, "theirs/team", as_user=(4343, 4242))
     os.close(fd)
     assert sorted(os.listdir(root / "theirs")) == ["new", "team"]
+
+
+def test_a_job_queued_with_a_mount_over_a_file_of_this_machine_fails_at_start_in_the_consoles_words(
+    alice, settings
+):
+    """fix116: the mount row refuses /etc/passwd since fix110; a job queued before (or whose
+    machine changed since) failed with bubblewrap's "Can't mkdir /etc/passwd: Not a
+    directory". The runner checks again before it makes or mounts anything."""
+    job = submit(alice, make_spec("true", datasources=[mount("runs/run-7", at="/etc/passwd")]))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    event = job.events.get(reason="StartFailed")
+    assert (
+        job.status_reason
+        == event.message
+        == (
+            "无法启动：挂载点 /etc/passwd（存储卷 work）：本机任务以本机自己的文件为根目录，而那里的 "
+            "/etc/passwd 是文件而非目录：卷无法挂载到它上面。请挂载到一个目录，或挂载到尚不存在的路径，"
+            "例如 /workspace。"
+        )
+    )
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Could not start: The mount /etc/passwd (volume work): A local job sees this "
+            "machine's own files as its root, and there /etc/passwd is a file, not a folder: a "
+            "volume cannot be mounted over it. Mount it at a folder, or at a path not there "
+            "yet, e.g. /workspace."
+        )
+    assert os.listdir(volume(settings)) == []  # its missing folder was not made
+
+
+def test_a_mount_below_another_mount_path_is_not_refused_at_start_for_the_machines_file(
+    alice, settings
+):
+    """What is below the outer mount is that volume's, not the machine's file (Debian's
+    licence texts, a folder no job needs)."""
+    licences = "/usr/share/common-licenses"
+    assert os.path.isfile(f"{licences}/Apache-2.0")
+    (volume(settings) / "licences" / "Apache-2.0").mkdir(parents=True)
+    spec = make_spec(
+        f"test -d {licences}/Apache-2.0/below",
+        datasources=[
+            mount("licences", at=licences),
+            mount("runs", at=f"{licences}/Apache-2.0/below"),
+        ],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason

@@ -383,6 +383,23 @@ def runner_path_problem(mount_path: str, *, framework: str) -> str:
     return ""
 
 
+# Said on the mount row at submit, and by the runner at start for a job queued before that
+# check or whose machine changed since (jobs.runner.volume_mounts), instead of bwrap's words.
+FILE_IN_THE_WAY = gettext_noop(
+    "A local job sees this machine's own files as its root, and there %(path)s is a file, not "
+    "a folder: a volume cannot be mounted over it. Mount it at a folder, or at a path not "
+    "there yet, e.g. /workspace."
+)
+
+
+def host_file_in_the_way_of(mount_path: str, mount_paths: Iterable[str]) -> str:
+    """host_file_in_the_way of one of a job's mount paths (`mount_paths`: all of them), ""
+    when it lies below another: what is there is that volume's, not the machine's."""
+    if any(other != mount_path and is_within(mount_path, other) for other in mount_paths):
+        return ""
+    return host_file_in_the_way(mount_path)
+
+
 def host_file_in_the_way(mount_path: str) -> str:
     """The path of this machine, `mount_path` or a folder above it, that is there and is no
     folder (a file such as /etc/passwd, a device), or "" when there is none. A local job sees
@@ -632,19 +649,8 @@ class LocalBackend(Backend):
                 err(
                     f"datasources[{i}].mountPath", said_here(read_only_parent_message(dest, parent))
                 )
-            # Below another volume's mount path, what is there is that volume's, not the
-            # machine's.
-            below_another = any(d != dest and is_within(dest, d) for _i, d, _f, _r in mounted)
-            if not below_another and (in_the_way := host_file_in_the_way(dest)):
-                err(
-                    f"datasources[{i}].mountPath",
-                    _(
-                        "A local job sees this machine's own files as its root, and there "
-                        "%(path)s is a file, not a folder: a volume cannot be mounted over it. "
-                        "Mount it at a folder, or at a path not there yet, e.g. /workspace."
-                    )
-                    % {"path": in_the_way},
-                )
+            if in_the_way := host_file_in_the_way_of(dest, [d for _i, d, _f, _r in mounted]):
+                err(f"datasources[{i}].mountPath", _(FILE_IN_THE_WAY) % {"path": in_the_way})
         # The worker delivers this pool's webhooks itself: refuse destinations it would refuse
         # at send time (SSRF guard), so nobody learns it only from an AlertFailed event.
         from jobs.alerts import (
