@@ -66,7 +66,7 @@ ALERT_CHOICES = [
 ]
 # The alert events' help, by the pool's backend: who sends the alerts differs (the console on
 # the local pool; AIHC itself, from the request's alertConfig, on an AIHC pool, whose check
-# refuses emails and webhooks; nobody on a Kubernetes pool, whose check refuses alerts).
+# refuses emails and webhooks; the console on a Kubernetes pool, from what its sync reads).
 # Seed 000 lists SMS, email, WeChat, Feishu and custom webhooks: the console sends
 # email and webhooks, chat bots among them; SMS needs a gateway it does not have.
 ALERT_HELP = {
@@ -86,9 +86,12 @@ ALERT_HELP = {
         "tolerance (the same step; PyTorch jobs only) restarts the job."
     ),
     "kubernetes": _(
-        "Kubernetes pools send no alerts yet, and the console sends none for their jobs: "
-        "a job on this pool with alert events, emails or webhooks is refused. Leave them "
-        "empty."
+        "The console sends them by email and webhook (Feishu/Lark, WeCom, DingTalk or "
+        "Slack group bots, or a URL of your own), from what it reads of the job in the "
+        "cluster. “Job restarted by fault tolerance” comes only when fault tolerance (step 5, "
+        "Fault tolerance & diagnostics; PyTorch jobs only) restarts the job. “Job hangs” and "
+        "“A node of the job fails” never come from this pool: the console detects no hang "
+        "and watches no node here."
     ),
 }
 RETENTION_UNITS = [("m", _("minutes")), ("h", _("hours")), ("d", _("days"))]

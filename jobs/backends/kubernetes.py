@@ -69,6 +69,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from jobs import spec as spec_module
+from jobs.alerts import job_alert, named_for_alert
 from jobs.kubernetes import manifests as M
 from jobs.kubernetes.client import (
     KubeClient,
@@ -208,6 +209,26 @@ FOLLOWED_WITHOUT_SPEC = gettext_noop(
     "without it: the time limit Kubernetes was sent still applies (and a custom job's "
     "restarts), the console's restarts and the spec's alerts do not."
 )
+
+# The statuses a sync moves a job to that alert, and the alert item each sends (a time-out is
+# a failure, as on the local pool); a fault-tolerance restart alerts jobFT (_begin_restart).
+ALERTED_MOVES = {
+    JobStatus.RUNNING: "jobRunning",
+    JobStatus.SUCCEEDED: "jobSucceed",
+    JobStatus.FAILED: "jobFailed",
+    JobStatus.TIMED_OUT: "jobFailed",
+}
+
+
+def alert_message(job: Job, item: str, reason: str) -> str:
+    """An alert's text, worded as the local pool's (jobs.runner: the same msgids): a failure
+    says why, after the job's name."""
+    if item == "jobRunning":
+        return recorded(gettext_noop("%(name)s is running."), name=job.task_name)
+    if item == "jobSucceed":
+        return recorded(gettext_noop("%(name)s succeeded."), name=job.task_name)
+    return named_for_alert(job=job, message=reason)
+
 
 # A fault-tolerance restart, worded as the local pool's (jobs.runner: one msgid each).
 RESTARTING = gettext_noop("Restarting the whole job (%(n)s of %(limit)s): %(why)s")
@@ -1148,8 +1169,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 "faultToleranceConfig.customFaultTolerancePattern",
                 _("Restarting on log patterns is not supported on Kubernetes pools yet."),
             )
-        if spec.alert.items or spec.alert.emails or spec.alert.webhooks:
-            err("alertConfig.alertItems", _("Alerts are not supported on Kubernetes pools yet."))
+        for problem in self._alert_refusals(spec, trainer=cluster.training_api == M.TRAINER_API):
+            err("alertConfig.alertItems", problem)
         for i, ds in enumerate(spec.datasources):
             path = f"datasources[{i}]"
             if ds.type in M.CLAIM_TYPES:
@@ -1193,6 +1214,53 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 },
             )
         return errors
+
+    @staticmethod
+    def _alert_refusals(spec: spec_module.JobSpec, *, trainer: bool) -> list[str]:
+        """The alert events a job here chose that never come: the console sends a Kubernetes
+        job's alerts itself from what its sync reads (ALERTED_MOVES, and jobFT on each of its
+        restarts), as the local pool's; it detects no hang here and watches no node (an
+        alert that can never arrive is refused, as on the local pool: QA 59, qa72)."""
+        items = spec.alert.items
+        refusals = []
+        if "jobHang" in items:
+            refusals.append(
+                _(
+                    "“Job hangs” never comes from a Kubernetes pool: the console detects no "
+                    "hang of a job there (hang detection is not supported on these pools "
+                    "yet). Leave this event out."
+                )
+            )
+        if "nodeFT" in items:
+            refusals.append(
+                _(
+                    "“A node of the job fails” never comes from a Kubernetes pool: the console "
+                    "does not watch the cluster's nodes. A job a node's failure ends alerts as "
+                    "“Job fails”, or “Job restarted by fault tolerance” when it is restarted. "
+                    "Leave this event out."
+                )
+            )
+        if "jobFT" in items and not spec.fault_tolerance:
+            if trainer or spec.framework != spec_module.PYTORCH:
+                # Not sent to step 5: fault tolerance is refused there for this job.
+                refusals.append(
+                    _(
+                        "On a Kubernetes pool the console alerts “Job restarted by fault "
+                        "tolerance” when it restarts a job, and this job cannot have fault "
+                        "tolerance here: this alert never comes. Leave this event out."
+                    )
+                )
+            else:
+                refusals.append(
+                    _(
+                        "On a Kubernetes pool the console alerts “Job restarted by fault "
+                        "tolerance” when it restarts a job, and only a job with fault "
+                        "tolerance on is restarted: without it this alert never comes. Turn "
+                        "fault tolerance on in step 5 (Fault tolerance & diagnostics; PyTorch "
+                        "only), or leave this event out."
+                    )
+                )
+        return refusals
 
     @staticmethod
     def _check_trainer(spec: spec_module.JobSpec, err: Any) -> None:
@@ -1804,6 +1872,35 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
 
     # -- following a job ---------------------------------------------------------------
 
+    @staticmethod
+    def _move(
+        job: Job,
+        to: str,
+        reason: str,
+        message: str,
+        *,
+        warning: bool = False,
+        event: bool = True,
+        **fields: Any,
+    ) -> bool:
+        """RemoteBackend's move, and the job's alert for it (ALERTED_MOVES), queued in the
+        same transaction as the local pool's (jobs.runner): the move is conditional on the
+        status seen, so one worker makes it, and a worker killed before the commit leaves
+        both to the next sync, after it neither (the console sends a Kubernetes job's alerts
+        itself, as a local job's: the cluster sends none)."""
+        item = ALERTED_MOVES.get(to)
+        if item is None:
+            return RemoteBackend._move(
+                job, to, reason, message, warning=warning, event=event, **fields
+            )
+        with transaction.atomic():
+            moved = RemoteBackend._move(
+                job, to, reason, message, warning=warning, event=event, **fields
+            )
+            if moved:
+                job_alert(job=job, item=item, message=alert_message(job, item, message))
+        return moved
+
     def _names(self, job: Job) -> tuple[str, str, spec_module.JobSpec]:
         spec = job.job_spec()
         return namespace_of(job.resource_pool), M.object_name(spec, job.public_id), spec
@@ -2024,12 +2121,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if not begun:
                 return False
             job.refresh_from_db()
-            job_event(
-                job=job,
-                reason="Restarted",
-                message=recorded(RESTARTING, n=job.restarts, limit=M.retries(spec), why=why),
-                warning=True,
-            )
+            restarting = recorded(RESTARTING, n=job.restarts, limit=M.retries(spec), why=why)
+            job_event(job=job, reason="Restarted", message=restarting, warning=True)
+            # Committed with the restart's count: once per restart, as the local pool's.
+            job_alert(job=job, item="jobFT", message=restarting)
         # Its error is not said: a resource still there is deleted again at the next syncs.
         self._stops_sent[job.pk] = now
         self._send_delete(client, namespace, job.external_id, job)
