@@ -23,6 +23,7 @@ from django.utils.translation import gettext_noop, pgettext_lazy
 from . import spec as S
 from .alerts import mail_printed_only
 from .backends import Pool, Volume
+from .logs import MAX_TAIL_BYTES
 from .models import Priority
 from .texts import list_words
 from .volume_access import not_offered_message
@@ -931,15 +932,17 @@ class FaultForm(StepForm):
         turned on, not only after. `kubeflow_v1_pool`: the pool runs them as training-operator
         jobs (or JobSets), which the console (or JobSet) restarts by deleting them and
         creating them again (README's runPolicy bullet, fix107): the limit's help says so
-        there, and that the logs of the failed run go with its pods."""
+        there, and which of the failed run's logs the console keeps (fix115)."""
         super().__init__(*args, **kwargs)
         _mark_required(self, "hang_minutes")
         if kubeflow_v1_pool:
             self.fields["retry_limit"].help_text = _(
                 "On this pool a failed job is restarted whole: deleted from the cluster and "
                 "created again, every replica, up to this many times; at most 3, left empty "
-                "3. The logs of the failed run go with its pods; its events stay."
-            )
+                "3. The console keeps the failed run's events and logs (the last %(size)d MB "
+                "of each replica's); of a custom job, which its JobSet restarts, the events "
+                "only."
+            ) % {"size": MAX_TAIL_BYTES // 2**20}
         if trainer_pool:
             self.fields["fault_tolerance"].help_text = _(
                 "Not on this pool: a PyTorch job here is a Kubeflow Trainer TrainJob, whose "

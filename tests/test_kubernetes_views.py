@@ -821,10 +821,12 @@ def test_the_retry_limit_on_a_kubernetes_pool_says_the_job_is_restarted_whole_an
 
     assert english == (
         "On this pool a failed job is restarted whole: deleted from the cluster and created "
-        "again, every replica, up to this many times; at most 3, left empty 3. The logs of the "
-        "failed run go with its pods; its events stay."
+        "again, every replica, up to this many times; at most 3, left empty 3. The console "
+        "keeps the failed run's events and logs (the last 8 MB of each replica's); of a custom "
+        "job, which its JobSet restarts, the events only."
     )
     assert chinese == (
         "此资源池上失败的任务整体重启：从集群中删除后重新创建，所有实例一起，最多重启所填次数；"
-        "最多 3 次，留空为 3 次。失败那次运行的日志随其 Pod 一起删除，事件保留。"
+        "最多 3 次，留空为 3 次。控制台保留失败那次运行的事件和日志（每个实例最后 8 MB）；"
+        "自定义任务由其 JobSet 重启，只保留事件。"
     )
