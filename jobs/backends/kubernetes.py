@@ -1639,20 +1639,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 config=config,
             )
             return
-        secret_made = False  # by this job: made now, or adopted (it carries the job's id)
         try:
-            if secret is not None:
-                self._create_owned(client, M.secret_path(namespace), secret, job)
-                secret_made = True
-            resource, adopted = self._create_owned(
-                client,
-                M.resource_path(spec.framework, namespace, training_api=job.training_api),
-                manifest,
-                job,
-            )
+            _resource, adopted = self._create_with_secret(client, namespace, job, secret, manifest)
         except KubeError as exc:
-            if secret_made and _refused(exc):  # no job will use it
-                self._delete_quietly(client, M.secret_path(namespace, secret["metadata"]["name"]))
             self._create_failed(
                 job, exc, secrets, config, client=client, secret=secret, manifest=manifest
             )
@@ -1661,9 +1650,41 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             self._fail(job, exc.message, secrets)
             return
         self._resume_submits(config)
-        if secret is not None:
-            self._own_secret(client, namespace, secret, resource)
         self._accepted(job, manifest["metadata"]["name"], adopted=adopted)
+
+    def _create_with_secret(
+        self,
+        client: KubeClient,
+        namespace: str,
+        job: Job,
+        secret: dict[str, Any] | None,
+        manifest: dict[str, Any],
+    ) -> tuple[dict[str, Any], bool]:
+        """Creates the job's Secret (if it has one), then its resource, each adopted when an
+        earlier create of this job made it (_create_owned), then makes the resource own the
+        Secret (_own_secret) unless it is an earlier run's (a restart's failed resource, back
+        before this create: deleted again at the next sync). A create the API server refuses
+        removes the Secret made for it (no job will use it) and raises, as one that got no
+        answer does (sent again: the Secret is adopted); BackendError: a name taken by an
+        object that is not this job's. The first create and a restart's (_create_again)."""
+        secret_made = False  # by this job: made now, or adopted (it carries the job's id)
+        try:
+            if secret is not None:
+                self._create_owned(client, M.secret_path(namespace), secret, job)
+                secret_made = True
+            resource, adopted = self._create_owned(
+                client,
+                M.resource_path(job.framework, namespace, training_api=job.training_api),
+                manifest,
+                job,
+            )
+        except KubeError as exc:
+            if secret_made and _refused(exc):
+                self._delete_quietly(client, M.secret_path(namespace, secret["metadata"]["name"]))
+            raise
+        if secret is not None and M.restart_of(resource) >= job.restarts:
+            self._own_secret(client, namespace, secret, resource)
+        return resource, adopted
 
     @staticmethod
     def _create_owned(
@@ -2312,24 +2333,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             restart=job.restarts,
             seconds_left=int((deadline - timezone.now()).total_seconds()),
         )
-        secret_made = False
         try:
-            if secret is not None:
-                self._create_owned(client, M.secret_path(namespace), secret, job)
-                secret_made = True
-            resource, _adopted = self._create_owned(
-                client,
-                M.resource_path(job.framework, namespace, training_api=job.training_api),
-                manifest,
-                job,
-            )
+            resource, _adopted = self._create_with_secret(client, namespace, job, secret, manifest)
         except KubeError as exc:
             if not _refused(exc):  # sent again at the next sync, adopted if it was made
                 raise _sync_error(exc, secrets) from None
-            if secret_made:  # no job will use it
-                self._delete_quietly(
-                    client, M.secret_path(namespace, M.secret_name(job.external_id))
-                )
             self._restart_failed(
                 job, scrub(recorded(RESTART_REFUSED, error=recorded_error(exc)), secrets)
             )
@@ -2339,8 +2347,6 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             return
         if M.restart_of(resource) < job.restarts:
             return  # (the failed one, back before this create: deleted again at the next sync)
-        if secret is not None:
-            self._own_secret(client, namespace, secret, resource)
         self._restart_made(job)
         if self._stopped_or_deleted(job):  # stopped (or deleted) while the create was out
             self._send_delete(client, namespace, job.external_id, job)
