@@ -23,6 +23,7 @@ from django.utils.translation import gettext_noop, pgettext_lazy
 from . import spec as S
 from .alerts import mail_printed_only
 from .backends import Pool, Volume
+from .logs import MAX_TAIL_BYTES
 from .models import Priority
 from .texts import list_words
 from .volume_access import not_offered_message
@@ -66,7 +67,7 @@ ALERT_CHOICES = [
 ]
 # The alert events' help, by the pool's backend: who sends the alerts differs (the console on
 # the local pool; AIHC itself, from the request's alertConfig, on an AIHC pool, whose check
-# refuses emails and webhooks; nobody on a Kubernetes pool, whose check refuses alerts).
+# refuses emails and webhooks; the console on a Kubernetes pool, from what its sync reads).
 # Seed 000 lists SMS, email, WeChat, Feishu and custom webhooks: the console sends
 # email and webhooks, chat bots among them; SMS needs a gateway it does not have.
 ALERT_HELP = {
@@ -86,9 +87,12 @@ ALERT_HELP = {
         "tolerance (the same step; PyTorch jobs only) restarts the job."
     ),
     "kubernetes": _(
-        "Kubernetes pools send no alerts yet, and the console sends none for their jobs: "
-        "a job on this pool with alert events, emails or webhooks is refused. Leave them "
-        "empty."
+        "The console sends them by email and webhook (Feishu/Lark, WeCom, DingTalk or "
+        "Slack group bots, or a URL of your own), from what it reads of the job in the "
+        "cluster. “Job restarted by fault tolerance” comes only when fault tolerance (step 5, "
+        "Fault tolerance & diagnostics; PyTorch jobs only) restarts the job. “Job hangs” and "
+        "“A node of the job fails” never come from this pool: the console detects no hang "
+        "and watches no node here."
     ),
 }
 RETENTION_UNITS = [("m", _("minutes")), ("h", _("hours")), ("d", _("days"))]
@@ -928,15 +932,17 @@ class FaultForm(StepForm):
         turned on, not only after. `kubeflow_v1_pool`: the pool runs them as training-operator
         jobs (or JobSets), which the console (or JobSet) restarts by deleting them and
         creating them again (README's runPolicy bullet, fix107): the limit's help says so
-        there, and that the logs of the failed run go with its pods."""
+        there, and which of the failed run's logs the console keeps (fix115)."""
         super().__init__(*args, **kwargs)
         _mark_required(self, "hang_minutes")
         if kubeflow_v1_pool:
             self.fields["retry_limit"].help_text = _(
                 "On this pool a failed job is restarted whole: deleted from the cluster and "
                 "created again, every replica, up to this many times; at most 3, left empty "
-                "3. The logs of the failed run go with its pods; its events stay."
-            )
+                "3. The console keeps the failed run's events and logs (the last %(size)d MB "
+                "of each replica's); of a custom job, which its JobSet restarts, the events "
+                "only."
+            ) % {"size": MAX_TAIL_BYTES // 2**20}
         if trainer_pool:
             self.fields["fault_tolerance"].help_text = _(
                 "Not on this pool: a PyTorch job here is a Kubeflow Trainer TrainJob, whose "

@@ -454,6 +454,8 @@ EVENT_REASONS = {
     "ReplicaFailed": pgettext_lazy("event reason", "Replica failed"),
     "LimitsNotEnforced": pgettext_lazy("event reason", "CPU and memory not enforced"),
     "Restarted": pgettext_lazy("event reason", "Restarted (fault tolerance)"),
+    # A Kubernetes restart that could not keep the failed run's logs (fix115).
+    "LogsNotKept": pgettext_lazy("event reason", "Logs not kept"),
     "HangSuspected": pgettext_lazy("event reason", "Hang suspected"),
     "HangCleared": pgettext_lazy("event reason", "Hang cleared"),
     "StacksCaptured": pgettext_lazy("event reason", "Stacks captured"),

@@ -1294,10 +1294,10 @@ def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -
         )
     elif step == ADVANCED:
         form_kwargs["backend"] = state.pool.backend if state.pool is not None else "local"
-        # The local pool never sends nodeFT (its check refuses it, saying why).
+        # The local and Kubernetes pools never send nodeFT (their checks refuse it, saying why).
         form_kwargs["node_alerts"] = (
             state.pool is None
-            or state.pool.backend != "local"
+            or state.pool.backend not in ("local", "kubernetes")
             or "nodeFT" in (raw.get("alert_items") or [])
         )
         form_kwargs["privileged"] = (state.pool is not None and state.pool.privileged) or bool(
@@ -2166,8 +2166,8 @@ def fault_tolerance_alert_unsent(
     takes is not refused for what AIHC may do, so it is said instead: on the wizard's alert
     events, on its review, and beside a create's answer in the API's `warnings`
     (AlertNeverSent), which AIHC's SDKs ignore. A TensorFlow job's is refused already (AIHC
-    alerts TF only when it runs, fails or succeeds); another pool's gets "" (Kubernetes pools
-    take no alerts). "" otherwise.
+    alerts TF only when it runs, fails or succeeds); another pool's gets "" (the local and
+    Kubernetes pools refuse it, their checks). "" otherwise.
 
     `fault_step`: the wizard's words, which send its user to step 5's 容错 switch, named by
     `fault_step` (HTML: the step's title, or on the review a link to it); the result is then

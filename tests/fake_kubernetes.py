@@ -1533,7 +1533,7 @@ class FakeKubernetes:
         with self._lock:
             for pod_key, pod in list(self.pods.items()):
                 if pod["metadata"].get("deletionTimestamp"):
-                    del self.pods[pod_key]
+                    self._remove_pod(pod_key)
             for key, obj in list(self.objects.items()):
                 if obj["metadata"].get("deletionTimestamp"):
                     self._remove(key)
@@ -2723,7 +2723,14 @@ class FakeKubernetes:
     def _remove(self, key: tuple[str, str, str]) -> None:
         self.objects.pop(key, None)
         for pod_key in self._owned_pods(key):
-            del self.pods[pod_key]
+            self._remove_pod(pod_key)
+
+    def _remove_pod(self, pod_key: tuple[str, str]) -> None:
+        """A pod gone, and its container's log with it: a pod made again under its name
+        starts a new log, as the kubelet's does."""
+        del self.pods[pod_key]
+        self.log_lines.pop(pod_key, None)
+        self.generated_logs.pop(pod_key, None)
 
 
 def configure(settings: Any, fake: FakeKubernetes, **overrides: Any) -> None:

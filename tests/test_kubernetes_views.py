@@ -156,23 +156,24 @@ def help_in_both_languages(client, draft, step: str, field: str) -> tuple[str, s
     return said[0], said[1]
 
 
-def test_the_alerts_on_a_kubernetes_pool_say_none_are_sent_there_not_that_the_console_sends_them(
+def test_the_alerts_on_a_kubernetes_pool_say_the_console_sends_them_and_which_never_come(
     fake, alice_client
 ):
-    # left55: it said the console sends them by email and webhook, which this pool refuses.
+    # left55: it said the console sends them on a pool that refused them; fix115: the console
+    # sends them, by email and webhook, from what it reads of the job in the cluster.
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.ADVANCED, **k8s_steps())
 
     chinese, english = help_in_both_languages(alice_client, draft, W.ADVANCED, "alert_items")
+    page = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
 
-    assert chinese == (
-        "Kubernetes 资源池暂不发送告警，控制台也不为其任务发送：此资源池上选了告警事件、告警邮箱或"
-        "告警 Webhook 的任务会被拒绝。请留空。"
+    assert chinese.startswith("控制台根据从集群读到的任务状态，通过邮件和 Webhook 发送告警")
+    assert english.startswith(
+        "The console sends them by email and webhook (Feishu/Lark, WeCom, DingTalk or Slack "
+        "group bots, or a URL of your own), from what it reads of the job in the cluster."
     )
-    assert english == (
-        "Kubernetes pools send no alerts yet, and the console sends none for their jobs: a job "
-        "on this pool with alert events, emails or webhooks is refused. Leave them empty."
-    )
+    assert "“Job hangs” and “A node of the job fails” never come from this pool" in english
+    assert 'value="nodeFT"' not in page  # never comes here: not offered
 
 
 def test_the_review_shows_the_secret_then_the_pytorchjob_and_a_bearer_token_curl(
@@ -820,10 +821,12 @@ def test_the_retry_limit_on_a_kubernetes_pool_says_the_job_is_restarted_whole_an
 
     assert english == (
         "On this pool a failed job is restarted whole: deleted from the cluster and created "
-        "again, every replica, up to this many times; at most 3, left empty 3. The logs of the "
-        "failed run go with its pods; its events stay."
+        "again, every replica, up to this many times; at most 3, left empty 3. The console "
+        "keeps the failed run's events and logs (the last 8 MB of each replica's); of a custom "
+        "job, which its JobSet restarts, the events only."
     )
     assert chinese == (
         "此资源池上失败的任务整体重启：从集群中删除后重新创建，所有实例一起，最多重启所填次数；"
-        "最多 3 次，留空为 3 次。失败那次运行的日志随其 Pod 一起删除，事件保留。"
+        "最多 3 次，留空为 3 次。控制台保留失败那次运行的事件和日志（每个实例最后 8 MB）；"
+        "自定义任务由其 JobSet 重启，只保留事件。"
     )

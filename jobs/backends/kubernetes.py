@@ -54,7 +54,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -69,6 +69,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from jobs import spec as spec_module
+from jobs.alerts import job_alert, named_for_alert
 from jobs.kubernetes import manifests as M
 from jobs.kubernetes.client import (
     KubeClient,
@@ -78,7 +79,15 @@ from jobs.kubernetes.client import (
     kube_time,
 )
 from jobs.kubernetes.config import Config, ConfigError, namespace_of, pool_id
-from jobs.logs import DOWNLOAD_SPOOL_BYTES, MAX_TAIL_BYTES, spooled_lines, unmarked
+from jobs.logs import (
+    CONSOLE_BANNER,
+    CONSOLE_MARK,
+    DOWNLOAD_SPOOL_BYTES,
+    MAX_TAIL_BYTES,
+    spooled_lines,
+    tail_lines,
+    unmarked,
+)
 from jobs.models import (
     FINAL_STATUSES,
     EventType,
@@ -208,6 +217,26 @@ FOLLOWED_WITHOUT_SPEC = gettext_noop(
     "without it: the time limit Kubernetes was sent still applies (and a custom job's "
     "restarts), the console's restarts and the spec's alerts do not."
 )
+
+# The statuses a sync moves a job to that alert, and the alert item each sends (a time-out is
+# a failure, as on the local pool); a fault-tolerance restart alerts jobFT (_begin_restart).
+ALERTED_MOVES = {
+    JobStatus.RUNNING: "jobRunning",
+    JobStatus.SUCCEEDED: "jobSucceed",
+    JobStatus.FAILED: "jobFailed",
+    JobStatus.TIMED_OUT: "jobFailed",
+}
+
+
+def alert_message(job: Job, item: str, reason: str) -> str:
+    """An alert's text, worded as the local pool's (jobs.runner: the same msgids): a failure
+    says why, after the job's name."""
+    if item == "jobRunning":
+        return recorded(gettext_noop("%(name)s is running."), name=job.task_name)
+    if item == "jobSucceed":
+        return recorded(gettext_noop("%(name)s succeeded."), name=job.task_name)
+    return named_for_alert(job=job, message=reason)
+
 
 # A fault-tolerance restart, worded as the local pool's (jobs.runner: one msgid each).
 RESTARTING = gettext_noop("Restarting the whole job (%(n)s of %(limit)s): %(why)s")
@@ -579,6 +608,53 @@ def usage_file(public_id: str, label: str) -> Path:
     """The samples of a Kubernetes job's replica (`<role>-<index>`), as jobs.shim.UsageLog
     writes a local replica's; they go when the job is deleted."""
     return Path(settings.VAR_DIR) / USAGE_DIR / public_id / f"{label}.usage"
+
+
+# Where the logs of a restarted job's failed runs are kept (kept_log_file), beside its usage.
+KEPT_LOGS_DIR = "kubernetes-logs"
+KEPT_LOGS_NOT_KEPT = gettext_noop(
+    "The logs of the failed run of %(replicas)s could not be kept (%(error)s): the job is "
+    "restarted all the same, and the job page shows those replicas' logs from this run on."
+)
+KEPT_LOGS_UNLISTED = gettext_noop(
+    "The logs of the failed run could not be kept: Kubernetes did not list its pods "
+    "(%(error)s). The job is restarted all the same, and the job page shows its logs from "
+    "this run on."
+)
+
+
+def kept_log_file(public_id: str, label: str) -> Path:
+    """The logs of a Kubernetes job's replica (`<role>-<index>`) in its runs a whole-job
+    restart deleted, kept before the delete (_keep_failed_logs) as a local replica's log keeps
+    its earlier attempts: each run after a stamped "[console] <replica> attempt <n> starting"
+    line (jobs.logs.CONSOLE_BANNER); they go when the job is deleted, as its usage samples."""
+    return Path(settings.VAR_DIR) / KEPT_LOGS_DIR / public_id / f"{label}.log"
+
+
+def attempt_banner(label: str, attempt: int, started: datetime | None) -> str:
+    """A run's first line in a replica's log, as the local runner writes it: stamped (UTC)
+    and marked as the console's own, in the console's language."""
+    moment = (started or timezone.now()).astimezone(UTC)
+    text = recorded(CONSOLE_BANNER, replica=label, attempt=attempt)
+    return f"{moment:%Y-%m-%dT%H:%M:%S.%f}Z {CONSOLE_MARK}{text}"
+
+
+def earlier_runs_then(
+    path: Path, current: tuple[str, Iterator[str], BinaryIO] | None
+) -> Iterator[str]:
+    """A download's lines: those kept of a replica's earlier runs (`path`), then, if given,
+    the current run's banner and lines (spooled_lines of its log, closed with this)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace", newline="") as file:
+            for line in file:
+                yield unmarked(line)
+        if current is not None:
+            banner, lines, _log = current
+            yield unmarked(banner) + "\n"
+            yield from lines
+    finally:
+        if current is not None:
+            current[2].close()  # (its lines may not have begun: the log closed all the same)
 
 
 def usage_sample(pod_metrics: dict[str, Any], *, window: float) -> dict[str, Any] | None:
@@ -1148,8 +1224,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 "faultToleranceConfig.customFaultTolerancePattern",
                 _("Restarting on log patterns is not supported on Kubernetes pools yet."),
             )
-        if spec.alert.items or spec.alert.emails or spec.alert.webhooks:
-            err("alertConfig.alertItems", _("Alerts are not supported on Kubernetes pools yet."))
+        for problem in self._alert_refusals(spec, trainer=cluster.training_api == M.TRAINER_API):
+            err("alertConfig.alertItems", problem)
         for i, ds in enumerate(spec.datasources):
             path = f"datasources[{i}]"
             if ds.type in M.CLAIM_TYPES:
@@ -1193,6 +1269,53 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 },
             )
         return errors
+
+    @staticmethod
+    def _alert_refusals(spec: spec_module.JobSpec, *, trainer: bool) -> list[str]:
+        """The alert events a job here chose that never come: the console sends a Kubernetes
+        job's alerts itself from what its sync reads (ALERTED_MOVES, and jobFT on each of its
+        restarts), as the local pool's; it detects no hang here and watches no node (an
+        alert that can never arrive is refused, as on the local pool: QA 59, qa72)."""
+        items = spec.alert.items
+        refusals = []
+        if "jobHang" in items:
+            refusals.append(
+                _(
+                    "“Job hangs” never comes from a Kubernetes pool: the console detects no "
+                    "hang of a job there (hang detection is not supported on these pools "
+                    "yet). Leave this event out."
+                )
+            )
+        if "nodeFT" in items:
+            refusals.append(
+                _(
+                    "“A node of the job fails” never comes from a Kubernetes pool: the console "
+                    "does not watch the cluster's nodes. A job a node's failure ends alerts as "
+                    "“Job fails”, or “Job restarted by fault tolerance” when it is restarted. "
+                    "Leave this event out."
+                )
+            )
+        if "jobFT" in items and not spec.fault_tolerance:
+            if trainer or spec.framework != spec_module.PYTORCH:
+                # Not sent to step 5: fault tolerance is refused there for this job.
+                refusals.append(
+                    _(
+                        "On a Kubernetes pool the console alerts “Job restarted by fault "
+                        "tolerance” when it restarts a job, and this job cannot have fault "
+                        "tolerance here: this alert never comes. Leave this event out."
+                    )
+                )
+            else:
+                refusals.append(
+                    _(
+                        "On a Kubernetes pool the console alerts “Job restarted by fault "
+                        "tolerance” when it restarts a job, and only a job with fault "
+                        "tolerance on is restarted: without it this alert never comes. Turn "
+                        "fault tolerance on in step 5 (Fault tolerance & diagnostics; PyTorch "
+                        "only), or leave this event out."
+                    )
+                )
+        return refusals
 
     @staticmethod
     def _check_trainer(spec: spec_module.JobSpec, err: Any) -> None:
@@ -1516,20 +1639,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 config=config,
             )
             return
-        secret_made = False  # by this job: made now, or adopted (it carries the job's id)
         try:
-            if secret is not None:
-                self._create_owned(client, M.secret_path(namespace), secret, job)
-                secret_made = True
-            resource, adopted = self._create_owned(
-                client,
-                M.resource_path(spec.framework, namespace, training_api=job.training_api),
-                manifest,
-                job,
-            )
+            _resource, adopted = self._create_with_secret(client, namespace, job, secret, manifest)
         except KubeError as exc:
-            if secret_made and _refused(exc):  # no job will use it
-                self._delete_quietly(client, M.secret_path(namespace, secret["metadata"]["name"]))
             self._create_failed(
                 job, exc, secrets, config, client=client, secret=secret, manifest=manifest
             )
@@ -1538,9 +1650,41 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             self._fail(job, exc.message, secrets)
             return
         self._resume_submits(config)
-        if secret is not None:
-            self._own_secret(client, namespace, secret, resource)
         self._accepted(job, manifest["metadata"]["name"], adopted=adopted)
+
+    def _create_with_secret(
+        self,
+        client: KubeClient,
+        namespace: str,
+        job: Job,
+        secret: dict[str, Any] | None,
+        manifest: dict[str, Any],
+    ) -> tuple[dict[str, Any], bool]:
+        """Creates the job's Secret (if it has one), then its resource, each adopted when an
+        earlier create of this job made it (_create_owned), then makes the resource own the
+        Secret (_own_secret) unless it is an earlier run's (a restart's failed resource, back
+        before this create: deleted again at the next sync). A create the API server refuses
+        removes the Secret made for it (no job will use it) and raises, as one that got no
+        answer does (sent again: the Secret is adopted); BackendError: a name taken by an
+        object that is not this job's. The first create and a restart's (_create_again)."""
+        secret_made = False  # by this job: made now, or adopted (it carries the job's id)
+        try:
+            if secret is not None:
+                self._create_owned(client, M.secret_path(namespace), secret, job)
+                secret_made = True
+            resource, adopted = self._create_owned(
+                client,
+                M.resource_path(job.framework, namespace, training_api=job.training_api),
+                manifest,
+                job,
+            )
+        except KubeError as exc:
+            if secret_made and _refused(exc):
+                self._delete_quietly(client, M.secret_path(namespace, secret["metadata"]["name"]))
+            raise
+        if secret is not None and M.restart_of(resource) >= job.restarts:
+            self._own_secret(client, namespace, secret, resource)
+        return resource, adopted
 
     @staticmethod
     def _create_owned(
@@ -1804,6 +1948,35 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
 
     # -- following a job ---------------------------------------------------------------
 
+    @staticmethod
+    def _move(
+        job: Job,
+        to: str,
+        reason: str,
+        message: str,
+        *,
+        warning: bool = False,
+        event: bool = True,
+        **fields: Any,
+    ) -> bool:
+        """RemoteBackend's move, and the job's alert for it (ALERTED_MOVES), queued in the
+        same transaction as the local pool's (jobs.runner): the move is conditional on the
+        status seen, so one worker makes it, and a worker killed before the commit leaves
+        both to the next sync, after it neither (the console sends a Kubernetes job's alerts
+        itself, as a local job's: the cluster sends none)."""
+        item = ALERTED_MOVES.get(to)
+        if item is None:
+            return RemoteBackend._move(
+                job, to, reason, message, warning=warning, event=event, **fields
+            )
+        with transaction.atomic():
+            moved = RemoteBackend._move(
+                job, to, reason, message, warning=warning, event=event, **fields
+            )
+            if moved:
+                job_alert(job=job, item=item, message=alert_message(job, item, message))
+        return moved
+
     def _names(self, job: Job) -> tuple[str, str, spec_module.JobSpec]:
         spec = job.job_spec()
         return namespace_of(job.resource_pool), M.object_name(spec, job.public_id), spec
@@ -1851,6 +2024,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                         self._restart_failed(job, left)
                     return
                 if self._stop_due(job, since=job.restart_begun_at):
+                    if not self._failed_logs_kept(job):
+                        # The worker that began the restart died before it kept them.
+                        self._keep_failed_logs(job, client)
                     refusal = self._send_delete(client, namespace, job.external_id, job)
                     if (
                         refusal is not None
@@ -2024,16 +2200,88 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if not begun:
                 return False
             job.refresh_from_db()
-            job_event(
-                job=job,
-                reason="Restarted",
-                message=recorded(RESTARTING, n=job.restarts, limit=M.retries(spec), why=why),
-                warning=True,
-            )
+            restarting = recorded(RESTARTING, n=job.restarts, limit=M.retries(spec), why=why)
+            job_event(job=job, reason="Restarted", message=restarting, warning=True)
+            # Committed with the restart's count: once per restart, as the local pool's.
+            job_alert(job=job, item="jobFT", message=restarting)
+        self._keep_failed_logs(job, client)
         # Its error is not said: a resource still there is deleted again at the next syncs.
         self._stops_sent[job.pk] = now
         self._send_delete(client, namespace, job.external_id, job)
         return True
+
+    def _keep_failed_logs(self, job: Job, client: KubeClient) -> None:
+        """Keeps the logs of the failed run's pods (kept_log_file), which the restart's delete
+        removes with them: of each, its last MAX_TAIL_BYTES, as a page's tail reads it, after
+        its run's banner, secrets masked. A pod or log the API server does not give (gone, an
+        error, no answer) is said in one warning event, and the restart goes on: a failed
+        job's restart must not wait on its logs."""
+        namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
+        container = M.kind_of(job.framework, job.training_api).container
+        attempt = job.restarts  # the failed run's (the first run is attempt 1)
+        missing: list[str] = []
+        error = ""
+        try:
+            pods = client.list(
+                f"/api/v1/namespaces/{namespace}/pods",
+                label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
+            )
+        except KubeError as exc:
+            self._logs_not_kept(job, recorded(KEPT_LOGS_UNLISTED, error=recorded_error(exc)))
+            return
+        for pod in pods:
+            place = M.pod_replica(job.framework, pod, training_api=job.training_api)
+            name = str((pod.get("metadata") or {}).get("name") or "")
+            if place is None or not name:
+                continue
+            label = f"{place[0]}-{place[1]}"
+            kept = AnswerTail()
+            try:
+                client.pod_log(namespace, name, container=container, into=kept)
+            except KubeError as exc:
+                missing.append(label)
+                error = error or recorded_error(exc)
+                continue
+            started = kube_time((pod.get("status") or {}).get("startTime"))
+            lines = [attempt_banner(label, attempt, started)]
+            lines += [unmarked(scrub(line, secrets)) for line in kept.lines()]
+            path = kept_log_file(job.public_id, label)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("a", encoding="utf-8") as file:
+                    file.write("".join(f"{line}\n" for line in lines))
+            except OSError as exc:
+                missing.append(label)
+                error = error or (exc.strerror or str(exc))
+        if missing:
+            said = recorded(KEPT_LOGS_NOT_KEPT, replicas=", ".join(sorted(missing)), error=error)
+            self._logs_not_kept(job, said)
+
+    @staticmethod
+    def _failed_logs_kept(job: Job) -> bool:
+        """Whether the failed run's logs were kept already (a replica's kept log holds its
+        banner) or said not to be (a LogsNotKept event since the restart began)."""
+        if job.events.filter(reason="LogsNotKept", created_at__gte=job.restart_begun_at).exists():
+            return True
+        for path in (Path(settings.VAR_DIR) / KEPT_LOGS_DIR / job.public_id).glob("*.log"):
+            banner = recorded(CONSOLE_BANNER, replica=path.stem, attempt=job.restarts)
+            try:
+                if f"{CONSOLE_MARK}{banner}\n" in path.read_text(
+                    encoding="utf-8", errors="replace"
+                ):
+                    return True
+            except OSError:
+                continue
+        return False
+
+    @staticmethod
+    def _logs_not_kept(job: Job, message: str) -> None:
+        job_event(
+            job=job,
+            reason="LogsNotKept",
+            message=scrub(message, job.secret_values()),
+            warning=True,
+        )
 
     def _create_again(
         self,
@@ -2085,24 +2333,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             restart=job.restarts,
             seconds_left=int((deadline - timezone.now()).total_seconds()),
         )
-        secret_made = False
         try:
-            if secret is not None:
-                self._create_owned(client, M.secret_path(namespace), secret, job)
-                secret_made = True
-            resource, _adopted = self._create_owned(
-                client,
-                M.resource_path(job.framework, namespace, training_api=job.training_api),
-                manifest,
-                job,
-            )
+            resource, _adopted = self._create_with_secret(client, namespace, job, secret, manifest)
         except KubeError as exc:
             if not _refused(exc):  # sent again at the next sync, adopted if it was made
                 raise _sync_error(exc, secrets) from None
-            if secret_made:  # no job will use it
-                self._delete_quietly(
-                    client, M.secret_path(namespace, M.secret_name(job.external_id))
-                )
             self._restart_failed(
                 job, scrub(recorded(RESTART_REFUSED, error=recorded_error(exc)), secrets)
             )
@@ -2112,8 +2347,6 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             return
         if M.restart_of(resource) < job.restarts:
             return  # (the failed one, back before this create: deleted again at the next sync)
-        if secret is not None:
-            self._own_secret(client, namespace, secret, resource)
         self._restart_made(job)
         if self._stopped_or_deleted(job):  # stopped (or deleted) while the create was out
             self._send_delete(client, namespace, job.external_id, job)
@@ -2608,6 +2841,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         the usage samples the console kept of it; the Secret left for the worker, if any."""
         secret_left = self._delete_remote(job)
         shutil.rmtree(Path(settings.VAR_DIR) / USAGE_DIR / job.public_id, ignore_errors=True)
+        shutil.rmtree(Path(settings.VAR_DIR) / KEPT_LOGS_DIR / job.public_id, ignore_errors=True)
         return secret_left
 
     def _delete_remote(self, job: Job) -> str:
@@ -2720,16 +2954,33 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             return []
         # A tail is what the job page and its log panel wait on; the whole log (tail None)
         # is a download a person waits on, holding a web thread meanwhile.
+        # The runs a restart deleted first (kept_log_file), as a local replica's log has its
+        # earlier attempts; not for a read from a time on (the API's follow), which is newer.
+        earlier = (
+            tail_lines(kept_log_file(job.public_id, replica), tail if tail is not None else 10**9)
+            if since is None
+            else []
+        )
         config, client = self._setup(for_page=tail is not None, for_download=tail is None)
         try:
-            return self._pod_log(job, replica, client, tail=tail, since=since)
+            lines = self._pod_log(job, replica, client, tail=tail, since=since)
         except NoLog as no_log:
-            if say_gone and no_log.gone:
+            if earlier:  # the next run's pod not made yet, or gone: the earlier runs show
+                lines = []
+            elif say_gone and no_log.gone:
                 raise
-            return []  # the page's "No output yet."
+            else:
+                return []  # the page's "No output yet."
         finally:
             if tail is None:
                 client.close()
+        if not earlier:
+            return lines
+        current = [attempt_banner(replica, job.restarts + 1, None)] if lines else []
+        lines = earlier + current + lines
+        if tail is None:
+            return lines
+        return lines[-tail:] if tail else []
 
     def check_log(self, job: Job, replica: str) -> None:
         """The replica's pod looked up as a download finds it, its log not read: NoLog when
@@ -2737,6 +2988,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         the API server's 400 says of a log read)."""
         if not job.external_id:
             raise NoLog
+        if kept_log_file(job.public_id, replica).is_file():
+            return  # its earlier runs' log at least (download_lines)
         config, client = self._setup(for_download=True)
         try:
             pod = self._replica_pod(job, replica, client)
@@ -2766,6 +3019,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         when the replica has no pod, or its container is waiting to start."""
         if not job.external_id:
             raise NoLog
+        earlier = kept_log_file(job.public_id, replica)
         log = tempfile.SpooledTemporaryFile(max_size=DOWNLOAD_SPOOL_BYTES)  # noqa: SIM115
         try:
             config, client = self._setup(for_download=True)
@@ -2773,10 +3027,19 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 self._pod_log(job, replica, client, tail=None, since=None, into=log)
             finally:
                 client.close()
+        except NoLog:
+            log.close()
+            if not earlier.is_file():
+                raise
+            return earlier_runs_then(earlier, None)  # the next run's pod not made, or gone
         except BaseException:
             log.close()
             raise
-        return spooled_lines(log, job.secret_values())
+        current = spooled_lines(log, job.secret_values())
+        if not earlier.is_file():
+            return current
+        banner = attempt_banner(replica, job.restarts + 1, None)
+        return earlier_runs_then(earlier, (banner, current, log))
 
     def _pod_log(
         self,
