@@ -89,7 +89,7 @@ from .admin_lists import (
     address_id,
 )
 from .alerts import webhook_shown
-from .api_keys import password_set_by
+from .api_keys import password_set_by, usable_keys
 from .backends import BackendError, NoLog, get_backend, no_log_yet
 from .backends import local as local_backend
 from .backends.local import detected_accelerators
@@ -119,6 +119,7 @@ from .quotas import (
     never_allowed,
     never_allowed_note,
     queued_never_allowed,
+    quota_limits,
     quota_limits_of,
 )
 from .review import (
@@ -140,6 +141,7 @@ from .texts import list_words
 from .throttle import ThrottledAdminAuthenticationForm
 from .usage import job_usage_text
 from .usage_admin import usage_view
+from .volume_access import queued_jobs_losing_volumes
 
 logger = logging.getLogger(__name__)
 
@@ -409,11 +411,126 @@ class ConsoleUserAdmin(
         jobs = user.jobs.count() if user is not None else 0
         return super().delete_view(request, object_id, {**(extra_context or {}), "jobs_kept": jobs})
 
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        moved = change and "groups" in form.changed_data
+        if moved:
+            groups_before = set(form.instance.groups.values_list("name", flat=True))
+            limits_before = quota_limits(form.instance)
+        super().save_related(request, form, formsets, change)
+        if moved:
+            self._moved_jobs_said(
+                request, form.instance, groups_before=groups_before, limits_before=limits_before
+            )
+
+    def _moved_jobs_said(
+        self, request: HttpRequest, user: User, *, groups_before: set[str], limits_before: Any
+    ) -> None:
+        """What moving a user between groups does to their queued jobs, said as the save
+        does for deactivating (qa106: it said nothing, and a queued job mounting a volume
+        of the old group later failed at start): those that mount a volume they may no longer
+        mount, each linked, and whether other card quota rows now apply to their queued jobs."""
+        losing = queued_jobs_losing_volumes(user=user, groups_before=groups_before)
+        if losing:
+            linked = request.user.has_perm("jobs.view_job")
+            named = format_html_join(
+                ", ",
+                '<a href="{}">{}</a>' if linked else "{1}",
+                (
+                    (reverse("admin:jobs_job_change", args=[job.pk]), job.public_id)
+                    for job, _names in losing[:QUOTA_JOBS_NAMED]
+                ),
+            )
+            more = len(losing) - QUOTA_JOBS_NAMED
+            volumes = sorted({name for _job, names in losing for name in names})
+            self.message_user(
+                request,
+                format_html(
+                    "{} {}{}",
+                    ngettext(
+                        "The account %(user)s is no longer in a group that may mount %(volumes)s: "
+                        "%(count)d queued job of theirs mounts it and fails when it comes to "
+                        "start. Stop it, or have them copy it with another volume:",
+                        "The account %(user)s is no longer in a group that may mount %(volumes)s: "
+                        "%(count)d queued jobs of theirs mount it and fail when they come to "
+                        "start. Stop them, or have them copy them with another volume:",
+                        len(losing),
+                    )
+                    % {
+                        "user": user.get_username(),
+                        "volumes": list_words([f"“{name}”" for name in volumes]),
+                        "count": len(losing),
+                    },
+                    named,
+                    _(" and %(count)d more") % {"count": more} if more > 0 else "",
+                ),
+                messages.WARNING,
+            )
+        if quota_limits(user) == limits_before:
+            return
+        waiting = user.jobs.filter(
+            backend="local", status__in=[JobStatus.QUEUED, JobStatus.PENDING_REVIEW]
+        ).count()
+        if waiting:
+            self.message_user(
+                request,
+                format_html(
+                    '{} <a href="{}?owner__id__exact={}">{}</a>',
+                    ngettext(
+                        "The card quotas that apply to %(user)s changed with their groups: "
+                        "their %(count)d queued local job starts under the new ones.",
+                        "The card quotas that apply to %(user)s changed with their groups: "
+                        "their %(count)d queued local jobs start under the new ones.",
+                        waiting,
+                    )
+                    % {"user": user.get_username(), "count": waiting},
+                    reverse("admin:jobs_job_changelist"),
+                    user.pk,
+                    _("Their jobs"),
+                ),
+                messages.WARNING,
+            )
+
     def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
         response = super().response_change(request, obj)
         if not obj.is_active:
             self._deactivated_jobs_said(request, obj)
+            self._deactivated_keeps_said(request, obj)
         return response
+
+    def _deactivated_keeps_said(self, request: HttpRequest, user: User) -> None:
+        """What else a deactivated account keeps (qa106): its drafts, and its API keys that
+        still sign, which are refused while it is inactive and work again once it is active
+        (not revoked: jobs.api_keys.verify_request), linked to its keys so staff can revoke
+        them."""
+        drafts = user.drafts.filter(submitted_at__isnull=True).count()
+        keys = user.api_keys.filter(usable_keys()).count()
+        if not drafts and not keys:
+            return
+        kept = list_words(
+            [
+                ngettext("%(count)d draft", "%(count)d drafts", drafts) % {"count": drafts},
+                ngettext("%(count)d active API key", "%(count)d active API keys", keys)
+                % {"count": keys},
+            ]
+        )
+        said = _(
+            "The account %(user)s keeps %(kept)s. Its API keys are refused while it is "
+            "inactive and work again once it is active: revoke them if they should end."
+        ) % {"user": user.get_username(), "kept": kept}
+        if not keys or not request.user.has_perm("jobs.view_apikey"):
+            self.message_user(request, said, messages.WARNING)
+            return
+        self.message_user(
+            request,
+            format_html(
+                '{} <a href="{}?owner__id__exact={}">{}</a>',
+                said,
+                reverse("admin:jobs_apikey_changelist"),
+                user.pk,
+                _("Its API keys"),
+            ),
+            messages.WARNING,
+        )
 
     def _deactivated_jobs_said(self, request: HttpRequest, user: User) -> None:
         """What deactivating leaves of the user's jobs, linked to their list so staff can stop

@@ -142,6 +142,7 @@ class OwnerFilter(SimpleListFilter):
     parameter_name = "owner__id__exact"
     name_parameter = "owner_name"
     template = "admin/jobs/job/owner_filter.html"
+    lists = "jobs"  # what a name no user has lists none of (the template's words)
 
     def __init__(self, request: HttpRequest, params: dict, model: Any, model_admin: Any) -> None:
         # Popped before Django's own reading of the id, as lookups() needs it.

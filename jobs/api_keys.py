@@ -469,7 +469,9 @@ def revoked_key_message(key: ApiKey, *, signed_by_key: bool) -> str:
     what when recorded (a password change, the owner, staff) and where to make a new key, as
     AccessKeyExpired says it, in the API's language. The key ID only, which the request
     named: nothing secret, and nothing about the owner. The code stays AIHC's, the one a
-    script tests. A deactivated owner's keys keep the general message (not said why).
+    script tests. A revoked key of a deactivated owner keeps the general message (not said
+    why); a key not revoked whose owner is deactivated is said so to its holder alone
+    (verify_request).
 
     By what only to a request `signed_by_key` (its signature verifies with the revoked key's
     secret: the key's holder, fix108): the key ID alone is no proof of holding the key (it is
@@ -580,6 +582,25 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
             # log-in and every other key from the lab's shared machine or NAT (qa66), as an
             # expired key, below, is not counted either.
             _guess_refused(throttle_name=throttle_name, request=request)
+        if key is not None and key.revoked_at is None and not key.owner.is_active:
+            # Said only to the key's holder, as a revocation's "by what" is (fix108): whose
+            # account is deactivated is not for someone who only read the key ID somewhere
+            # (qa106: "does not exist in our records" misled its owner's script's maintainer).
+            kept_secret = unseal(key.secret_sealed, access_key_id=key.access_key_id)
+            if (
+                kept_secret is not None
+                and _signature_matches(request, auth, signed, kept_secret)[0]
+            ):
+                raise ApiAuthError(
+                    403,
+                    "InvalidAccessKeyId",
+                    _(
+                        "The access key %(key)s belongs to an account that is deactivated: "
+                        "requests signed with it are refused until an administrator activates "
+                        "the account again."
+                    )
+                    % {"key": key.access_key_id},
+                )
         if key is not None and key.revoked_at is not None and key.owner.is_active:
             revoked_secret = unseal(key.secret_sealed, access_key_id=key.access_key_id)
             signed_by_key = (

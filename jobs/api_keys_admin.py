@@ -24,6 +24,7 @@ from .admin_lists import (
     CheckedSelectionMixin,
     FilteredLookupsOnlyMixin,
     NulFreeLookupsMixin,
+    OwnerFilter,
     PermissionBeforeLookupMixin,
 )
 from .api_keys import admin_history_revoked, api_key_revoke
@@ -58,6 +59,13 @@ class ExpiryFilter(admin.SimpleListFilter):
         return queryset
 
 
+class KeyOwnerFilter(OwnerFilter):
+    """The keys of one owner, by the job list's username box (`?owner_name=`), or a user's
+    page's link (`?owner__id__exact=`)."""
+
+    lists = "keys"
+
+
 @admin.register(ApiKey)
 class ApiKeyAdmin(
     PermissionBeforeLookupMixin,
@@ -77,10 +85,13 @@ class ApiKeyAdmin(
         "revoke_reason",
     )
     readonly_fields = fields
-    list_display = fields
-    # The owner's: a user's admin page links to their keys by it (qa98).
+    # Whether the owner's account is active beside the key (qa106): a deactivated account's
+    # keys are kept, not revoked, and refused until it is active again.
+    list_display = (*fields[:2], "owner_account", *fields[2:])
+    # The owner's: a user's admin page links to their keys by it (qa98). A username box, as
+    # the job list's: Django's filter listed every key owner as a link (qa106).
     list_filter = (
-        ("owner", admin.RelatedOnlyFieldListFilter),
+        KeyOwnerFilter,
         ("revoked_at", admin.EmptyFieldListFilter),
         ExpiryFilter,
         "revoke_reason",
@@ -101,6 +112,12 @@ class ApiKeyAdmin(
         if key.expires_at is None:
             return str(pgettext_lazy("API key expiry", "Never"))
         return display_for_field(key.expires_at, ApiKey._meta.get_field("expires_at"), "")
+
+    @admin.display(description=gettext_lazy("Owner's account"), ordering="owner__is_active")
+    def owner_account(self, key: ApiKey) -> str:
+        if key.owner.is_active:
+            return _("Active")
+        return _("Owner deactivated: refused until the account is active again")
 
     # Revoked, never deleted here (QA 49): a deleted key took with it when it was last used and
     # why it ended, which its owner's keys page and this list keep for a revoked one. The

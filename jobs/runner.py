@@ -1332,7 +1332,7 @@ def volume_mounts(
     The caller closes them with close_mounts once every replica has been started.
     """
     if owner is not None:
-        refused = volume_refusals(spec=spec, owner=owner)
+        refused = volume_refusals(spec=spec, owner=owner, at_start=True)
         if refused:
             raise SandboxError(joined(*(m for messages in refused.values() for m in messages)))
     roots = {v.name: v.root for v in host_volumes()}
@@ -2291,6 +2291,21 @@ def _exclusive_cpus_in_use() -> set[int]:
     return used
 
 
+def start_refusal(*, job: Job, spec: JobSpec) -> str | None:
+    """Why a queued job cannot start, of what can be known before it takes its cards and is
+    marked Running: a volume its owner may no longer mount (or made read-only since), a
+    mount path or replica count refused since it was queued, a TensorFlow job that would never
+    end. launch_attempt asks again (a relaunch, a fault-tolerance restart); what only
+    starting tells (bubblewrap, device nodes, the owner's uid, a folder) fails it there."""
+    refused = volume_refusals(spec=spec, owner=job.owner, at_start=True)
+    if refused:
+        return joined(*(m for messages in refused.values() for m in messages))
+    for ds in spec.datasources:
+        if problem := runner_path_problem(ds.mount_path, framework=spec.framework):
+            return problem
+    return too_many_replicas(spec) or tensorflow_without_end(spec) or None
+
+
 def start_job(
     job: Job,
     alloc: Allocation,
@@ -2316,6 +2331,7 @@ def start_job(
     on a step past a takeover is the only process following its own jobs; each change to the
     job is conditional on what it read (jobs.services.job_transition)."""
     spec = job.job_spec()
+    refusal = start_refusal(job=job, spec=spec)
     now = timezone.now()
     with transaction.atomic():
         # First, so that no admission of a standalone job reads the pool between this start's
@@ -2325,6 +2341,19 @@ def start_job(
         local_cards_locked()
         if worker is not None and not holds_lease(worker=worker):
             logger.warning("%s not started: this worker no longer holds the lease", job.public_id)
+            return False
+        if refusal:
+            # Failed straight from Queued, as it never ran: no Started event, no start time,
+            # so usage counts it as no job (qa106: "Started … then StartFailed" read as a job
+            # run, "任务数 2" at 0 card-hours). The failure and its alert are committed together.
+            message = recorded(gettext_noop("Could not start: %(error)s"), error=refusal)
+            logger.warning("%s: %s", job.public_id, message)
+            if job_transition(
+                job=job, to=S.FAILED, reason="StartFailed", message=message, warning=True
+            ):
+                job_alert(
+                    job=job, item="jobFailed", message=named_for_alert(job=job, message=message)
+                )
             return False
         # "A800 (cards 0, 1)", as the Replicas table lists a replica's card numbers (qa92: it
         # read "A800 [0, 1]", a Python list).

@@ -229,6 +229,40 @@ def not_offered_message(name: str) -> str:
     )
 
 
+def no_longer_in_group_message(name: str) -> str:
+    """Why a queued job cannot start when its owner may no longer mount a volume it names
+    (qa106: the wizard's words, "choose one of the volumes the wizard lists", made no sense
+    for a job already queued). The owner named the volume when they could mount it, so
+    saying that it is kept for groups tells them nothing new. Said as not_offered_message
+    is: in the language active now, with its message."""
+    from django.utils.translation import gettext_noop
+
+    from .texts import said_here
+
+    return said_here(
+        gettext_noop(
+            "Your account is no longer in a group that may mount volume “%(name)s”: copy the "
+            "job (Copy & edit) and choose another volume in the copy, or ask staff to add you "
+            "to one of the volume's groups."
+        ),
+        name=name,
+    )
+
+
+def no_longer_listed_message(name: str) -> str:
+    """Why a queued job cannot start when a volume it names has left LOCAL_VOLUMES since:
+    the runner's own words for a volume this machine does not have (jobs.runner.volume_mounts)."""
+    from django.utils.translation import gettext_noop
+
+    from .texts import said_here
+
+    return said_here(
+        gettext_noop("Volume %(volume)s (%(type)s) is not available on this machine."),
+        volume=name,
+        type="hostpath",
+    )
+
+
 def read_only_message(name: str) -> str:
     """Said as not_offered_message is: in the language active now, with its message."""
     from django.utils.translation import gettext_noop
@@ -245,12 +279,15 @@ def read_only_message(name: str) -> str:
 
 
 def volume_refusals(
-    *, spec: JobSpec, owner: Any, groups: GroupNames | None = None
+    *, spec: JobSpec, owner: Any, groups: GroupNames | None = None, at_start: bool = False
 ) -> dict[str, list[str]]:
     """What `owner` may not mount of a local job's spec, by spec field path: a volume that is
     not offered to them (or does not exist: the same words), and a read-only volume mounted
     read-write. The one check the wizard, Run again, the APIs and the runner all ask.
-    `groups`: the owner's group names as the page already read them (the wizard's review)."""
+    `groups`: the owner's group names as the page already read them (the wizard's review).
+    `at_start`: asked by the runner of a job already queued, which says why in words for a
+    queued job (the owner left the volume's groups; the volume is no longer listed), not the
+    wizard's."""
     from .backends.local import host_volumes
 
     volumes = {v.name: v for v in host_volumes()}
@@ -262,9 +299,55 @@ def volume_refusals(
         if ds.type != "hostpath" or not ds.name:
             continue  # the backend's or the spec's own message (choose a volume)
         if ds.name not in allowed:
-            errors.setdefault(f"datasources[{i}].name", []).append(not_offered_message(ds.name))
+            if not at_start:
+                said = not_offered_message(ds.name)
+            elif ds.name in volumes:
+                said = no_longer_in_group_message(ds.name)
+            else:
+                said = no_longer_listed_message(ds.name)
+            errors.setdefault(f"datasources[{i}].name", []).append(said)
         elif volumes[ds.name].read_only and not ds.read_only:
             errors.setdefault(f"datasources[{i}].options.readOnly", []).append(
                 read_only_message(ds.name)
             )
     return errors
+
+
+def queued_jobs_losing_volumes(
+    *, user: Any, groups_before: set[str]
+) -> list[tuple[Any, list[str]]]:
+    """`user`'s queued local jobs (Queued, or Pending review) that name a volume they could
+    mount in `groups_before` and may no longer mount in their groups now, each with those
+    volumes' names: what moving them between groups does to jobs already waiting, said to
+    the staff who moved them (qa106; jobs.admin's user admin), as each fails at start."""
+    from .backends.local import host_volumes
+    from .models import Job, JobStatus
+    from .spec import SpecError
+
+    restricted = [v for v in host_volumes() if v.restricted]
+    if not restricted or getattr(user, "is_superuser", False):
+        return []
+    now = _group_names(user)
+    lost = {
+        v.name
+        for v in restricted
+        if may_mount(user=user, volume=v, groups=groups_before)
+        and not may_mount(user=user, volume=v, groups=now)
+    }
+    if not lost:
+        return []
+    found = []
+    waiting = Job.objects.filter(
+        owner=user, backend="local", status__in=[JobStatus.QUEUED, JobStatus.PENDING_REVIEW]
+    ).order_by("created_at", "pk")
+    for job in waiting:
+        try:
+            spec = job.job_spec()
+        except SpecError:
+            continue  # fails at start for its own reason
+        names = sorted(
+            {ds.name for ds in spec.datasources if ds.type == "hostpath" and ds.name in lost}
+        )
+        if names:
+            found.append((job, names))
+    return found

@@ -885,16 +885,32 @@ def test_keys_revoked_all_at_once_on_the_keys_page_are_refused_at_once(wsgi, api
     assert refused(lambda: api.list_jobs(pool="local")).code == "InvalidAccessKeyId"
 
 
-def test_a_key_of_a_deactivated_user_is_refused(api, alice):
+def test_a_key_of_a_deactivated_user_is_refused_saying_so_to_its_holder_and_works_once_active(
+    wsgi, api, alice, alice_key
+):
+    """qa106: its holder read "does not exist in our records (or was revoked)", while the key
+    is kept and works again once the account is active. Said only to a request its secret
+    signed, as a revocation's "by what" is (fix108); the key ID alone learns nothing."""
     alice.is_active = False
     alice.save()
+    stranger = client_for(wsgi, alice_key[0].access_key_id, "0" * 32)
 
     error = refused(lambda: api.list_jobs(pool="local"))
+    guessed = refused(lambda: stranger.list_jobs(pool="local"))
+    alice.is_active = True
+    alice.save()
 
-    assert error.code == "InvalidAccessKeyId"
-    assert error.message == (  # not told why: the account, not the key, ended
+    assert (error.status, error.code) == (403, "InvalidAccessKeyId")
+    assert error.message == (
+        f"The access key {alice_key[0].access_key_id} belongs to an account that is "
+        "deactivated: requests signed with it are refused until an administrator activates "
+        "the account again."
+    )
+    assert (guessed.status, guessed.code) == (403, "InvalidAccessKeyId")
+    assert guessed.message == (
         "The Access Key ID you provided does not exist in our records (or was revoked)."
     )
+    assert api.list_jobs(pool="local") == []
 
 
 def test_an_expired_or_future_timestamp_is_refused(wsgi, alice_key):

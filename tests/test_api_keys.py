@@ -282,6 +282,49 @@ def test_the_admins_key_list_and_page_say_never_for_a_key_without_an_expiry(admi
     assert '<div class="readonly">Never</div>' in english
 
 
+def test_the_admins_key_list_says_which_keys_owner_is_deactivated(admin_client, alice, bob):
+    """qa106: a deactivated account's keys are kept, not revoked, and read as working."""
+    kept, _ = api_key_create(owner=alice)
+    working, _ = api_key_create(owner=bob)
+    alice.is_active = False
+    alice.save()
+    admin_client.cookies["django_language"] = "en"
+
+    listed = admin_client.get("/admin/jobs/apikey/").content.decode()
+
+    rows = dict(
+        re.findall(
+            r'>([0-9a-f]{32})</a>.*?<td class="field-owner_account">(.*?)</td>', listed, re.S
+        )
+    )
+    assert rows == {
+        kept.access_key_id: "Owner deactivated: refused until the account is active again",
+        working.access_key_id: "Active",
+    }
+    assert ApiKey.objects.get(pk=kept.pk).revoked_at is None
+
+
+def test_the_admins_key_list_filters_by_a_typed_username_not_a_link_per_owner(
+    admin_client, alice, bob
+):
+    """qa106: its "by owner" filter listed every key owner as a link; the job list's box."""
+    alices, _ = api_key_create(owner=alice)
+    bobs, _ = api_key_create(owner=bob)
+    admin_client.cookies["django_language"] = "en"
+
+    whole = admin_client.get("/admin/jobs/apikey/").content.decode()
+    typed = admin_client.get("/admin/jobs/apikey/", {"owner_name": "alice"}).content.decode()
+    linked = admin_client.get("/admin/jobs/apikey/", {"owner__id__exact": bob.pk}).content.decode()
+    nobody = admin_client.get("/admin/jobs/apikey/", {"owner_name": "carol"}).content.decode()
+
+    panel = whole.split('id="changelist-filter"', 1)[1].split("</nav>", 1)[0]
+    assert 'name="owner_name"' in panel and ">bob</a>" not in panel
+    assert alices.access_key_id in typed and bobs.access_key_id not in typed
+    assert bobs.access_key_id in linked and alices.access_key_id not in linked
+    assert "No user “carol”: no API key listed." in nobody
+    assert alices.access_key_id not in nobody and bobs.access_key_id not in nobody
+
+
 # -- expiry ---------------------------------------------------------------------------------
 
 

@@ -390,3 +390,42 @@ def test_a_users_page_links_only_to_the_lists_the_viewer_may_read(alice):
     page = client.get(f"/admin/auth/user/{alice.pk}/change/").content.decode()
 
     assert re.findall(r'class="user-link">([^<]+)<', page) == ["卡配额"]
+
+
+def test_saving_a_deactivated_user_counts_their_drafts_and_active_api_keys_and_links_the_keys(
+    alice, bob, superuser
+):
+    """qa106: the save said nothing of them, and README said deactivating ended the keys
+    (they are refused while the account is inactive and work again once it is active)."""
+    from jobs.api_keys import api_key_create, api_key_revoke
+    from jobs.models import Draft
+
+    Draft.objects.create(owner=alice)
+    api_key_create(owner=alice)
+    api_key_revoke(key=api_key_create(owner=alice)[0])  # revoked: not counted
+    client = Client(headers={"Accept-Language": "en"})
+    client.force_login(superuser)
+
+    saved = client.post(
+        reverse("admin:auth_user_change", args=[alice.pk]),
+        user_form(alice, is_active=""),
+        follow=True,
+    ).content.decode()
+    kept = client.post(
+        reverse("admin:auth_user_change", args=[bob.pk]), user_form(bob, is_active=""), follow=True
+    ).content.decode()
+    client.cookies["django_language"] = "zh-hans"
+    chinese = client.post(
+        reverse("admin:auth_user_change", args=[alice.pk]),
+        user_form(alice, is_active=""),
+        follow=True,
+    ).content.decode()
+
+    assert (
+        "The account alice keeps 1 draft, 1 active API key. Its API keys are refused while it "
+        "is inactive and work again once it is active: revoke them if they should end. "
+        f'<a href="/admin/jobs/apikey/?owner__id__exact={alice.pk}">Its API keys</a>'
+    ) in saved
+    assert "1 个草稿、1 个有效 API 密钥" in chinese
+    assert " keeps " not in kept  # bob has neither
+    assert alice.api_keys.filter(revoked_at__isnull=True).count() == 1

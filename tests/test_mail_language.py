@@ -65,7 +65,7 @@ def test_an_owner_who_switched_to_english_gets_the_review_mail_in_english(
     )
     # What the job records stays in the console's language, for every reader.
     job.refresh_from_db()
-    assert job.events.last().message == f"已由 {reviewer.username} 拒绝：Use at most 8 cards."
+    assert job.events.last().message == f"已由 {reviewer.username} 驳回：Use at most 8 cards."
 
 
 def test_an_owner_who_switched_to_chinese_gets_it_in_chinese_in_an_english_console(

@@ -236,7 +236,7 @@ def test_rejecting_keeps_the_reason_for_the_owner(alice, reviewer, mailoutbox):
     with translation.override("en"):
         assert event.message_shown == f"Rejected by {reviewer.username}: Use at most 8 cards."
     with translation.override("zh-hans"):
-        assert event.message_shown == f"已由 {reviewer.username} 拒绝：Use at most 8 cards."
+        assert event.message_shown == f"已由 {reviewer.username} 驳回：Use at most 8 cards."
     assert "Use at most 8 cards." in mailoutbox[0].body
 
 

@@ -163,9 +163,11 @@ REFUSALS = {
     ),
     "a volume no longer offered to its owner": (
         volume_kept_for_a_team_since,
-        "Could not start: Volume “work” is not offered to you on the local pool; choose one of "
-        "the volumes the wizard lists.",
-        "无法启动：本机资源池未向您提供卷“work”；请从向导列出的卷中选择。",
+        "Could not start: Your account is no longer in a group that may mount volume “work”: "
+        "copy the job (Copy & edit) and choose another volume in the copy, or ask staff to add "
+        "you to one of the volume's groups.",
+        "无法启动：您的账号已不在可挂载卷“work”的用户组中：请复制该任务（复制）并在副本中选择其他卷，"
+        "或请管理员将您加入该卷的某个用户组。",
     ),
     "a volume made read-only": (
         volume_made_read_only_since,
@@ -175,11 +177,12 @@ REFUSALS = {
     ),
     "two volumes refused": (
         two_volumes_refused,
-        "Could not start: Volume “work” is not offered to you on the local pool; choose one of "
-        "the volumes the wizard lists. Volume “models” is read-only for everyone (set by the "
-        "administrator): mount it read-only.",
-        "无法启动：本机资源池未向您提供卷“work”；请从向导列出的卷中选择。 卷“models”对所有人只读"
-        "（由管理员设定）：请以只读方式挂载。",
+        "Could not start: Your account is no longer in a group that may mount volume “work”: "
+        "copy the job (Copy & edit) and choose another volume in the copy, or ask staff to add "
+        "you to one of the volume's groups. Volume “models” is read-only for everyone (set by "
+        "the administrator): mount it read-only.",
+        "无法启动：您的账号已不在可挂载卷“work”的用户组中：请复制该任务（复制）并在副本中选择其他卷，"
+        "或请管理员将您加入该卷的某个用户组。 卷“models”对所有人只读（由管理员设定）：请以只读方式挂载。",
     ),
     "its owner's uid past the highest": (
         owner_uid_past_the_highest,

@@ -512,8 +512,34 @@ def test_a_job_queued_before_its_owner_left_the_group_fails_at_start_and_mounts_
     run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
 
     assert job.status == JobStatus.FAILED
-    assert NOT_OFFERED_ZH in job.status_reason and "team-a" in job.status_reason
+    assert job.status_reason == (
+        "无法启动：您的账号已不在可挂载卷“team-a”的用户组中：请复制该任务（复制）并在副本中选择其他卷，"
+        "或请管理员将您加入该卷的某个用户组。"
+    )
     assert not (volumes["team-a"] / "written-by-the-job").exists()
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_job_refused_its_volume_at_start_never_started_and_counts_as_no_job_in_usage(
+    volumes, team_a, alice, alice_client
+):
+    """qa106: it said "Started on this machine with … card 7" and then StartFailed, and the
+    usage pages counted it as a job run (任务数 2, 0.00 card-hours)."""
+    spec = make_spec("true", datasources=[S.Datasource("hostpath", "team-a", mount_path="/ckpt")])
+    job = submit(alice, spec)
+    alice.groups.remove(team_a)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="the job to fail")
+    page = alice_client.get("/account/usage/", HTTP_ACCEPT_LANGUAGE="en")
+    sheet = alice_client.get("/account/usage/", {"format": "csv"}).content.decode("utf-8-sig")
+
+    assert page.context["report"].total.jobs == 0
+    assert 'id="usage-jobs">0</dd>' in page.content.decode()
+    assert job.public_id not in sheet
+    job.refresh_from_db()
+    assert job.started_at is None
+    reasons = list(job.events.values_list("reason", flat=True))
+    assert "Started" not in reasons and reasons.count("StartFailed") == 1
 
 
 @pytest.mark.usefixtures("runner_settings")
@@ -574,3 +600,80 @@ def test_the_job_page_reads_no_event_files_of_a_volume_its_owner_may_no_longer_m
 
     assert isinstance(before, tb.LogFolder)
     assert isinstance(after, str) and "team-a" in after
+
+
+# -- moving a user between groups (the admin) --------------------------------------------
+
+
+def moved_to(client: Client, user, *groups: Group) -> str:
+    """What the admin says on saving `user` in `groups` alone (English)."""
+    from .test_admin import user_form
+
+    form = user_form(user, groups=[g.pk for g in groups])
+    page = reverse("admin:auth_user_change", args=[user.pk])
+    return html.unescape(client.post(page, form, follow=True).content.decode())
+
+
+@pytest.fixture
+def superuser_client(superuser) -> Client:
+    client = Client(headers={"Accept-Language": "en"})
+    client.force_login(superuser)
+    return client
+
+
+def test_moving_a_user_out_of_a_volumes_group_names_their_queued_jobs_that_mount_it(
+    volumes, team_a, alice, superuser_client
+):
+    """qa106: the save said nothing, and those jobs later failed at start."""
+    team_b = Group.objects.create(name="team-b")
+    on_team_a = submit(
+        alice, make_spec("true", datasources=[S.Datasource("hostpath", "team-a", "/ckpt")])
+    )
+    on_shared = submit(
+        alice, make_spec("true", datasources=[S.Datasource("hostpath", "shared", "/s")])
+    )
+    submit(alice, make_spec("true"))  # on the open scratch volume: nothing lost
+
+    said = moved_to(superuser_client, alice, team_b)
+
+    assert (
+        "The account alice is no longer in a group that may mount “team-a”: 1 queued job of "
+        "theirs mounts "
+        "it and fails when it comes to start. Stop it, or have them copy it with another "
+        f'volume: <a href="/admin/jobs/job/{on_team_a.pk}/change/">{on_team_a.public_id}</a>'
+    ) in said
+    assert on_shared.public_id not in said  # team-b may mount it too
+    assert list(alice.groups.values_list("name", flat=True)) == ["team-b"]
+
+
+def test_moving_a_user_whose_jobs_lose_no_volume_says_nothing_of_volumes(
+    volumes, team_a, alice, superuser_client
+):
+    submit(alice, make_spec("true", datasources=[S.Datasource("hostpath", "shared", "/s")]))
+    team_b = Group.objects.create(name="team-b")
+
+    said = moved_to(superuser_client, alice, team_a, team_b)
+
+    assert "no longer in a group" not in said
+    assert set(alice.groups.values_list("name", flat=True)) == {"team-a", "team-b"}
+
+
+def test_moving_a_user_between_groups_of_other_card_quotas_says_their_queued_jobs_wait_under_them(
+    volumes, team_a, alice, superuser_client
+):
+    from jobs.models import CardQuota
+
+    team_b = Group.objects.create(name="team-b")
+    CardQuota.objects.create(group=team_a, max_cards=8)
+    CardQuota.objects.create(group=team_b, max_cards=2)
+    submit(alice, make_spec("true"))
+
+    said = moved_to(superuser_client, alice, team_b)
+    unchanged = moved_to(superuser_client, alice, team_b)
+
+    assert (
+        "The card quotas that apply to alice changed with their groups: their 1 queued local "
+        f'job starts under the new ones. <a href="/admin/jobs/job/?owner__id__exact={alice.pk}">'
+        "Their jobs</a>"
+    ) in said
+    assert "card quotas that apply" not in unchanged
