@@ -1497,6 +1497,26 @@ def test_get_job_answers_aihcs_placement_fault_tolerance_and_bccl_keys_v1_list_i
     assert done["scheduledAt"] == done["runningAt"] != ""
 
 
+def test_a_kubernetes_jobs_get_job_answers_its_namespace_as_k8s_namespace(api, alice):
+    # The pool is the namespace (k8s-<namespace>); its uid is not kept: "" (README).
+    whole_nodes = [
+        S.Role(role, 1, accelerator_type=A800, accelerators=8) for role in ("master", "worker")
+    ]
+    spec = make_spec(
+        "echo hi",
+        resource_pool_id="k8s-team-a",
+        roles=whole_nodes,
+        enable_rdma=True,
+        enable_bccl=True,
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()), backend="kubernetes")
+
+    described = get(api, f"/api/v1/aijobs/{job.public_id}", resourcePoolId="k8s-team-a")
+
+    assert (described["k8sNamespace"], described["k8sUID"]) == ("team-a", "")
+    assert (described["enableBcclStatus"], described["enableBcclErrorReason"]) == ("unknown", "")
+
+
 def test_a_get_job_answer_sent_back_with_both_fault_tolerance_forms_makes_the_same_job(api):
     # GetJob answers faultToleranceConfig and, since qa105, the same as faultToleranceArgs;
     # the two given together are refused unless they say the same.
