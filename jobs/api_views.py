@@ -1130,9 +1130,12 @@ def jobs_found(
         return Job.objects.none()  # a NUL matches no job, and PostgreSQL refuses it in a query
     if queue and queue != "all":
         queue_of_jobs_known(owner=owner, pool_id=pool, queue=queue)
-    # With the local run each job's answer reads (its network as it ran: job_view), and the
-    # queue group a task's answer names (group_fields).
-    found = Job.objects.filter(owner=owner, resource_pool=pool).select_related("local_run", "group")
+    # With the local run each job's answer reads (its network as it ran: job_view), the
+    # queue group a task's answer names (group_fields), and the owner a waiting job's place
+    # in line reads (placement_fields).
+    found = Job.objects.filter(owner=owner, resource_pool=pool).select_related(
+        "local_run", "group", "owner"
+    )
     if queue and queue != "all":
         found = found.filter(queue=queue)
     if status:
