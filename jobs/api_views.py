@@ -462,13 +462,13 @@ def placement_fields(job: Job) -> dict[str, Any]:
     `scheduledAt` is when the job started on its pool, which the console records as one
     moment with its start (runningAt); `queueingSequence` its place in the local pool's line
     as its page shows it (queue_position), 0 when it is not waiting there (AIHC's integer,
-    whose zero is "not queued"); `k8sNamespace` the namespace of a Kubernetes pool's job,
-    `k8sUID` "" as the console does not keep the resource's uid (and "" for both off
-    Kubernetes)."""
+    whose zero is "not queued"); `k8sNamespace` the namespace of a Kubernetes pool's job and
+    `k8sUID` its resource's uid as the API server last answered it ("" before its create,
+    and both "" off Kubernetes)."""
     return {
         "scheduledAt": _time(job.started_at),
         "queueingSequence": queue_position(job) or 0,
-        "k8sUID": "",
+        "k8sUID": job.k8s_uid,
         "k8sNamespace": namespace_of(job.resource_pool) if job.backend == "kubernetes" else "",
     }
 

@@ -1497,8 +1497,9 @@ def test_get_job_answers_aihcs_placement_fault_tolerance_and_bccl_keys_v1_list_i
     assert done["scheduledAt"] == done["runningAt"] != ""
 
 
-def test_a_kubernetes_jobs_get_job_answers_its_namespace_as_k8s_namespace(api, alice):
-    # The pool is the namespace (k8s-<namespace>); its uid is not kept: "" (README).
+def test_a_kubernetes_jobs_get_job_answers_its_namespace_and_resources_uid(api, alice):
+    # The pool is the namespace (k8s-<namespace>); the uid is the one the API server gave the
+    # job's resource (recorded by the backend: test_kubernetes_backend), "" before its create.
     whole_nodes = [
         S.Role(role, 1, accelerator_type=A800, accelerators=8) for role in ("master", "worker")
     ]
@@ -1511,9 +1512,13 @@ def test_a_kubernetes_jobs_get_job_answers_its_namespace_as_k8s_namespace(api, a
     )
     [job] = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()), backend="kubernetes")
 
+    before = get(api, f"/api/v1/aijobs/{job.public_id}", resourcePoolId="k8s-team-a")
+    uid = "0b7f1c1e-5d4a-4c6e-9a53-0d1e2f3a4b5c"
+    Job.objects.filter(pk=job.pk).update(k8s_uid=uid)
     described = get(api, f"/api/v1/aijobs/{job.public_id}", resourcePoolId="k8s-team-a")
 
-    assert (described["k8sNamespace"], described["k8sUID"]) == ("team-a", "")
+    assert (before["k8sNamespace"], before["k8sUID"]) == ("team-a", "")
+    assert (described["k8sNamespace"], described["k8sUID"]) == ("team-a", uid)
     assert (described["enableBcclStatus"], described["enableBcclErrorReason"]) == ("unknown", "")
 
 
