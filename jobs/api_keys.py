@@ -551,7 +551,23 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
         raise _too_many(minutes)
     now = now or timezone.now()
     age = (now - auth.signed_at).total_seconds()
-    if age > min(auth.expiration, MAX_EXPIRATION_SECONDS) or age < -CLOCK_SKEW_SECONDS:
+    if age < -CLOCK_SKEW_SECONDS:
+        # BCE's code, which Baidu's SDK retries, but not its "has expired": a request signed
+        # in the future has not expired, its client's clock is ahead (qa105).
+        raise ApiAuthError(
+            400,
+            "RequestExpired",
+            _(
+                "The signing time %(timestamp)s is more than %(seconds)d s ahead of the "
+                "server's clock (%(now)s): set the client's clock right and sign again."
+            )
+            % {
+                "timestamp": auth.timestamp,
+                "seconds": CLOCK_SKEW_SECONDS,
+                "now": now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            },
+        )
+    if age > min(auth.expiration, MAX_EXPIRATION_SECONDS):
         raise ApiAuthError(
             400, "RequestExpired", f"Request has expired. Timestamp date is {auth.timestamp}."
         )

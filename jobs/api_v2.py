@@ -57,6 +57,7 @@ from .api_views import (
     _pods,
     _time,
     api_view,
+    bccl_fields,
     body_fingerprint,
     choice_param,
     client_token,
@@ -344,6 +345,9 @@ def job_item(job: Job, *, detail: bool) -> dict[str, Any]:
     if body:
         # Answered when unset too, as v1's DescribeJob does (jobs.api_views.job_view).
         item["enableBccl"] = bool(body.get("enableBccl"))
+        item.update(bccl_fields(body))
+        # JobItem's flag string, "" when the job has no fault tolerance settings (qa105).
+        item.setdefault("faultToleranceArgs", "")
         item.setdefault("labels", [])
         item.setdefault("datasources", [])
     if detail:

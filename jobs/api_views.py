@@ -29,9 +29,10 @@ Decisions (README "Scripts and SDKs"):
 - A log line's stamp is UTC with its Z, as every time the API answers (qa97).
 - clientToken (query, as [next] sends it, or body): a create with the same token and the same
   body without it (and pool) from the same user within CLIENT_TOKEN_HOURS answers the first
-  job's id instead of making another. The body is part of the key because one client
-  ([aihcx]) uses the current second as its token: two different jobs sent in one second must
-  both be made. After the window, or once that job is deleted, the token makes a new job.
+  job's id instead of making another; the same token with another body is refused, 409
+  IdempotentParameterMismatch naming that job (qa105: until then it made a second job, so a
+  retry that changed a timestamp label ran twice). After the window, or once that job is
+  deleted, the token makes a new job.
 - A job the idle cards cannot hold now is queued and waits, as AIHC queues it: a body that
   does not choose (AIHC's never do) makes a local job a queue task of one (or of the group
   size its console.submission.total gives, kept with its concurrency). A body that asks
@@ -84,11 +85,12 @@ from .actions import (
     job_stop,
     stop_looked_for,
 )
-from .aihc.mapping import v1_fault_tolerance_args
+from .aihc.mapping import fault_tolerance_args, v1_fault_tolerance_args
 from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
 from .backends import local as local_backend
 from .backends.base import got_no_answer
+from .kubernetes.config import namespace_of
 from .languages import accepted_language
 from .logs import LOG_START, LogMarker, job_secrets, log_read, shown_lines
 from .models import (
@@ -109,7 +111,7 @@ from .monitoring import (
 )
 from .plain_secrets import secrets_in_plain_text
 from .pools import QueueCounts, queue_counts
-from .scheduler import queues_held
+from .scheduler import queue_position, queues_held
 from .services import FIELDS_NOT_READ, fields_not_read, jobs_submit, signed_with
 
 logger = logging.getLogger(__name__)
@@ -454,6 +456,33 @@ def created_fields(job: Job) -> dict[str, Any]:
     return {"jobIds": list(tasks.values_list("public_id", flat=True)), "groupId": job.group_id}
 
 
+def placement_fields(job: Job) -> dict[str, Any]:
+    """AIHC's GetJob keys of where and when a job was placed (qa105: a script reading
+    job["scheduledAt"] got a KeyError from this console only), with what the console knows:
+    `scheduledAt` is when the job started on its pool, which the console records as one
+    moment with its start (runningAt); `queueingSequence` its place in the local pool's line
+    as its page shows it (queue_position), 0 when it is not waiting there (AIHC's integer,
+    whose zero is "not queued"); `k8sNamespace` the namespace of a Kubernetes pool's job and
+    `k8sUID` its resource's uid as the API server last answered it ("" before its create,
+    and both "" off Kubernetes)."""
+    return {
+        "scheduledAt": _time(job.started_at),
+        "queueingSequence": queue_position(job) or 0,
+        "k8sUID": job.k8s_uid,
+        "k8sNamespace": namespace_of(job.resource_pool) if job.backend == "kubernetes" else "",
+    }
+
+
+def bccl_fields(body: Mapping[str, Any]) -> dict[str, str]:
+    """AIHC's BCCL check result keys (v1 GetJob, v2 JobItem): `enableBcclStatus` is AIHC's
+    success/failed/unknown of a job with BCCL on, "" with it off; the console learns no
+    result of BCCL's injection, so a job with it on is "unknown", with no error reason."""
+    return {
+        "enableBcclStatus": "unknown" if body.get("enableBccl") else "",
+        "enableBcclErrorReason": "",
+    }
+
+
 def job_view(job: Job, *, detail: bool) -> dict[str, Any]:
     """A job as AIHC's v1 DescribeJob/DescribeJobs show it (secret values masked), with the
     console's own consoleStatus, statusReason and, for a queue group's task, group_fields."""
@@ -470,6 +499,7 @@ def job_view(job: Job, *, detail: bool) -> dict[str, Any]:
         "createdAt": _time(job.created_at),
         "runningAt": _time(job.started_at),
         "finishedAt": _time(job.finished_at),
+        **placement_fields(job),
         **group_fields(job),
     }
     try:
@@ -504,6 +534,12 @@ def job_view(job: Job, *, detail: bool) -> dict[str, Any]:
         view["datasources"] = body.get("datasources") or []
         view["enableFaultTolerance"] = bool(body.get("faultTolerance"))
         view["enableBccl"] = bool(body.get("enableBccl"))
+        view.update(bccl_fields(body))
+        # AIHC's GetJob answers the fault tolerance settings in both its forms: the log
+        # patterns as a list and the flag string v2 and AIHC's Go SDK send (qa105).
+        config = body.get("faultToleranceConfig") or {}
+        view["customFaultTolerancePattern"] = list(config.get("customFaultTolerancePattern") or [])
+        view["faultToleranceArgs"] = fault_tolerance_args(config) if config else ""
     if "faultToleranceConfig" in body:
         view["faultToleranceConfig"] = body["faultToleranceConfig"]
     if detail:
@@ -712,10 +748,46 @@ def _own_job(request: HttpRequest, owner: Any, job_id: str) -> Job:
 
 
 def _submit_key(owner: Any, token: str, pool: str, raw_body: bytes) -> str:
+    """The key of a create with a token until qa105: one digest of the token and the body,
+    matched still for a job made before the upgrade and retried within the window."""
     digest = hashlib.sha256()
     for part in (str(owner.pk).encode(), token.encode(), pool.encode(), raw_body):
         digest.update(len(part).to_bytes(8, "big") + part)
     return f"api-{digest.hexdigest()}"
+
+
+def _token_key(owner: Any, token: str, pool: str) -> str:
+    """The first part of a create's submit key: its token, owner and pool. A job whose key
+    starts with it holds the token, whatever its body (qa105)."""
+    digest = hashlib.sha256()
+    for part in (str(owner.pk).encode(), token.encode(), pool.encode()):
+        digest.update(len(part).to_bytes(8, "big") + part)
+    return f"api-{digest.hexdigest()[:32]}-"
+
+
+def token_submit_key(owner: Any, token: str, pool: str, fingerprint: bytes) -> str:
+    """A create's submit key: _token_key, then a digest of its body (body_fingerprint), so a
+    retry finds its job by both, and a job made with the token by the first alone."""
+    return _token_key(owner, token, pool) + hashlib.sha256(fingerprint).hexdigest()[:32]
+
+
+CLIENT_TOKEN_REUSED = "IdempotentParameterMismatch"
+
+
+def client_token_reused(token: str, made: Job) -> ApiError:
+    """409 for a create whose token made a job of another body within the window (qa105:
+    a retry that changed a timestamp label silently made a second job)."""
+    return ApiError(
+        409,
+        CLIENT_TOKEN_REUSED,
+        _(
+            "clientToken %(token)s already made job %(job)s within the last %(hours)d hours, "
+            "from another body: nothing was created. Send that job's body again to be answered "
+            "its id, or use a new clientToken for a new job."
+        )
+        % {"token": token, "job": made.public_id, "hours": CLIENT_TOKEN_HOURS},
+        extensions={"jobId": made.public_id},
+    )
 
 
 def job_create(
@@ -758,19 +830,24 @@ def job_create(
         # again (QA 57): what the console refuses may have changed in between (its pool turned
         # off, a volume withdrawn, an upgrade's stricter rule), and a retry refused although
         # its job exists and runs read to a script as a create that failed.
-        same_create = Q(submit_key__startswith=_submit_key(owner, token, pool_id, fingerprint))
+        same_create = Q(submit_key__startswith=token_submit_key(owner, token, pool_id, fingerprint))
+        # A job made before qa105 holds the key of its token and body in one digest; before
+        # qa97, of the body's bytes as sent.
+        same_create |= Q(submit_key__startswith=_submit_key(owner, token, pool_id, fingerprint))
         if sent_as:
             same_create |= Q(submit_key__startswith=_submit_key(owner, token, pool_id, sent_as))
-        made = (
-            Job.objects.filter(
-                same_create,
-                created_at__gte=timezone.now() - timedelta(hours=CLIENT_TOKEN_HOURS),
-            )
-            .order_by("id")
-            .first()
-        )
+        recent = Job.objects.filter(
+            created_at__gte=timezone.now() - timedelta(hours=CLIENT_TOKEN_HOURS)
+        ).order_by("id")
+        made = recent.filter(same_create).first()
         if made is not None:
             return made
+        # The token with another body is refused, not a second job: AIHC documents no token
+        # that makes a job per body, and a retry that changed anything (a timestamp label)
+        # made a duplicate that ran beside the first (qa105).
+        other = recent.filter(submit_key__startswith=_token_key(owner, token, pool_id)).first()
+        if other is not None:
+            raise client_token_reused(token, other)
     unread_values: dict[str, list[str]] = {}
     try:
         spec = spec_module.parse_document(document, resource_pool_id=pool_id, json_types=True)
@@ -811,10 +888,10 @@ def job_create(
     if errors or misplaced:
         raise refused(errors)
     if token:
-        submit_key = _submit_key(owner, token, pool_id, fingerprint)
-        # Past the window the token is free again: the old job keeps no claim on it.
+        submit_key = token_submit_key(owner, token, pool_id, fingerprint)
+        # Past the window the token is free again: the old jobs keep no claim on it.
         Job.objects.filter(
-            submit_key__startswith=submit_key,
+            submit_key__startswith=_token_key(owner, token, pool_id),
             created_at__lt=timezone.now() - timedelta(hours=CLIENT_TOKEN_HOURS),
         ).update(submit_key=None)
     else:
@@ -1020,7 +1097,8 @@ def invalid_fields(
     `fields` is), lists each field path as the body names it with its message, so a script
     need not split the text (qa97). The keys found at the wrong place (`misplaced`, paths
     as the body names them) are said first; what is said of no field (the empty path: that
-    more follows) only in `message`."""
+    more follows) only in `message`; a refusal naming no field (a body that is no JSON
+    object) has no `errors`, as the README says (qa105: it answered an empty list)."""
     said = _fields_said(misplaced or {})
     for path, messages in _fields_said(errors, rename).items():
         place = said.setdefault(path, [])
@@ -1029,7 +1107,9 @@ def invalid_fields(
     listed = [
         {"field": path, "message": " ".join(messages)} for path, messages in said.items() if path
     ]
-    return ApiError(400, "InvalidParameter", message, extensions={"errors": listed})
+    return ApiError(
+        400, "InvalidParameter", message, extensions={"errors": listed} if listed else {}
+    )
 
 
 def jobs_found(
@@ -1050,9 +1130,12 @@ def jobs_found(
         return Job.objects.none()  # a NUL matches no job, and PostgreSQL refuses it in a query
     if queue and queue != "all":
         queue_of_jobs_known(owner=owner, pool_id=pool, queue=queue)
-    # With the local run each job's answer reads (its network as it ran: job_view), and the
-    # queue group a task's answer names (group_fields).
-    found = Job.objects.filter(owner=owner, resource_pool=pool).select_related("local_run", "group")
+    # With the local run each job's answer reads (its network as it ran: job_view), the
+    # queue group a task's answer names (group_fields), and the owner a waiting job's place
+    # in line reads (placement_fields).
+    found = Job.objects.filter(owner=owner, resource_pool=pool).select_related(
+        "local_run", "group", "owner"
+    )
     if queue and queue != "all":
         found = found.filter(queue=queue)
     if status:

@@ -158,6 +158,10 @@ class Job(models.Model):
     # before the first create, and for jobs from before the setting: v1), so a change of the
     # setting never looks for a running job under the other API's kind.
     training_api = models.CharField(max_length=16, blank=True, default="", editable=False)
+    # Kubernetes: the uid the API server gave the job's resource (its metadata.uid), as its
+    # create or the latest read answered it (a restart's new resource has another); "" until
+    # then and off Kubernetes. AIHC's GetJob answers it as k8sUID (qa105).
+    k8s_uid = models.CharField(max_length=64, blank=True, default="", editable=False)
     # AIHC: until when the worker looks on AIHC for another job carrying this job's id label
     # (jobs.backends.aihc.AihcBackend.stop_duplicates): a create that got no clear answer, or
     # that a worker died sending, may land after the job was created again or ended here.

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import json
 import posixpath
 import re
 import shlex
@@ -74,6 +75,19 @@ MPI = "MPIJob"
 TENSORFLOW = "TFJob"
 CUSTOM = "Custom"
 FRAMEWORKS = (PYTORCH, MPI, TENSORFLOW, CUSTOM)
+# How a framework is spelled elsewhere, any letter case: AIHC's CLI template writes
+# `"jobFramework": "pytorch"` and its v1 overview `PytorchJob` (reference: aihc-openapi.md,
+# jobFramework). The import reads them as the console's name (jobs.wizard_import.
+# framework_read); the API refuses them, saying which name is meant (validate).
+FRAMEWORK_SPELLINGS = {
+    "pytorch": PYTORCH,
+    "pytorchjob": PYTORCH,
+    "mpi": MPI,
+    "mpijob": MPI,
+    "tensorflow": TENSORFLOW,
+    "tfjob": TENSORFLOW,
+    "custom": CUSTOM,
+}
 # What people read (the console's 训练框架 choices); the values above are the API's.
 FRAMEWORK_LABELS = {
     PYTORCH: "PyTorch",
@@ -626,6 +640,13 @@ def _datasource_body(ds: Datasource) -> dict[str, Any]:
 # -- parsing -------------------------------------------------------------------------
 
 
+def _example(value: Any) -> str:
+    """A value as JSON, for a message's example: cut at 40 characters, as its field may be
+    long text."""
+    said = json.dumps(value, ensure_ascii=False)
+    return said if len(said) <= 40 else said[:39] + "…"
+
+
 class _Reader:
     """Reads a loosely typed JSON document, collecting field-addressed errors. `json_types`:
     a whole number sent as text ("2") and text sent as a number (1) are refused, as AIHC's
@@ -655,25 +676,47 @@ class _Reader:
             return []
         return value
 
-    def str(self, value: Any, path: str, default: str = "") -> str:
+    def str(self, value: Any, path: str, default: str = "", *, secret: bool = False) -> str:
+        """Text; with `json_types` a number is refused with its own value as the example
+        (qa105: it was always "1"), but for a `secret` one (a secret env's value), not
+        quoted back."""
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             self.error(path, _("Must be text."))
             return default
         if self.json_types and not isinstance(value, str):
-            # The value is not quoted back: an env's may be a secret.
-            self.error(path, _('Must be text: a JSON string, in quotes ("1", not 1).'))
+            sent = "1" if secret else _example(value)
+            self.error(
+                path,
+                _("Must be text: a JSON string, in quotes (%(quoted)s, not %(sent)s).")
+                % {"quoted": json.dumps(sent), "sent": sent},
+            )
             return default
         return str(value)
 
     def bool(self, value: Any, path: str, default: bool = False) -> bool:
+        """true or false; "true" and "false" as text are taken (README, "JSON types in the
+        API"). Anything else is refused, with the JSON way to write it under `json_types`."""
         if value is None:
             return default
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.lower() in ("true", "false"):
             return value.lower() == "true"
+        if self.json_types:
+            # qa105: "yes" and 1 were told "Must be true or false." only, beside a taken
+            # "true", which read as a rule about words rather than JSON's type.
+            meant = str(value).strip().lower() not in ("0", "no", "off", "n", "")
+            self.error(
+                path,
+                _(
+                    "Must be true or false: a JSON boolean, without quotes (%(meant)s, "
+                    "not %(sent)s)."
+                )
+                % {"meant": "true" if meant else "false", "sent": _example(value)},
+            )
+            return default
         self.error(path, _("Must be true or false."))
         return default
 
@@ -683,8 +726,18 @@ class _Reader:
         """An integer, also from an integral float (8.0), and from a numeric string ("8")
         unless `json_types` (but for `text_taken`: a quantity, which clients send as text)."""
         if self.json_types and isinstance(value, str) and not text_taken:
+            # The example is the number sent (qa105: always 2), when it is one.
+            if re.fullmatch(r"\s*-?\d{1,18}\s*", value):
+                number, sent = value.strip(), _example(value)
+            else:
+                number, sent = "2", '"2"'
             self.error(
-                path, _('Must be a whole number: a JSON number, without quotes (2, not "2").')
+                path,
+                _(
+                    "Must be a whole number: a JSON number, without quotes (%(number)s, "
+                    "not %(sent)s)."
+                )
+                % {"number": number, "sent": sent},
             )
             return default
         if value is None or value == "":
@@ -932,16 +985,16 @@ def parse_document(
         for n in r.list(console.get("secretEnvs"), "console.secretEnvs")
     ]
     secret_names = set(secret_listed)
+    from .wizard_import import looks_secret  # the import's guess, as the API makes them secret
+
     for i, item in enumerate(r.list(job_spec.get("envs"), "jobSpec.envs")):
         env = r.obj(item, f"envs[{i}]")
         name = r.str(env.get("name"), f"envs[{i}].name").strip()
-        spec.envs.append(
-            Env(
-                name=name,
-                value=r.str(env.get("value"), f"envs[{i}].value"),
-                secret=name in secret_names,
-            )
+        secret = name in secret_names
+        value = r.str(
+            env.get("value"), f"envs[{i}].value", secret=secret or not name or looks_secret(name)
         )
+        spec.envs.append(Env(name=name, value=value, secret=secret))
     # A name that is no env's marks nothing: a typo (HF-TOKEN for HF_TOKEN) would leave the
     # value it meant to hide shown in every answer and on every page, without a word.
     env_names = {env.name for env in spec.envs}
@@ -1558,6 +1611,14 @@ def validate(spec: JobSpec, *, in_wizard: bool = False) -> dict[str, list[str]]:
     framework_ok = spec.framework in FRAMEWORKS
     if not framework_ok:
         err("jobFramework", _("Framework must be PyTorchJob, MPIJob, TFJob or Custom."))
+        meant = FRAMEWORK_SPELLINGS.get(spec.framework.strip().lower())
+        if meant:
+            # qa105: a script written from AIHC's CLI template was not told which it meant.
+            err(
+                "jobFramework",
+                _("“%(given)s” (as AIHC's CLI template writes it) is %(framework)s here.")
+                % {"given": spec.framework, "framework": meant},
+            )
 
     _validate_image(spec, err)
     _validate_command(spec, err)

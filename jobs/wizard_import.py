@@ -411,8 +411,9 @@ def import_notices(draft: Draft, *, step: str) -> list[str]:
             said.append(
                 _(
                     "%(field)s “%(given)s” was read as %(framework)s, the console's name for "
-                    "that framework (AIHC's CLI template writes “pytorch”). The API takes "
-                    "%(framework)s only."
+                    "that framework (AIHC's CLI template writes “pytorch”). The API takes the "
+                    "console's names only (PyTorchJob, MPIJob, TFJob, Custom): send "
+                    "%(framework)s there."
                 )
                 % {"field": field_name, "given": given, "framework": read_as}
             )
@@ -661,20 +662,11 @@ def request_from_answer(job: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
-# Decision (left32): how a framework is spelled elsewhere, read on import as the console's
-# name for it, and said (FrameworkRead). AIHC's CLI template writes `"jobFramework":
-# "pytorch"` and its v1 overview `PytorchJob` (reference: aihc-openapi.md, jobFramework), but
-# the OpenAPI documents PyTorchJob (and MPIJob) only, so the API keeps refusing any other
-# spelling: only the import, where a person reads the notice and the review, is lenient.
-FRAMEWORK_SPELLINGS = {
-    "pytorch": S.PYTORCH,
-    "pytorchjob": S.PYTORCH,
-    "mpi": S.MPI,
-    "mpijob": S.MPI,
-    "tensorflow": S.TENSORFLOW,
-    "tfjob": S.TENSORFLOW,
-    "custom": S.CUSTOM,
-}
+# Decision (left32): how a framework is spelled elsewhere (jobs.spec.FRAMEWORK_SPELLINGS) is
+# read on import as the console's name for it, and said (FrameworkRead). The OpenAPI
+# documents PyTorchJob (and MPIJob) only, so the API keeps refusing any other spelling, naming
+# the console's (qa105): only the import, where a person reads the notice and the review, is
+# lenient.
 
 
 @dataclass(frozen=True)
@@ -689,11 +681,11 @@ class FrameworkRead:
 
 def framework_read(v1: dict[str, Any], rename: Any) -> tuple[dict[str, Any], FrameworkRead | None]:
     """`v1` with its jobFramework spelled as the console spells it, when it is another
-    spelling of one (FRAMEWORK_SPELLINGS, any letter case), and what was changed."""
+    spelling of one (S.FRAMEWORK_SPELLINGS, any letter case), and what was changed."""
     given = v1.get("jobFramework")
     if not isinstance(given, str) or given.strip() in S.FRAMEWORKS:
         return v1, None
-    framework = FRAMEWORK_SPELLINGS.get(given.strip().lower())
+    framework = S.FRAMEWORK_SPELLINGS.get(given.strip().lower())
     if framework is None:
         return v1, None  # refused by the spec's rule, naming the frameworks
     read = FrameworkRead(rename("jobFramework"), given, framework)

@@ -26,11 +26,13 @@ def signed_headers(
     headers: dict[str, str] | None = None,
     signed: Iterable[str] | None = SDK_SIGNED,
     host: str = "testserver",
+    timestamp: str = "",
 ) -> dict[str, str]:
     """Host, x-bce-date and `headers`, then an Authorization for `method path?query` made with
-    `api_key` (an ApiKey and its secret) over the `signed` names (None: the SDK's default set)."""
+    `api_key` (an ApiKey and its secret) over the `signed` names (None: the SDK's default set),
+    signed at `timestamp` (now when not given)."""
     key, secret = api_key
-    timestamp = signer.canonical_time(time.time())
+    timestamp = timestamp or signer.canonical_time(time.time())
     sent = {"Host": host, "x-bce-date": timestamp, **(headers or {})}
     sent["Authorization"] = signer.authorization(
         access_key=key.access_key_id,
@@ -53,6 +55,7 @@ def signed_request(
     path: str = "/api/v1/aijobs",
     query: Iterable[tuple[str, str]] = (("resourcePoolId", "local"),),
     headers: dict[str, str] | None = None,
+    timestamp: str = "",
     **sent,
 ) -> httpx.Response:
     """`method path?query` signed as the SDKs sign it, with `headers` (an Accept-Language, a
@@ -64,6 +67,8 @@ def signed_request(
             method,
             path,
             params=query,
-            headers=signed_headers(api_key, method=method, path=path, query=query, headers=headers),
+            headers=signed_headers(
+                api_key, method=method, path=path, query=query, headers=headers, timestamp=timestamp
+            ),
             **sent,
         )

@@ -90,6 +90,21 @@ def test_chinese_field_messages_follow_each_other_without_a_semicolon_after_a_fu
     assert Job.objects.count() == 0
 
 
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_a_body_that_is_no_json_object_is_refused_in_message_alone_without_errors(
+    wsgi, alice_key, version
+):
+    # qa105: README says such a refusal has no `errors`; it answered "errors": [].
+    create = v1_create if version == "v1" else v2_create
+
+    r = create(wsgi, alice_key, ["not", "a", "job"])
+
+    assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
+    assert r.json()["message"]
+    assert "errors" not in r.json()
+    assert Job.objects.count() == 0
+
+
 def test_a_v1_body_with_a_number_out_of_range_names_it_in_errors_and_not_the_note_after_it(
     wsgi, alice_key
 ):

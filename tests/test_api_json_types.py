@@ -40,9 +40,63 @@ def test_replicas_sent_as_text_are_refused_on_their_field_and_create_nothing(wsg
     assert Job.objects.count() == 0
 
 
-def test_an_env_value_sent_as_a_number_is_refused_without_quoting_it_back(wsgi, alice_key):
+def test_a_number_sent_as_text_is_refused_with_its_own_value_as_the_example(wsgi, alice_key):
+    # qa105: the example was always ("1", not 1) and (2, not "2"), whatever was sent.
     document = body()
-    document["jobSpec"]["envs"] = [{"name": "PIN", "value": 987654}]
+    document["jobSpec"]["replicas"] = "3"
+    document["jobSpec"]["envs"] = [{"name": "EPOCHS", "value": 5}, {"name": "LR", "value": 3e-4}]
+
+    r = v1_create(wsgi, alice_key, document)
+
+    assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
+    assert r.json()["errors"] == [
+        {
+            "field": "jobSpec.replicas",
+            "message": 'Must be a whole number: a JSON number, without quotes (3, not "3").',
+        },
+        {
+            "field": "jobSpec.envs[0].value",
+            "message": 'Must be text: a JSON string, in quotes ("5", not 5).',
+        },
+        {
+            "field": "jobSpec.envs[1].value",
+            "message": 'Must be text: a JSON string, in quotes ("0.0003", not 0.0003).',
+        },
+    ]
+    assert Job.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("sent", "said"),
+    [("yes", '(true, not "yes")'), (1, "(true, not 1)"), ("no", '(false, not "no")')],
+)
+def test_a_yes_or_no_that_is_no_json_boolean_is_refused_saying_how_to_write_it(
+    wsgi, alice_key, sent, said
+):
+    # qa105: "true" as text is taken (README's decision), "yes" and 1 were told only "Must be
+    # true or false.", which read as a rule about words.
+    r = v1_create(wsgi, alice_key, body(faultTolerance=sent))
+
+    assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
+    assert r.json()["errors"] == [
+        {
+            "field": "faultTolerance",
+            "message": f"Must be true or false: a JSON boolean, without quotes {said}.",
+        }
+    ]
+    assert Job.objects.count() == 0
+
+
+def test_true_as_text_is_taken_as_readme_decides(wsgi, alice_key):
+    r = v1_create(wsgi, alice_key, body(faultTolerance="true"))
+
+    assert r.status_code == 200, r.json()
+    assert Job.objects.get().job_spec().fault_tolerance is True
+
+
+def test_a_secret_envs_value_sent_as_a_number_is_refused_without_quoting_it_back(wsgi, alice_key):
+    document = body()
+    document["jobSpec"]["envs"] = [{"name": "DB_PASSWORD", "value": 987654}]
 
     r = v1_create(wsgi, alice_key, document)
 
@@ -54,7 +108,7 @@ def test_an_env_value_sent_as_a_number_is_refused_without_quoting_it_back(wsgi, 
 
 def test_a_v2_bodys_replicas_as_text_are_refused_on_the_v2_path(wsgi, alice_key):
     document = v2_body()
-    document["jobSpec"]["replicas"] = "1"
+    document["jobSpec"]["replicas"] = "2"
     query = [("action", "CreateJob"), ("resourcePoolId", "local")]
 
     r = signed_request(

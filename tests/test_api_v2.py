@@ -124,6 +124,23 @@ def test_describe_job_answers_bccl_labels_and_mounts_of_a_job_that_set_none_as_o
     job = described["job"]
     assert (job["enableBccl"], job["enableFaultTolerance"]) == (False, False)
     assert (job["labels"], job["datasources"]) == ([], [])
+    # JobItem's BCCL result and flag string, answered as AIHC's (qa105).
+    assert (job["enableBcclStatus"], job["enableBcclErrorReason"]) == ("", "")
+    assert job["faultToleranceArgs"] == ""
+
+
+def test_a_describe_job_answers_empty_fault_tolerance_args_sent_back_make_the_same_job(api):
+    first = api.create_job(pool="local", body=v2_body(), version=V2)["jobId"]
+    answered = action(api, "DescribeJob", resourcePoolId="local", body={"jobId": first})["job"]
+
+    again = api.create_job(
+        pool="local",
+        body=v2_body(faultToleranceArgs=answered["faultToleranceArgs"]),
+        version=V2,
+    )["jobId"]
+
+    specs = [Job.objects.get(public_id=job_id).spec for job_id in (first, again)]
+    assert specs[0] == specs[1]
 
 
 def test_a_v2_body_is_stored_as_the_same_spec_as_its_v1_form(api):
@@ -271,10 +288,14 @@ def test_a_retried_v2_create_with_the_same_client_token_makes_one_job(api):
 
     first = create("retry-1", v2_body())
     again = create("retry-1", v2_body())
-    other = create("retry-1", v2_body(name="another-job"))
+    # qa105: the token with another body (another queue too) is refused, not a second job.
+    other = refused(lambda: create("retry-1", v2_body(name="another-job")))
+    after = create("retry-1", v2_body())
 
-    assert again == first and other != first
-    assert Job.objects.count() == 2
+    assert again == first and after == first
+    assert (other.status, other.code) == (409, "IdempotentParameterMismatch")
+    assert f"clientToken retry-1 already made job {first} " in other.message
+    assert Job.objects.count() == 1
 
 
 def test_a_v2_create_with_its_client_token_in_the_body_finds_the_job_its_query_token_made(api):

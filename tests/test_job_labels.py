@@ -655,7 +655,7 @@ def test_a_scripts_label_value_sent_as_a_json_number_is_refused_naming_it(
     assert refusal.status == 400
     assert "labels[0].value: Must be text: write the number in quotes" in str(refusal)
     assert "labels[0].key: Must be text: write the number in quotes" in str(key_refusal)
-    assert 'labels[0].value: Must be text: a JSON string, in quotes ("1", not 1).' in str(whole)
+    assert 'labels[0].value: Must be text: a JSON string, in quotes ("3", not 3).' in str(whole)
     assert Job.objects.count() == 0  # the refused ones made nothing
 
 

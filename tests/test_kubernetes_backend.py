@@ -662,6 +662,8 @@ def test_submitting_creates_the_secret_then_the_pytorchjob_exactly_as_previewed(
     [owner] = fake.secret(f"{name}-env")["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["uid"]) == ("PyTorchJob", fake.job(name)["metadata"]["uid"])
     assert reasons(job) == ["Created", "Submitting", "Submitted"]
+    # Kept for AIHC's GetJob's k8sUID (qa105).
+    assert job.k8s_uid == fake.job(name)["metadata"]["uid"]
 
 
 def test_a_create_that_got_no_answer_is_sent_again_and_what_it_made_is_adopted(fake, k8s, alice):
@@ -674,6 +676,7 @@ def test_a_create_that_got_no_answer_is_sent_again_and_what_it_made_is_adopted(f
 
     assert len(fake.jobs()) == 1
     assert job.external_id == fake.jobs()[0]["metadata"]["name"]
+    assert job.k8s_uid == fake.jobs()[0]["metadata"]["uid"]  # the adopted resource's
     assert len(fake.calls("create pytorchjobs")) == 2
     assert reasons(job)[-3:] == ["SubmitRetry", "Submitting", "Submitted"]
     assert "adopted" in job.events.get(reason="Submitted").message
@@ -3163,6 +3166,7 @@ def test_a_fault_tolerant_job_failing_twice_with_limit_2_is_created_again_twice_
         assert fake.secret(f"{name}-env") is not None
         job = running(fake, k8s, job)
         assert set(job.replicas.values_list("restarts", flat=True)) == {restart}
+        assert job.k8s_uid == again["metadata"]["uid"]  # the new resource's (qa105)
 
     if third_run == "Succeeded":
         fake.set_conditions(name, ("Succeeded", "PyTorchJob succeeded."))

@@ -419,7 +419,8 @@ def numbers_said() -> list[str]:
         # API keys and signatures.
         f"most {api_keys.MAX_ACTIVE_KEYS} active keys",
         f"{api_keys.DEFAULT_EXPIRY_DAYS} days is preselected",
-        f"(at most {api_keys.MAX_EXPIRATION_SECONDS} s) or more than {api_keys.CLOCK_SKEW_SECONDS} s ahead",
+        f"expiration period (at most {api_keys.MAX_EXPIRATION_SECONDS} s)",
+        f"or more than {api_keys.CLOCK_SKEW_SECONDS} s ahead of the server's clock",
         f"from 1 s to {api_views.MAX_TIME_STEP // (24 * 3600)} days, default {api_views.DEFAULT_TIME_STEP // 60} minutes as on AIHC",
         # AIHC: how far back a metrics read reaches.
         f"each asking the last {aihc.USAGE_WINDOW // 60} minutes (or 4 intervals, if longer; or "

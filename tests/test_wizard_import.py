@@ -174,7 +174,11 @@ def test_a_v2_bodys_other_spelling_is_named_as_its_jobtype_in_english(alice_en):
     assert r.status_code == 302
     notices = import_notices_text(alice_en, Draft.objects.get())
     assert "jobType “PytorchJob” was read as PyTorchJob, the console's name" in notices
-    assert "The API takes PyTorchJob only." in notices
+    # qa105: "The API takes PyTorchJob only." read as though it took no MPIJob or TFJob.
+    assert (
+        "The API takes the console's names only (PyTorchJob, MPIJob, TFJob, Custom): send "
+        "PyTorchJob there." in notices
+    )
 
 
 def test_a_framework_the_console_has_no_name_for_is_still_refused_on_import(alice_client):

@@ -261,6 +261,8 @@ def v1_from_v2(body: dict[str, Any], *, loose: bool = False) -> dict[str, Any]:
     }
     args = v2.pop("faultToleranceArgs", None)
     v1.update(v2)
+    if args == "":  # DescribeJob's answer for a job without fault tolerance settings (qa105)
+        args = None
     if args is not None and not loose:
         if v1.get("faultToleranceConfig") is not None:
             raise ValueError(both_fault_tolerance_forms())  # one would be dropped
@@ -274,9 +276,14 @@ def v1_fault_tolerance_args(body: dict[str, Any]) -> dict[str, Any]:
     reads it (fault_tolerance_config); ValueError when both are given, or for a flag the
     console does not run. The API and the import both read it so (a v1 body is not taken for
     a v2 one for having it)."""
-    if body.get("faultToleranceArgs") is None:
+    args, config = body.get("faultToleranceArgs"), body.get("faultToleranceConfig")
+    if args is None:
         return body
-    if body.get("faultToleranceConfig") is not None:
+    if args == "" or (isinstance(config, dict) and args == fault_tolerance_args(config)):
+        # GetJob's answer sent back (qa105): it gives both forms of the same settings, and ""
+        # for none; the config is read.
+        return {key: value for key, value in body.items() if key != "faultToleranceArgs"}
+    if config is not None:
         raise ValueError(both_fault_tolerance_forms())
     body = dict(body)
     body["faultToleranceConfig"] = fault_tolerance_config(body.pop("faultToleranceArgs"))

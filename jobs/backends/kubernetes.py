@@ -928,6 +928,14 @@ def _mpi_operator_environment(spec: spec_module.JobSpec, ref: ReplicaRef) -> dic
     return env
 
 
+def _note_uid(job: Job, resource: dict[str, Any]) -> None:
+    """Keeps the uid the API server gave the job's resource (Job.k8s_uid), when it changed."""
+    uid = str((resource.get("metadata") or {}).get("uid") or "")
+    if uid and uid != job.k8s_uid:
+        Job.objects.filter(pk=job.pk).update(k8s_uid=uid)
+        job.k8s_uid = uid
+
+
 class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     name = NAME
     platform = "Kubernetes"
@@ -1640,7 +1648,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             )
             return
         try:
-            _resource, adopted = self._create_with_secret(client, namespace, job, secret, manifest)
+            resource, adopted = self._create_with_secret(client, namespace, job, secret, manifest)
         except KubeError as exc:
             self._create_failed(
                 job, exc, secrets, config, client=client, secret=secret, manifest=manifest
@@ -1650,6 +1658,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             self._fail(job, exc.message, secrets)
             return
         self._resume_submits(config)
+        _note_uid(job, resource)
         self._accepted(job, manifest["metadata"]["name"], adopted=adopted)
 
     def _create_with_secret(
@@ -2048,6 +2057,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if secret is not None:
                 self._own_secret(client, namespace, secret, resource)
             self._restart_made(job)
+        _note_uid(job, resource)  # a restart's resource, or one adopted, is read here first
         roles = _roles(spec, resource)
         # A pods or events read that gets no answer ends the sync there (raised, as the job
         # read's): the platform stopped answering, and the worker's round leaves its other
