@@ -3406,6 +3406,50 @@ def test_a_restart_kubernetes_refuses_to_create_fails_the_job_with_its_message(f
         assert "拒绝重新创建" in job.events.get(reason="Failed").message_shown
 
 
+def test_a_restart_whose_pods_the_cluster_refuses_is_queued_saying_why_until_they_are_made(
+    fake, k8s, alice
+):
+    """qa103: training-operator says refused pods only in a FailedCreatePod event and starts
+    no deadline without them; the restarted job stayed Running, "No replicas yet", no reason,
+    for ever. It goes back to Queued saying why, as a new job does; the failed run's own
+    refusal (same resource name, before the restart's create) is not taken for the restart's."""
+    job = running(fake, k8s, tolerant(alice, k8s, 2))
+    name = job.external_id
+    earlier = (timezone.now() - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    fake.add_event(
+        "PyTorchJob", name, "FailedCreatePod", "Error creating: old", type="Warning", stamp=earlier
+    )
+    failed_on_kubernetes(fake, job)
+    k8s.sync(job)  # the restart begun
+    k8s.sync(job)  # created again
+    k8s.sync(job)  # its pods being made: Running through the restart
+    job.refresh_from_db()
+    assert (job.status, job.restarts) == (JobStatus.RUNNING, 1)
+    assert "cannot create" not in job.status_reason
+
+    refusal = (
+        f'Error creating: pods "{name}-master-0" is forbidden: exceeded quota: gpu, '
+        "requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=16, "
+        "limited: requests.nvidia.com/gpu=16"
+    )
+    fake.add_event("PyTorchJob", name, "FailedCreatePod", refusal, type="Warning")
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert (job.status, job.restarts) == (JobStatus.QUEUED, 1)
+    assert job.status_reason_shown == (
+        f"Kubernetes cannot create the job's pods (PyTorchJob {name}, FailedCreatePod): "
+        f"“{refusal}”. The job stays queued while Kubernetes tries again; stop it if the "
+        "cause will not go away."
+    )
+    assert job.started_at is not None  # its first start: still its start
+
+    # The quota is raised: the operator makes the pods and runs them.
+    job = running(fake, k8s, job)
+    assert job.restarts == 1
+    assert "cannot create" not in job.status_reason
+
+
 def test_a_job_that_ran_and_failed_between_two_syncs_is_restarted_and_one_past_its_limit_not(
     fake, k8s, alice
 ):

@@ -404,18 +404,25 @@ def _event_time(event: dict[str, Any]) -> datetime | None:
     )
 
 
-def pods_not_created(events: list[tuple[str, str, dict[str, Any]]]) -> dict[str, str] | None:
+def pods_not_created(
+    events: list[tuple[str, str, dict[str, Any]]], *, since: datetime | None = None
+) -> dict[str, str] | None:
     """The newest of `events` ((kind, name, event) of the job's objects) in which its
     operator, its JobSet or a Job of it, says it could not create a pod or a Job that
-    makes them (CREATE_REFUSED_REASONS, MPI_CREATE_FAILED): {object, reason, message}, or None."""
+    makes them (CREATE_REFUSED_REASONS, MPI_CREATE_FAILED): {object, reason, message}, or None.
+    `since`: a restart's resource's creation; the refusals of its failed run, which had the
+    same name, stay among the events for an hour and are not its own."""
     refusals = [
         (kind, name, event)
         for kind, name, event in events
-        if event.get("reason") in CREATE_REFUSED_REASONS
-        or (
-            event.get("reason") == "MPIJobFailed"
-            and str(event.get("message") or "").startswith(MPI_CREATE_FAILED)
+        if (
+            event.get("reason") in CREATE_REFUSED_REASONS
+            or (
+                event.get("reason") == "MPIJobFailed"
+                and str(event.get("message") or "").startswith(MPI_CREATE_FAILED)
+            )
         )
+        and (since is None or (_event_time(event) or since) >= since)
     ]
     if not refusals:
         return None
@@ -1933,10 +1940,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 and condition != "Suspended"
                 and job.status == JobStatus.RUNNING
                 and M.restart_of(resource)
+                and not self._pods_refused(spec, pods, events, resource)
             ):
                 # A restart's new resource whose pods are being made: the job stays Running
                 # through its restart, as the local pool's does (Kueue holding it, Suspended,
-                # is Queued).
+                # is Queued; so is one whose pods the cluster refuses, saying why, as a new
+                # job: training-operator starts no deadline then, and it ran on for ever).
                 target = JobStatus.RUNNING
         if target != job.status:
             message = recorded(
@@ -1964,7 +1973,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 reason="TimedOut" if target == JobStatus.TIMED_OUT else "",
             )
         if target == JobStatus.QUEUED == job.status and events is not None:
-            self._say_pods_not_created(job, spec, pods, events, secrets)
+            self._say_pods_not_created(job, spec, pods, events, secrets, resource)
         if unanswered is not None:
             logger.warning(
                 "%s: status saved without its %s, which got no answer in %d syncs in a row",
@@ -2142,19 +2151,34 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             self._walk(job, JobStatus.FAILED, message)
 
     @staticmethod
+    def _pods_refused(
+        spec: spec_module.JobSpec | None,
+        pods: list[dict[str, Any]],
+        events: list[tuple[str, str, dict[str, Any]]] | None,
+        resource: dict[str, Any],
+    ) -> dict[str, str] | None:
+        """The newest refusal of the job's pods while some are missing (pods_not_created),
+        a restart's own only; None when they are all made or the events were not read."""
+        if events is None or len(pods) >= (sum(r.replicas for r in spec.roles) if spec else 1):
+            return None
+        created = kube_time((resource.get("metadata") or {}).get("creationTimestamp"))
+        return pods_not_created(events, since=created if M.restart_of(resource) else None)
+
     def _say_pods_not_created(
+        self,
         job: Job,
         spec: spec_module.JobSpec | None,
         pods: list[dict[str, Any]],
         events: list[tuple[str, str, dict[str, Any]]],
         secrets: list[str],
+        resource: dict[str, Any],
     ) -> None:
         """A Queued job's reason says why its operator cannot create its pods while some
         are missing and the newest refusal of one is in its events, and says it no more
         once they are all made (the refusals stay in the events for an hour). Its status
         and its time in it stay as they are."""
         missing = len(pods) < (sum(r.replicas for r in spec.roles) if spec else 1)
-        refusal = pods_not_created(events) if missing else None
+        refusal = self._pods_refused(spec, pods, events, resource)
         ours = (job.status_reason_source or {}).get("key") == PODS_NOT_CREATED
         if refusal is not None:
             said = recorded(PODS_NOT_CREATED, **{k: scrub(v, secrets) for k, v in refusal.items()})
