@@ -1536,7 +1536,7 @@ def _pool_v1(pool: Pool) -> dict[str, Any]:
                 {"gpuDescriptor": kind, "total": total, "used": in_use}
                 for kind, total, in_use in used
             ],
-            "nodeCount": {"total": 0, "used": 0},
+            "nodeCount": {"total": pool.nodes[0], "used": pool.nodes[1]},
             "phase": pool_phase(pool),
         },
         "console": pool_console(pool),

@@ -121,6 +121,18 @@ def test_each_namespace_is_a_pool_with_the_idle_cards_of_schedulable_matching_no
     assert not pools[0].stale and not pools[0].error
 
 
+def test_the_api_counts_a_kubernetes_pools_card_nodes_and_those_in_use(fake, k8s, wsgi, api):
+    """qa103: nodeCount was {"total": 0, "used": 0} with 2 card nodes."""
+    k8s.pools()
+    wait_for_inventory(k8s)
+
+    got = api.request("GET", "/api/v1/resourcepools", idempotent=True)
+
+    [pool] = [p for p in got["result"]["resourcePools"] if p["metadata"]["id"] == POOL]
+    # gpu-1 (6 of its cards taken) and gpu-2 (none); gpu-3 is cordoned.
+    assert pool["status"]["nodeCount"] == {"total": 2, "used": 1}
+
+
 @pytest.mark.parametrize(
     ("tolerations", "figures"),
     [("", (A800, 24, 10)), ("dedicated=inference:NoSchedule", (A800, 32, 18))],
@@ -495,6 +507,53 @@ def test_an_https_api_server_is_trusted_through_the_configured_ca_file(
     assert [(a.total, a.idle) for a in trusted.accelerators] == [(8, 8)]
 
 
+def test_a_token_the_api_server_refuses_keeps_jobs_queued_and_the_pool_stale_saying_renew_it(
+    fake, k8s, alice, settings
+):
+    """qa103: a 401 (the token expired, or rotated without KUBERNETES_TOKEN_FILE) was taken
+    as the job's refusal: every job submitted meanwhile was Submission failed. It is the
+    cluster unavailable to the console, as a CA not trusted is."""
+    settings.KUBERNETES_CACHE_SECONDS = 0
+    good = fake.token
+    fake.token = "the-new-one"  # the console's token is refused from now on: 401
+
+    job = submitted(alice, k8s)
+    pool = k8s.pools()[0]
+    with translation.override("zh-hans"):
+        pool_in_chinese = k8s.pools()[0]
+
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+    deferred = job.events.get(reason="SubmitDeferred")
+    assert "The console's Kubernetes token was refused: renew KUBERNETES_TOKEN_FILE" in (
+        deferred.message
+    )
+    assert "the-new-one" not in deferred.message and good not in deferred.message
+    assert not fake.calls("create pytorchjobs")[1:]  # refused, and not sent again at once
+    assert pool.stale
+    assert "token was refused: renew KUBERNETES_TOKEN_FILE (Unauthorized, HTTP 401)" in pool.error
+    assert "控制台的 Kubernetes 令牌被拒绝" in pool_in_chinese.error
+
+    fake.token = good  # renewed
+    submit_pause_over(k8s)
+    k8s.submit(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED and job.external_id != ""
+    assert k8s.pools()[0].error == ""
+
+
+def test_a_token_refused_while_a_job_runs_leaves_it_running_and_its_stop_pending(fake, k8s, alice):
+    job = running(fake, k8s, submitted(alice, k8s))
+    fake.token = "the-new-one"
+
+    with pytest.raises(BackendError, match="renew KUBERNETES_TOKEN_FILE"):
+        k8s.sync(job)
+    k8s.stop(job)  # sent again until the token is renewed, not "Kubernetes did not stop"
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert job.stop_sent_at is not None
+
+
 # -- refusals ----------------------------------------------------------------------------
 
 
@@ -662,6 +721,52 @@ def test_submitting_creates_the_secret_then_the_pytorchjob_exactly_as_previewed(
     [owner] = fake.secret(f"{name}-env")["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["uid"]) == ("PyTorchJob", fake.job(name)["metadata"]["uid"])
     assert reasons(job) == ["Created", "Submitting", "Submitted"]
+
+
+def test_every_object_and_pod_template_says_the_console_made_it_for_whom_and_its_page(
+    fake, k8s, alice, settings
+):
+    """qa103: a cluster admin saw only ai-job-console/job-id on the console's objects."""
+    settings.SITE_URL = "https://console.example.com/ai"
+    job = submitted(alice, k8s)
+    custom = submitted(
+        alice,
+        k8s,
+        framework=S.CUSTOM,
+        roles=[S.Role("trainer", 2, A800, 8)],
+    )
+    name = job.external_id
+    annotations = {
+        "ai-job-console/user": "alice",
+        "ai-job-console/url": f"https://console.example.com/ai/jobs/{job.public_id}/",
+    }
+
+    sent = fake.job(name)
+    metadata = [
+        sent["metadata"],
+        fake.secret(f"{name}-env")["metadata"],
+        *(r["template"]["metadata"] for r in sent["spec"]["pytorchReplicaSpecs"].values()),
+    ]
+    jobset = fake.objects[("jobsets", "default", custom.external_id)]
+    for replicated in jobset["spec"]["replicatedJobs"]:
+        metadata += [replicated["template"]["metadata"]]
+        metadata += [replicated["template"]["spec"]["template"]["metadata"]]
+    assert len(metadata) == 6
+    for meta in metadata:
+        assert meta["labels"]["app.kubernetes.io/managed-by"] == "ai-job-console"
+        assert meta["labels"]["ai-job-console/job-id"] in (job.public_id, custom.public_id)
+        assert meta["annotations"]["ai-job-console/user"] == "alice"
+    assert {k: sent["metadata"]["annotations"][k] for k in annotations} == annotations
+    fake.run_pods(name)
+    pod = fake.pods[("default", f"{name}-master-0")]
+    assert pod["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "ai-job-console"
+
+    # The default SITE_URL, this machine's loopback address: no one at the cluster opens it.
+    settings.SITE_URL = "http://127.0.0.1:8000"
+    local = submitted(alice, k8s)
+    assert fake.job(local.external_id)["metadata"]["annotations"] == {
+        "ai-job-console/user": "alice"
+    }
 
 
 def test_a_create_that_got_no_answer_is_sent_again_and_what_it_made_is_adopted(fake, k8s, alice):
@@ -1590,15 +1695,35 @@ def test_a_job_past_its_deadline_is_timed_out_and_a_failed_one_failed(fake, k8s,
     assert "worker-0 exited with 1 ******" in broken.status_reason
 
 
-def test_a_job_kubernetes_no_longer_has_is_marked_failed(fake, k8s, alice):
+def test_a_job_kubernetes_no_longer_has_is_marked_failed(fake, k8s, alice, settings):
     job = submitted(alice, k8s)
-    del fake.objects[("pytorchjobs", "default", job.external_id)]
+    del fake.objects[("pytorchjobs", "default", job.external_id)]  # kubectl delete
 
     k8s.sync(job)
     job.refresh_from_db()
 
     assert job.status == JobStatus.FAILED
-    assert job.events.filter(reason="Lost").exists()
+    # qa103: it said only "Kubernetes no longer has …", as if the console knew no more.
+    lost = job.events.get(reason="Lost")
+    assert lost.message == (
+        f"Kubernetes no longer has {job.external_id}: it may have been deleted outside the "
+        "console (with kubectl, by a TTL, or with its namespace), so how it ended is unknown."
+    )
+    with translation.override("zh-hans"):
+        assert "可能已在控制台之外被删除" in lost.message_shown
+
+    # Recorded before it was reworded: still said in the reader's language.
+    settings.LANGUAGE_CODE = "en"
+    Job.objects.filter(pk=job.pk).update(
+        status_reason=f"Kubernetes no longer has {job.external_id}.",
+        status_reason_source={
+            "key": "Kubernetes no longer has %(name)s.",
+            "params": {"name": job.external_id},
+        },
+    )
+    job.refresh_from_db()
+    with translation.override("zh-hans"):
+        assert job.status_reason_shown == f"Kubernetes 中已不存在 {job.external_id}。"
 
 
 def test_stopping_deletes_the_job_and_it_is_stopped_once_gone_never_failed(fake, k8s, alice):
@@ -2808,8 +2933,9 @@ def test_a_pod_printing_a_stamp_and_the_runners_mark_is_not_shown_as_the_console
 
 
 def test_a_cluster_without_jobset_fails_a_custom_submit_saying_what_to_install(
-    settings, k8s, alice
+    settings, k8s, alice, caplog
 ):
+    settings.LANGUAGE_CODE = "zh-hans"  # the console records in Chinese; its log is English
     fake = FakeKubernetes(jobset=False).start()
     try:
         configure(
@@ -2818,15 +2944,21 @@ def test_a_cluster_without_jobset_fails_a_custom_submit_saying_what_to_install(
             KUBERNETES_ACCELERATORS=f"{A800}=nvidia.com/gpu",
             KUBERNETES_VOLUMES="pfs=datasets",
         )
-        job = submitted(alice, k8s, **custom())
+        with caplog.at_level(logging.WARNING, "jobs.kubernetes"):
+            job = submitted(alice, k8s, **custom())
         pytorch = submitted(alice, k8s)
     finally:
         fake.stop()
 
     assert job.status == JobStatus.SUBMIT_FAILED
-    assert job.status_reason.startswith(
-        "The cluster does not serve JobSet (jobset.x-k8s.io/v1alpha2): install it there first"
-    )
+    assert job.status_reason.startswith("集群未提供 JobSet")
+    with translation.override("en"):
+        assert job.status_reason_shown.startswith(
+            "The cluster does not serve JobSet (jobset.x-k8s.io/v1alpha2): install it there first"
+        )
+    # qa103: the log line quoted it in Chinese, inside an English line.
+    [logged] = [m for m in caplog.messages if m.startswith("Kubernetes submit of ")]
+    assert "The cluster does not serve JobSet (jobset.x-k8s.io/v1alpha2)" in logged
     assert fake.secret(f"{M.object_name(job.job_spec(), job.public_id)}-env") is None
     assert pytorch.status == JobStatus.QUEUED
 
@@ -3028,6 +3160,11 @@ def test_the_rbac_readme_gives_grants_every_request_of_a_jobs_life(fake, k8s, al
     assert {("list", "", "nodes")} <= at_cluster
     assert sorted(in_namespace - readme_rbac("ml-team-a")) == []
     assert sorted(at_cluster - readme_rbac("")) == []
+    # No more than is used either (qa103: get on pods, events and pod metrics, never made).
+    read_only = {("", "pods"), ("", "pods/log"), ("", "events"), ("metrics.k8s.io", "pods")}
+    assert {g for g in readme_rbac("ml-team-a") if g[1:] in read_only} == {
+        m for m in in_namespace if m[1:] in read_only
+    }
 
 
 # -- a staff member's Stop reason (fix108) ----------------------------------------------

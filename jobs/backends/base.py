@@ -319,6 +319,9 @@ class Pool:
     # What the figures leave out, shown with them (a namespace's quotas the console may not
     # read); unlike `error`, the figures are current.
     note: str = ""
+    # (nodes with the pool's cards, those with any of them in use), as far as the backend
+    # knows its nodes (Kubernetes'); (0, 0) when it does not.
+    nodes: tuple[int, int] = (0, 0)
     # A Kubernetes pool's KUBERNETES_TRAINING_API ("trainer": its PyTorch jobs are Kubeflow
     # Trainer TrainJobs, whose nodes get the torch runtime's PET_* variables).
     training_api: str = ""

@@ -60,15 +60,18 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, BinaryIO
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from jobs import spec as spec_module
+from jobs.alerts import site_address
 from jobs.kubernetes import manifests as M
 from jobs.kubernetes.client import (
     KubeClient,
@@ -252,8 +255,9 @@ def _sync_error(exc: KubeError, secrets: list[str]) -> BackendError:
 
 
 def _refused(exc: KubeError) -> bool:
-    """The API server answered no (a 4xx other than 429 Too Many Requests)."""
-    return 400 <= exc.status < 500 and exc.status != 429
+    """The API server answered no (a 4xx other than 429 Too Many Requests, and 401: the
+    console's token refused, KubeUnavailable, whatever was asked)."""
+    return 400 <= exc.status < 500 and exc.status not in (401, 429)
 
 
 def _not_found(exc: KubeError) -> bool:
@@ -730,6 +734,8 @@ class Figures:
     quotas: dict[str, Quota] = field(default_factory=dict)  # namespace -> its quotas
     # namespace -> its Pod Security Admission enforce level ("" when it could not be read)
     pod_security: dict[str, str] = field(default_factory=dict)
+    # (nodes with the configured cards, those of them with any card in use), as `stock`
+    nodes: tuple[int, int] = (0, 0)
     as_of: datetime | None = None  # the last successful read of nodes and pods
     error: Exception | None = None  # the last read failed: the figures are the ones before it
 
@@ -761,7 +767,7 @@ class Inventory(BackgroundInventory):
         assert config is not None and client is not None
         last = self.figures
         try:
-            stock = self._read_cluster(config, client)
+            stock, nodes = self._read_cluster(config, client)
             quotas = {ns: self._read_quota(config, client, ns) for ns in config.namespaces}
             levels = {ns: pod_security_level(client, ns) for ns in config.namespaces}
         except KubeError as exc:
@@ -776,6 +782,7 @@ class Inventory(BackgroundInventory):
                 resources={card: a.resource for card, a in config.cluster.accelerators.items()},
                 quotas=quotas,
                 pod_security=levels,
+                nodes=nodes,
                 as_of=timezone.now(),
             )
 
@@ -804,7 +811,12 @@ class Inventory(BackgroundInventory):
         return Quota.of(found, resources, as_of=timezone.now())
 
     @staticmethod
-    def _read_cluster(config: Config, client: KubeClient) -> list[AcceleratorStock]:
+    def _read_cluster(
+        config: Config, client: KubeClient
+    ) -> tuple[list[AcceleratorStock], tuple[int, int]]:
+        """The cards per card type, and (nodes, busy nodes): the schedulable nodes with
+        any of the cards, and those with any of their cards requested (qa103: the API's
+        nodeCount was 0 of 0 on a cluster of card nodes)."""
         nodes = client.list("/api/v1/nodes")
         pods = client.list(
             "/api/v1/pods", field_selector="status.phase!=Succeeded,status.phase!=Failed"
@@ -821,6 +833,8 @@ class Inventory(BackgroundInventory):
                 for resource, amount in requests.items():
                     used[resource] = used.get(resource, 0) + _quantity(amount)
         stock = []
+        card_nodes: set[str] = set()
+        busy_nodes: set[str] = set()
         for card, accelerator in sorted(config.cluster.accelerators.items()):
             total = idle = 0
             tolerations = (*config.cluster.tolerations, extended_resource_toleration(accelerator))
@@ -835,10 +849,14 @@ class Inventory(BackgroundInventory):
                 if not have:
                     continue
                 name = (node.get("metadata") or {}).get("name", "")
+                in_use = used_by_node.get(name, {}).get(accelerator.resource, 0)
                 total += have
-                idle += max(have - used_by_node.get(name, {}).get(accelerator.resource, 0), 0)
+                idle += max(have - in_use, 0)
+                card_nodes.add(name)
+                if in_use:
+                    busy_nodes.add(name)
             stock.append(AcceleratorStock(type=card, total=total, idle=idle))
-        return stock
+        return stock, (len(card_nodes), len(busy_nodes))
 
 
 def _mpi_operator_environment(spec: spec_module.JobSpec, ref: ReplicaRef) -> dict[str, str]:
@@ -1033,6 +1051,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             stale=bool(errors) or age is None or age > config.cache_seconds,
             error=" ".join(errors),
             note=note,
+            nodes=figures.nodes,
         )
 
     # -- what the cluster cannot run -------------------------------------------------
@@ -1339,7 +1358,27 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             spec, name=name, namespace=namespace, job_id=job_id, masked=masked
         )
         job = M.job_manifest(spec, cluster, name=name, namespace=namespace, job_id=job_id)
-        return secret, job
+        annotations = self._annotations(job_id)
+        if secret is not None:
+            M.console_marked(secret, annotations)
+        return secret, M.console_marked(job, annotations)
+
+    @staticmethod
+    def _annotations(job_id: str) -> dict[str, str]:
+        """Whose job an object is and its page, for the cluster's admin (qa103): the owner's
+        user name, and the job page at SITE_URL unless that is a loopback address (the
+        default, which no one at the cluster can open). None before the job exists (the
+        wizard's preview)."""
+        owner = (
+            Job.objects.filter(public_id=job_id).values_list("owner__username", flat=True).first()
+        )
+        if owner is None:
+            return {}
+        annotations = {M.USER_ANNOTATION: owner}
+        host = urlsplit(settings.SITE_URL).hostname or ""
+        if not (host == "localhost" or host.startswith("127.") or host == "::1"):
+            annotations[M.URL_ANNOTATION] = site_address(reverse("job-detail", args=[job_id]))
+        return annotations
 
     def request_preview(
         self, spec: spec_module.JobSpec, *, job_id: str = "", training_api: str = ""
@@ -2332,7 +2371,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             )
         else:
             message = recorded(
-                gettext_noop("Kubernetes no longer has %(name)s."), name=job.external_id
+                gettext_noop(
+                    "Kubernetes no longer has %(name)s: it may have been deleted outside the "
+                    "console (with kubectl, by a TTL, or with its namespace), so how it ended "
+                    "is unknown."
+                ),
+                name=job.external_id,
             )
         self._walk(
             job,
