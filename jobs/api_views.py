@@ -414,6 +414,8 @@ def _pods(job: Job) -> list[dict[str, Any]]:
                 "nodeName": replica.node,
                 "finishedAt": _time(replica.finished_at),
                 "reason": "",
+                # The pod as Kubernetes names it, for its admin (objectMeta's is AIHC's).
+                **({"console": {"podName": replica.pod_name}} if replica.pod_name else {}),
             }
         )
     return pods

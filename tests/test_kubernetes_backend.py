@@ -2002,6 +2002,28 @@ def running(fake, k8s, job: Job) -> Job:
     return job
 
 
+def test_a_replica_names_its_pod_as_kubernetes_does_on_the_job_page_and_in_the_api(
+    fake, k8s, alice, alice_client, wsgi, api
+):
+    """qa103: the API's podList names pods as AIHC would (`<job name>-master-0`); the pod's
+    real name, which the cluster's admin asks for, was nowhere."""
+    job = running(fake, k8s, submitted(alice, k8s))
+    real = f"{job.external_id}-master-0"
+
+    got = api.request(
+        "GET", f"/api/v1/aijobs/{job.public_id}", params=[("resourcePoolId", POOL)], idempotent=True
+    )
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    row = page[page.index('<td class="font-monospace">master-0') :]
+    assert 'class="small text-body-secondary replica-pod"' in row[: row.index("</td>")]
+    assert real in row[: row.index("</td>")]
+    [master] = [p for p in got["result"]["podList"]["pods"] if p["replicaType"] == "master"]
+    assert master["objectMeta"]["name"] == f"{job.name}-master-0"  # AIHC's, as before
+    assert master["console"] == {"podName": real}
+    assert job.replicas.get(role="master").pod_name == real
+
+
 def ended_as_stopped(job: Job) -> None:
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPED

@@ -2498,6 +2498,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 restarts=job.restarts + restarts,
                 node=str((pod.get("spec") or {}).get("nodeName") or "")[:128],
                 exit_code=exit_code,
+                pod_name=str((pod.get("metadata") or {}).get("name") or "")[:253],
             )
 
     def _sync_events(
