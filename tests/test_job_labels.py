@@ -152,7 +152,7 @@ def test_labels_typed_on_basic_info_reach_the_review_the_request_and_the_job(ali
         (
             [("app.kubernetes.io/managed-by", "me")],
             "id_label-0-key",
-            "kubernetes.io 下的键由 Kubernetes 及其调度器读取（例如任务运行所用的队列和优先级），"
+            "kubernetes.io 下的键由 Kubernetes 及其调度器读取（如任务使用的队列和优先级），"
             "不能手动填写；请换一个键。",
         ),
         (

@@ -713,7 +713,7 @@ def test_submitting_creates_the_secret_then_the_pytorchjob_exactly_as_previewed(
     assert fake.requests.index(secret_call) < fake.requests.index(job_call)
     assert secret_call.body["stringData"] == {"HF_TOKEN": "hf_secret_value"}
     assert job_call.param("fieldValidation") == "Strict"
-    preview = k8s.request_preview(job.job_spec(), job_id=job.public_id)
+    preview = k8s.request_preview(job.job_spec(), job_id=job.public_id, owner="alice")
     assert job_call.body == preview.body
     assert f"{preview.path}" == f"{job_call.path}?fieldValidation=Strict"
     assert preview.before[0].body["stringData"] == {"HF_TOKEN": "******"}
@@ -724,7 +724,7 @@ def test_submitting_creates_the_secret_then_the_pytorchjob_exactly_as_previewed(
 
 
 def test_every_object_and_pod_template_says_the_console_made_it_for_whom_and_its_page(
-    fake, k8s, alice, settings
+    fake, k8s, alice, alice_client, settings
 ):
     """qa103: a cluster admin saw only ai-job-console/job-id on the console's objects."""
     settings.SITE_URL = "https://console.example.com/ai"
@@ -757,6 +757,9 @@ def test_every_object_and_pod_template_says_the_console_made_it_for_whom_and_its
         assert meta["labels"]["ai-job-console/job-id"] in (job.public_id, custom.public_id)
         assert meta["annotations"]["ai-job-console/user"] == "alice"
     assert {k: sent["metadata"]["annotations"][k] for k in annotations} == annotations
+    # The job page's request is the one sent, annotations and all.
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert '"ai-job-console/user": "alice"' in html.unescape(page)
     fake.run_pods(name)
     pod = fake.pods[("default", f"{name}-master-0")]
     assert pod["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "ai-job-console"
@@ -2310,7 +2313,7 @@ def test_a_custom_job_is_created_as_a_jobset_exactly_as_previewed(fake, k8s, ali
     assert fake.requests.index(secret_call) < fake.requests.index(job_call)
     assert job_call.path == "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
     assert job_call.param("fieldValidation") == "Strict"
-    preview = k8s.request_preview(job.job_spec(), job_id=job.public_id)
+    preview = k8s.request_preview(job.job_spec(), job_id=job.public_id, owner="alice")
     assert job_call.body == preview.body
     assert [r["name"] for r in job_call.body["spec"]["replicatedJobs"]] == [
         "trainer",

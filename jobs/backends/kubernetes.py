@@ -1349,30 +1349,34 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     # -- what is sent ----------------------------------------------------------------
 
     def manifests(
-        self, spec: spec_module.JobSpec, *, job_id: str, masked: bool = False, cluster: M.Cluster
+        self,
+        spec: spec_module.JobSpec,
+        *,
+        job_id: str,
+        masked: bool = False,
+        cluster: M.Cluster,
+        owner: str = "",
     ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-        """(the Secret or None, the custom resource) exactly as submit sends them."""
+        """(the Secret or None, the custom resource) exactly as submit sends them; `owner`,
+        the job's owner's user name ("": no job yet, the wizard's preview)."""
         namespace = namespace_of(spec.resource_pool_id)
         name = M.object_name(spec, job_id)
         secret = M.secret_manifest(
             spec, name=name, namespace=namespace, job_id=job_id, masked=masked
         )
         job = M.job_manifest(spec, cluster, name=name, namespace=namespace, job_id=job_id)
-        annotations = self._annotations(job_id)
+        annotations = self._annotations(job_id, owner)
         if secret is not None:
             M.console_marked(secret, annotations)
         return secret, M.console_marked(job, annotations)
 
     @staticmethod
-    def _annotations(job_id: str) -> dict[str, str]:
+    def _annotations(job_id: str, owner: str) -> dict[str, str]:
         """Whose job an object is and its page, for the cluster's admin (qa103): the owner's
         user name, and the job page at SITE_URL unless that is a loopback address (the
         default, which no one at the cluster can open). None before the job exists (the
-        wizard's preview)."""
-        owner = (
-            Job.objects.filter(public_id=job_id).values_list("owner__username", flat=True).first()
-        )
-        if owner is None:
+        wizard's preview: no owner)."""
+        if not owner:
             return {}
         annotations = {M.USER_ANNOTATION: owner}
         host = urlsplit(settings.SITE_URL).hostname or ""
@@ -1381,7 +1385,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         return annotations
 
     def request_preview(
-        self, spec: spec_module.JobSpec, *, job_id: str = "", training_api: str = ""
+        self,
+        spec: spec_module.JobSpec,
+        *,
+        job_id: str = "",
+        training_api: str = "",
+        owner: str = "",
     ) -> RequestPreview:
         """The custom resource's create (a custom job's JobSet), preceded by the Secret's when
         the job has secret envs (its values masked); before the job exists its id reads
@@ -1397,7 +1406,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         if training_api:
             cluster = replace(cluster, training_api=training_api)
         secret, job = self.manifests(
-            spec, job_id=job_id or M.PREVIEW_JOB_ID, masked=True, cluster=cluster
+            spec, job_id=job_id or M.PREVIEW_JOB_ID, masked=True, cluster=cluster, owner=owner
         )
         namespace = namespace_of(spec.resource_pool_id)
         headers = {"Content-Type": "application/json"}
@@ -1548,6 +1557,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             spec,
             job_id=job.public_id,
             cluster=replace(config.cluster, training_api=job.training_api),
+            owner=job.owner.get_username(),
         )
         unanswered = unanswered_creates(job, (UNANSWERED_EVENT,)).count()
         if unanswered >= MAX_UNANSWERED_CREATES:
@@ -2126,6 +2136,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             spec,
             job_id=job.public_id,
             cluster=replace(config.cluster, training_api=job.training_api),
+            owner=job.owner.get_username(),
         )
         deadline = (job.started_at or begun) + timedelta(minutes=spec.timeout_minutes)
         manifest = M.restarted(
