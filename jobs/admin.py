@@ -1801,7 +1801,11 @@ class JobAdmin(
         shown = with_group_task(spec, job).copy()  # a queue task's as it is sent (review29)
         shown.alert.webhooks = [webhook_shown(url) for url in spec.alert.webhooks]
         request_line, request_body = sent_request(
-            shown, job.backend, job_id=job.public_id, training_api=job.training_api
+            shown,
+            job.backend,
+            job_id=job.public_id,
+            training_api=job.training_api,
+            owner=job.owner.get_username(),
         )
         context["api_request"] = f"{request_line}\n{request_body}"
         # The pool by its name and id, as the wizard's review step says it (the names take no

@@ -291,6 +291,7 @@ def _pod_items(job: Job) -> list[dict[str, Any]]:
             "PodIP": "",
             "uid": "",
             "envs": [],
+            **({"console": pod["console"]} if "console" in pod else {}),
         }
         for pod in _pods(job)
     ]

@@ -416,6 +416,8 @@ def _pods(job: Job) -> list[dict[str, Any]]:
                 "nodeName": replica.node,
                 "finishedAt": _time(replica.finished_at),
                 "reason": "",
+                # The pod as Kubernetes names it, for its admin (objectMeta's is AIHC's).
+                **({"console": {"podName": replica.pod_name}} if replica.pod_name else {}),
             }
         )
     return pods
@@ -1619,7 +1621,7 @@ def _pool_v1(pool: Pool) -> dict[str, Any]:
                 {"gpuDescriptor": kind, "total": total, "used": in_use}
                 for kind, total, in_use in used
             ],
-            "nodeCount": {"total": 0, "used": 0},
+            "nodeCount": {"total": pool.nodes[0], "used": pool.nodes[1]},
             "phase": pool_phase(pool),
         },
         "console": pool_console(pool),

@@ -616,6 +616,9 @@ class JobReplica(models.Model):
     pid = models.IntegerField(null=True, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
     node = models.CharField(_("node"), max_length=128, blank=True)
+    # A Kubernetes replica's pod as the cluster names it (`<name>-<12 hex>-master-0`), which a
+    # user gives the cluster's admin; not AIHC's `<job name>-master-0` the API's podList shows.
+    pod_name = models.CharField(_("pod"), max_length=253, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Local runner: `pid` is the replica's process-group leader; its start time

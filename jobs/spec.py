@@ -219,7 +219,11 @@ LABEL_VALUE_RE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])
 # answer is found again on AIHC, and which names a job's objects on Kubernetes) or by AIHC's
 # server (aijob.cce.baidubce.com/create-from-aihcp-api, .../ai-user-id...): one typed by hand
 # would pass for theirs, so none is taken. A prefix ends in "/"; a whole key does not.
-RESERVED_LABEL_KEYS = ("aijob.cce.baidubce.com/", "ai-job-console/job-id")
+RESERVED_LABEL_KEYS = (
+    "aijob.cce.baidubce.com/",
+    "ai-job-console/job-id",
+    "ai-job-console/restart",
+)
 # Label prefixes that Kubernetes and the operators a Kubernetes pool runs on read (the domain or
 # any subdomain of it): Kubernetes reserves kubernetes.io and k8s.io for its own components;
 # Kueue admits a job by kueue.x-k8s.io/queue-name and ranks it by kueue.x-k8s.io/priority-class,

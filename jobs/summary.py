@@ -568,7 +568,12 @@ def replica_environments(
 
 
 def sent_request(
-    spec: S.JobSpec, backend_name: str, *, job_id: str = "", training_api: str = ""
+    spec: S.JobSpec,
+    backend_name: str,
+    *,
+    job_id: str = "",
+    training_api: str = "",
+    owner: str = "",
 ) -> tuple[str, str]:
     """The create request as the job's backend sends it ("POST <path>", pretty JSON body),
     secrets masked: an AIHC v2 pool's CreateJob, not the v1 body it was stored as; a
@@ -576,7 +581,7 @@ def sent_request(
     the one KUBERNETES_TRAINING_API makes today."""
     try:
         preview = get_backend(backend_name).request_preview(
-            spec, job_id=job_id, training_api=training_api
+            spec, job_id=job_id, training_api=training_api, owner=owner
         )
         line, body = f"{preview.method} {preview.path}", preview.body
     except BackendError:  # misconfigured: the stored v1 body is still the truth

@@ -185,6 +185,9 @@ REWORDED = (
         "%(item)s: email to %(addresses)s not sent: no mail server is set for this console "
         "(EMAIL_HOST), so it was only written to the worker's log; ask an administrator to set one"
     ),
+    # jobs.backends.kubernetes' lost job, which now says it may have been deleted outside the
+    # console (qa103).
+    gettext_noop("Kubernetes no longer has %(name)s."),
 )
 
 
@@ -261,6 +264,13 @@ def display_text(text: str, source: dict[str, Any] | None) -> str:
     if not source or translation.get_language() == settings.LANGUAGE_CODE:
         return text
     return _said_again(text, source)
+
+
+def in_english(text: str) -> str:
+    """A recorded text as the console's log says it: in English, as the rest of its lines
+    (README "Where the logs are"), whatever language the console records in."""
+    with translation.override("en"):
+        return display_text(text, source_of(text))
 
 
 def _said_again(text: str, source: dict[str, Any]) -> str:

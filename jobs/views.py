@@ -1395,6 +1395,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
             job.backend,
             job_id=job.public_id,
             training_api=job.training_api,
+            owner=job.owner.get_username(),
         )
         context.update(
             {

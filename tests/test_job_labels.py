@@ -142,6 +142,20 @@ def test_labels_typed_on_basic_info_reach_the_review_the_request_and_the_job(ali
             "请换一个键。",
         ),
         (
+            # qa103: which fault-tolerance restart made a Kubernetes object; given by hand, a
+            # first create would pass for a restart's.
+            [("ai-job-console/restart", "1")],
+            "id_label-0-key",
+            "以 ai-job-console/restart 开头的键由控制台或 AIHC 为每个任务设置，不能手动填写；"
+            "请换一个键。",
+        ),
+        (
+            [("app.kubernetes.io/managed-by", "me")],
+            "id_label-0-key",
+            "kubernetes.io 下的键由 Kubernetes 及其调度器读取（如任务使用的队列和优先级），"
+            "不能手动填写；请换一个键。",
+        ),
+        (
             [("lr:3e-4", "")],
             "id_label-0-key",
             "标签的键和值分开填写：键为 lr，值为 3e-4。",
@@ -167,6 +181,8 @@ def test_labels_typed_on_basic_info_reach_the_review_the_request_and_the_job(ali
         "twice",
         "aihc's",
         "console's",
+        "console's restart",
+        "kubernetes' managed-by",
         "pasted key:value",
         "pasted key=value",
         "key and equals sign",

@@ -121,6 +121,18 @@ def test_each_namespace_is_a_pool_with_the_idle_cards_of_schedulable_matching_no
     assert not pools[0].stale and not pools[0].error
 
 
+def test_the_api_counts_a_kubernetes_pools_card_nodes_and_those_in_use(fake, k8s, wsgi, api):
+    """qa103: nodeCount was {"total": 0, "used": 0} with 2 card nodes."""
+    k8s.pools()
+    wait_for_inventory(k8s)
+
+    got = api.request("GET", "/api/v1/resourcepools", idempotent=True)
+
+    [pool] = [p for p in got["result"]["resourcePools"] if p["metadata"]["id"] == POOL]
+    # gpu-1 (6 of its cards taken) and gpu-2 (none); gpu-3 is cordoned.
+    assert pool["status"]["nodeCount"] == {"total": 2, "used": 1}
+
+
 @pytest.mark.parametrize(
     ("tolerations", "figures"),
     [("", (A800, 24, 10)), ("dedicated=inference:NoSchedule", (A800, 32, 18))],
@@ -495,6 +507,53 @@ def test_an_https_api_server_is_trusted_through_the_configured_ca_file(
     assert [(a.total, a.idle) for a in trusted.accelerators] == [(8, 8)]
 
 
+def test_a_token_the_api_server_refuses_keeps_jobs_queued_and_the_pool_stale_saying_renew_it(
+    fake, k8s, alice, settings
+):
+    """qa103: a 401 (the token expired, or rotated without KUBERNETES_TOKEN_FILE) was taken
+    as the job's refusal: every job submitted meanwhile was Submission failed. It is the
+    cluster unavailable to the console, as a CA not trusted is."""
+    settings.KUBERNETES_CACHE_SECONDS = 0
+    good = fake.token
+    fake.token = "the-new-one"  # the console's token is refused from now on: 401
+
+    job = submitted(alice, k8s)
+    pool = k8s.pools()[0]
+    with translation.override("zh-hans"):
+        pool_in_chinese = k8s.pools()[0]
+
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+    deferred = job.events.get(reason="SubmitDeferred")
+    assert "The console's Kubernetes token was refused: renew KUBERNETES_TOKEN_FILE" in (
+        deferred.message
+    )
+    assert "the-new-one" not in deferred.message and good not in deferred.message
+    assert not fake.calls("create pytorchjobs")[1:]  # refused, and not sent again at once
+    assert pool.stale
+    assert "token was refused: renew KUBERNETES_TOKEN_FILE (Unauthorized, HTTP 401)" in pool.error
+    assert "控制台的 Kubernetes 令牌被拒绝" in pool_in_chinese.error
+
+    fake.token = good  # renewed
+    submit_pause_over(k8s)
+    k8s.submit(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED and job.external_id != ""
+    assert k8s.pools()[0].error == ""
+
+
+def test_a_token_refused_while_a_job_runs_leaves_it_running_and_its_stop_pending(fake, k8s, alice):
+    job = running(fake, k8s, submitted(alice, k8s))
+    fake.token = "the-new-one"
+
+    with pytest.raises(BackendError, match="renew KUBERNETES_TOKEN_FILE"):
+        k8s.sync(job)
+    k8s.stop(job)  # sent again until the token is renewed, not "Kubernetes did not stop"
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert job.stop_sent_at is not None
+
+
 # -- refusals ----------------------------------------------------------------------------
 
 
@@ -654,7 +713,7 @@ def test_submitting_creates_the_secret_then_the_pytorchjob_exactly_as_previewed(
     assert fake.requests.index(secret_call) < fake.requests.index(job_call)
     assert secret_call.body["stringData"] == {"HF_TOKEN": "hf_secret_value"}
     assert job_call.param("fieldValidation") == "Strict"
-    preview = k8s.request_preview(job.job_spec(), job_id=job.public_id)
+    preview = k8s.request_preview(job.job_spec(), job_id=job.public_id, owner="alice")
     assert job_call.body == preview.body
     assert f"{preview.path}" == f"{job_call.path}?fieldValidation=Strict"
     assert preview.before[0].body["stringData"] == {"HF_TOKEN": "******"}
@@ -664,6 +723,55 @@ def test_submitting_creates_the_secret_then_the_pytorchjob_exactly_as_previewed(
     assert reasons(job) == ["Created", "Submitting", "Submitted"]
     # Kept for AIHC's GetJob's k8sUID (qa105).
     assert job.k8s_uid == fake.job(name)["metadata"]["uid"]
+
+
+def test_every_object_and_pod_template_says_the_console_made_it_for_whom_and_its_page(
+    fake, k8s, alice, alice_client, settings
+):
+    """qa103: a cluster admin saw only ai-job-console/job-id on the console's objects."""
+    settings.SITE_URL = "https://console.example.com/ai"
+    job = submitted(alice, k8s)
+    custom = submitted(
+        alice,
+        k8s,
+        framework=S.CUSTOM,
+        roles=[S.Role("trainer", 2, A800, 8)],
+    )
+    name = job.external_id
+    annotations = {
+        "ai-job-console/user": "alice",
+        "ai-job-console/url": f"https://console.example.com/ai/jobs/{job.public_id}/",
+    }
+
+    sent = fake.job(name)
+    metadata = [
+        sent["metadata"],
+        fake.secret(f"{name}-env")["metadata"],
+        *(r["template"]["metadata"] for r in sent["spec"]["pytorchReplicaSpecs"].values()),
+    ]
+    jobset = fake.objects[("jobsets", "default", custom.external_id)]
+    for replicated in jobset["spec"]["replicatedJobs"]:
+        metadata += [replicated["template"]["metadata"]]
+        metadata += [replicated["template"]["spec"]["template"]["metadata"]]
+    assert len(metadata) == 6
+    for meta in metadata:
+        assert meta["labels"]["app.kubernetes.io/managed-by"] == "ai-job-console"
+        assert meta["labels"]["ai-job-console/job-id"] in (job.public_id, custom.public_id)
+        assert meta["annotations"]["ai-job-console/user"] == "alice"
+    assert {k: sent["metadata"]["annotations"][k] for k in annotations} == annotations
+    # The job page's request is the one sent, annotations and all.
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert '"ai-job-console/user": "alice"' in html.unescape(page)
+    fake.run_pods(name)
+    pod = fake.pods[("default", f"{name}-master-0")]
+    assert pod["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "ai-job-console"
+
+    # The default SITE_URL, this machine's loopback address: no one at the cluster opens it.
+    settings.SITE_URL = "http://127.0.0.1:8000"
+    local = submitted(alice, k8s)
+    assert fake.job(local.external_id)["metadata"]["annotations"] == {
+        "ai-job-console/user": "alice"
+    }
 
 
 def test_a_create_that_got_no_answer_is_sent_again_and_what_it_made_is_adopted(fake, k8s, alice):
@@ -1593,15 +1701,35 @@ def test_a_job_past_its_deadline_is_timed_out_and_a_failed_one_failed(fake, k8s,
     assert "worker-0 exited with 1 ******" in broken.status_reason
 
 
-def test_a_job_kubernetes_no_longer_has_is_marked_failed(fake, k8s, alice):
+def test_a_job_kubernetes_no_longer_has_is_marked_failed(fake, k8s, alice, settings):
     job = submitted(alice, k8s)
-    del fake.objects[("pytorchjobs", "default", job.external_id)]
+    del fake.objects[("pytorchjobs", "default", job.external_id)]  # kubectl delete
 
     k8s.sync(job)
     job.refresh_from_db()
 
     assert job.status == JobStatus.FAILED
-    assert job.events.filter(reason="Lost").exists()
+    # qa103: it said only "Kubernetes no longer has …", as if the console knew no more.
+    lost = job.events.get(reason="Lost")
+    assert lost.message == (
+        f"Kubernetes no longer has {job.external_id}: it may have been deleted outside the "
+        "console (with kubectl, by a TTL, or with its namespace), so how it ended is unknown."
+    )
+    with translation.override("zh-hans"):
+        assert "可能已在控制台之外被删除" in lost.message_shown
+
+    # Recorded before it was reworded: still said in the reader's language.
+    settings.LANGUAGE_CODE = "en"
+    Job.objects.filter(pk=job.pk).update(
+        status_reason=f"Kubernetes no longer has {job.external_id}.",
+        status_reason_source={
+            "key": "Kubernetes no longer has %(name)s.",
+            "params": {"name": job.external_id},
+        },
+    )
+    job.refresh_from_db()
+    with translation.override("zh-hans"):
+        assert job.status_reason_shown == f"Kubernetes 中已不存在 {job.external_id}。"
 
 
 def test_stopping_deletes_the_job_and_it_is_stopped_once_gone_never_failed(fake, k8s, alice):
@@ -1878,6 +2006,28 @@ def running(fake, k8s, job: Job) -> Job:
     job.refresh_from_db()
     assert job.status == JobStatus.RUNNING
     return job
+
+
+def test_a_replica_names_its_pod_as_kubernetes_does_on_the_job_page_and_in_the_api(
+    fake, k8s, alice, alice_client, wsgi, api
+):
+    """qa103: the API's podList names pods as AIHC would (`<job name>-master-0`); the pod's
+    real name, which the cluster's admin asks for, was nowhere."""
+    job = running(fake, k8s, submitted(alice, k8s))
+    real = f"{job.external_id}-master-0"
+
+    got = api.request(
+        "GET", f"/api/v1/aijobs/{job.public_id}", params=[("resourcePoolId", POOL)], idempotent=True
+    )
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    row = page[page.index('<td class="font-monospace">master-0') :]
+    assert 'class="small text-body-secondary replica-pod"' in row[: row.index("</td>")]
+    assert real in row[: row.index("</td>")]
+    [master] = [p for p in got["result"]["podList"]["pods"] if p["replicaType"] == "master"]
+    assert master["objectMeta"]["name"] == f"{job.name}-master-0"  # AIHC's, as before
+    assert master["console"] == {"podName": real}
+    assert job.replicas.get(role="master").pod_name == real
 
 
 def ended_as_stopped(job: Job) -> None:
@@ -2166,7 +2316,7 @@ def test_a_custom_job_is_created_as_a_jobset_exactly_as_previewed(fake, k8s, ali
     assert fake.requests.index(secret_call) < fake.requests.index(job_call)
     assert job_call.path == "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
     assert job_call.param("fieldValidation") == "Strict"
-    preview = k8s.request_preview(job.job_spec(), job_id=job.public_id)
+    preview = k8s.request_preview(job.job_spec(), job_id=job.public_id, owner="alice")
     assert job_call.body == preview.body
     assert [r["name"] for r in job_call.body["spec"]["replicatedJobs"]] == [
         "trainer",
@@ -2811,8 +2961,9 @@ def test_a_pod_printing_a_stamp_and_the_runners_mark_is_not_shown_as_the_console
 
 
 def test_a_cluster_without_jobset_fails_a_custom_submit_saying_what_to_install(
-    settings, k8s, alice
+    settings, k8s, alice, caplog
 ):
+    settings.LANGUAGE_CODE = "zh-hans"  # the console records in Chinese; its log is English
     fake = FakeKubernetes(jobset=False).start()
     try:
         configure(
@@ -2821,15 +2972,21 @@ def test_a_cluster_without_jobset_fails_a_custom_submit_saying_what_to_install(
             KUBERNETES_ACCELERATORS=f"{A800}=nvidia.com/gpu",
             KUBERNETES_VOLUMES="pfs=datasets",
         )
-        job = submitted(alice, k8s, **custom())
+        with caplog.at_level(logging.WARNING, "jobs.kubernetes"):
+            job = submitted(alice, k8s, **custom())
         pytorch = submitted(alice, k8s)
     finally:
         fake.stop()
 
     assert job.status == JobStatus.SUBMIT_FAILED
-    assert job.status_reason.startswith(
-        "The cluster does not serve JobSet (jobset.x-k8s.io/v1alpha2): install it there first"
-    )
+    assert job.status_reason.startswith("集群未提供 JobSet")
+    with translation.override("en"):
+        assert job.status_reason_shown.startswith(
+            "The cluster does not serve JobSet (jobset.x-k8s.io/v1alpha2): install it there first"
+        )
+    # qa103: the log line quoted it in Chinese, inside an English line.
+    [logged] = [m for m in caplog.messages if m.startswith("Kubernetes submit of ")]
+    assert "The cluster does not serve JobSet (jobset.x-k8s.io/v1alpha2)" in logged
     assert fake.secret(f"{M.object_name(job.job_spec(), job.public_id)}-env") is None
     assert pytorch.status == JobStatus.QUEUED
 
@@ -3031,6 +3188,11 @@ def test_the_rbac_readme_gives_grants_every_request_of_a_jobs_life(fake, k8s, al
     assert {("list", "", "nodes")} <= at_cluster
     assert sorted(in_namespace - readme_rbac("ml-team-a")) == []
     assert sorted(at_cluster - readme_rbac("")) == []
+    # No more than is used either (qa103: get on pods, events and pod metrics, never made).
+    read_only = {("", "pods"), ("", "pods/log"), ("", "events"), ("metrics.k8s.io", "pods")}
+    assert {g for g in readme_rbac("ml-team-a") if g[1:] in read_only} == {
+        m for m in in_namespace if m[1:] in read_only
+    }
 
 
 # -- a staff member's Stop reason (fix108) ----------------------------------------------
@@ -3408,6 +3570,50 @@ def test_a_restart_kubernetes_refuses_to_create_fails_the_job_with_its_message(f
     assert fake.secret(f"{job.external_id}-env") is None  # no job will use it
     with translation.override("zh-hans"):
         assert "拒绝重新创建" in job.events.get(reason="Failed").message_shown
+
+
+def test_a_restart_whose_pods_the_cluster_refuses_is_queued_saying_why_until_they_are_made(
+    fake, k8s, alice
+):
+    """qa103: training-operator says refused pods only in a FailedCreatePod event and starts
+    no deadline without them; the restarted job stayed Running, "No replicas yet", no reason,
+    for ever. It goes back to Queued saying why, as a new job does; the failed run's own
+    refusal (same resource name, before the restart's create) is not taken for the restart's."""
+    job = running(fake, k8s, tolerant(alice, k8s, 2))
+    name = job.external_id
+    earlier = (timezone.now() - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    fake.add_event(
+        "PyTorchJob", name, "FailedCreatePod", "Error creating: old", type="Warning", stamp=earlier
+    )
+    failed_on_kubernetes(fake, job)
+    k8s.sync(job)  # the restart begun
+    k8s.sync(job)  # created again
+    k8s.sync(job)  # its pods being made: Running through the restart
+    job.refresh_from_db()
+    assert (job.status, job.restarts) == (JobStatus.RUNNING, 1)
+    assert "cannot create" not in job.status_reason
+
+    refusal = (
+        f'Error creating: pods "{name}-master-0" is forbidden: exceeded quota: gpu, '
+        "requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=16, "
+        "limited: requests.nvidia.com/gpu=16"
+    )
+    fake.add_event("PyTorchJob", name, "FailedCreatePod", refusal, type="Warning")
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert (job.status, job.restarts) == (JobStatus.QUEUED, 1)
+    assert job.status_reason_shown == (
+        f"Kubernetes cannot create the job's pods (PyTorchJob {name}, FailedCreatePod): "
+        f"“{refusal}”. The job stays queued while Kubernetes tries again; stop it if the "
+        "cause will not go away."
+    )
+    assert job.started_at is not None  # its first start: still its start
+
+    # The quota is raised: the operator makes the pods and runs them.
+    job = running(fake, k8s, job)
+    assert job.restarts == 1
+    assert "cannot create" not in job.status_reason
 
 
 def test_a_job_that_ran_and_failed_between_two_syncs_is_restarted_and_one_past_its_limit_not(

@@ -39,7 +39,7 @@ def test_a_pytorch_job_on_a_trainer_cluster_is_created_as_the_trainjob_previewed
     [job_call] = trainer.calls("create trainjobs")
     assert trainer.calls("create pytorchjobs") == []
     assert job_call.path == "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs"
-    preview = k8s.request_preview(job.job_spec(), job_id=job.public_id)
+    preview = k8s.request_preview(job.job_spec(), job_id=job.public_id, owner="alice")
     assert job_call.body == preview.body
     assert preview.path == f"{job_call.path}?fieldValidation=Strict"
     body = job_call.body

@@ -509,8 +509,9 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # landing late past 0045 (none: not watched), a deleted job's past 0047 (the same) and
     # what that watch found past 0048 (none), a job's image past 0053 (filled again from
     # its spec, as `cards`), the reason a stop asked a job to end with past 0054 (none)
-    # and a Kubernetes restart under way past 0055 (none: none was), and a Kubernetes
-    # resource's uid past 0056 (none: read again by the worker's next sync).
+    # and a Kubernetes restart under way past 0055 (none: none was), a Kubernetes
+    # resource's uid past 0056 and a Kubernetes replica's pod name past 0057 (none: read
+    # again by the worker's next sync).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -539,6 +540,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "time_zone": "",
         "stop_reason": "",
         "k8s_uid": "",
+        "pod_name": "",
     }
     for name, rows in before.items():
         gone = dropped[name] - {"group_index", "cards", "image"}

@@ -900,7 +900,12 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         return env
 
     def request_preview(
-        self, spec: spec_module.JobSpec, *, job_id: str = "", training_api: str = ""
+        self,
+        spec: spec_module.JobSpec,
+        *,
+        job_id: str = "",
+        training_api: str = "",
+        owner: str = "",
     ) -> RequestPreview:
         """What `AihcClient.create_job` sends for this pool's API version (unsigned); before
         the job exists its id label reads PREVIEW_JOB_ID."""

@@ -319,6 +319,9 @@ class Pool:
     # What the figures leave out, shown with them (a namespace's quotas the console may not
     # read); unlike `error`, the figures are current.
     note: str = ""
+    # (nodes with the pool's cards, those with any of them in use), as far as the backend
+    # knows its nodes (Kubernetes'); (0, 0) when it does not.
+    nodes: tuple[int, int] = (0, 0)
     # A Kubernetes pool's KUBERNETES_TRAINING_API ("trainer": its PyTorch jobs are Kubeflow
     # Trainer TrainJobs, whose nodes get the torch runtime's PET_* variables).
     training_api: str = ""
@@ -435,13 +438,14 @@ class Backend(ABC):
         return {}
 
     def request_preview(
-        self, spec: JobSpec, *, job_id: str = "", training_api: str = ""
+        self, spec: JobSpec, *, job_id: str = "", training_api: str = "", owner: str = ""
     ) -> RequestPreview:
         """The request that creates this job (`job_id` once it exists). The canonical spec is
         the AIHC CreateJob v1 body, so that is what a backend without an API of its own
         (local) shows. `training_api`: a Kubernetes job's Job.training_api, the Kubeflow API
         it was created under ("": not created yet, the pool's setting); other backends have
-        one API and ignore it."""
+        one API and ignore it. `owner`: the job's owner's user name, which Kubernetes objects
+        carry (an annotation); ignored elsewhere."""
         return RequestPreview(
             method="POST",
             path=f"/api/v1/aijobs?resourcePoolId={quote(spec.resource_pool_id, safe='')}",

@@ -60,16 +60,18 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, BinaryIO
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from jobs import spec as spec_module
-from jobs.alerts import job_alert, named_for_alert
+from jobs.alerts import job_alert, named_for_alert, site_address
 from jobs.kubernetes import manifests as M
 from jobs.kubernetes.client import (
     KubeClient,
@@ -281,8 +283,9 @@ def _sync_error(exc: KubeError, secrets: list[str]) -> BackendError:
 
 
 def _refused(exc: KubeError) -> bool:
-    """The API server answered no (a 4xx other than 429 Too Many Requests)."""
-    return 400 <= exc.status < 500 and exc.status != 429
+    """The API server answered no (a 4xx other than 429 Too Many Requests, and 401: the
+    console's token refused, KubeUnavailable, whatever was asked)."""
+    return 400 <= exc.status < 500 and exc.status not in (401, 429)
 
 
 def _not_found(exc: KubeError) -> bool:
@@ -433,18 +436,25 @@ def _event_time(event: dict[str, Any]) -> datetime | None:
     )
 
 
-def pods_not_created(events: list[tuple[str, str, dict[str, Any]]]) -> dict[str, str] | None:
+def pods_not_created(
+    events: list[tuple[str, str, dict[str, Any]]], *, since: datetime | None = None
+) -> dict[str, str] | None:
     """The newest of `events` ((kind, name, event) of the job's objects) in which its
     operator, its JobSet or a Job of it, says it could not create a pod or a Job that
-    makes them (CREATE_REFUSED_REASONS, MPI_CREATE_FAILED): {object, reason, message}, or None."""
+    makes them (CREATE_REFUSED_REASONS, MPI_CREATE_FAILED): {object, reason, message}, or None.
+    `since`: a restart's resource's creation; the refusals of its failed run, which had the
+    same name, stay among the events for an hour and are not its own."""
     refusals = [
         (kind, name, event)
         for kind, name, event in events
-        if event.get("reason") in CREATE_REFUSED_REASONS
-        or (
-            event.get("reason") == "MPIJobFailed"
-            and str(event.get("message") or "").startswith(MPI_CREATE_FAILED)
+        if (
+            event.get("reason") in CREATE_REFUSED_REASONS
+            or (
+                event.get("reason") == "MPIJobFailed"
+                and str(event.get("message") or "").startswith(MPI_CREATE_FAILED)
+            )
         )
+        and (since is None or (_event_time(event) or since) >= since)
     ]
     if not refusals:
         return None
@@ -799,6 +809,8 @@ class Figures:
     quotas: dict[str, Quota] = field(default_factory=dict)  # namespace -> its quotas
     # namespace -> its Pod Security Admission enforce level ("" when it could not be read)
     pod_security: dict[str, str] = field(default_factory=dict)
+    # (nodes with the configured cards, those of them with any card in use), as `stock`
+    nodes: tuple[int, int] = (0, 0)
     as_of: datetime | None = None  # the last successful read of nodes and pods
     error: Exception | None = None  # the last read failed: the figures are the ones before it
 
@@ -830,7 +842,7 @@ class Inventory(BackgroundInventory):
         assert config is not None and client is not None
         last = self.figures
         try:
-            stock = self._read_cluster(config, client)
+            stock, nodes = self._read_cluster(config, client)
             quotas = {ns: self._read_quota(config, client, ns) for ns in config.namespaces}
             levels = {ns: pod_security_level(client, ns) for ns in config.namespaces}
         except KubeError as exc:
@@ -845,6 +857,7 @@ class Inventory(BackgroundInventory):
                 resources={card: a.resource for card, a in config.cluster.accelerators.items()},
                 quotas=quotas,
                 pod_security=levels,
+                nodes=nodes,
                 as_of=timezone.now(),
             )
 
@@ -873,7 +886,12 @@ class Inventory(BackgroundInventory):
         return Quota.of(found, resources, as_of=timezone.now())
 
     @staticmethod
-    def _read_cluster(config: Config, client: KubeClient) -> list[AcceleratorStock]:
+    def _read_cluster(
+        config: Config, client: KubeClient
+    ) -> tuple[list[AcceleratorStock], tuple[int, int]]:
+        """The cards per card type, and (nodes, busy nodes): the schedulable nodes with
+        any of the cards, and those with any of their cards requested (qa103: the API's
+        nodeCount was 0 of 0 on a cluster of card nodes)."""
         nodes = client.list("/api/v1/nodes")
         pods = client.list(
             "/api/v1/pods", field_selector="status.phase!=Succeeded,status.phase!=Failed"
@@ -890,6 +908,8 @@ class Inventory(BackgroundInventory):
                 for resource, amount in requests.items():
                     used[resource] = used.get(resource, 0) + _quantity(amount)
         stock = []
+        card_nodes: set[str] = set()
+        busy_nodes: set[str] = set()
         for card, accelerator in sorted(config.cluster.accelerators.items()):
             total = idle = 0
             tolerations = (*config.cluster.tolerations, extended_resource_toleration(accelerator))
@@ -904,10 +924,14 @@ class Inventory(BackgroundInventory):
                 if not have:
                     continue
                 name = (node.get("metadata") or {}).get("name", "")
+                in_use = used_by_node.get(name, {}).get(accelerator.resource, 0)
                 total += have
-                idle += max(have - used_by_node.get(name, {}).get(accelerator.resource, 0), 0)
+                idle += max(have - in_use, 0)
+                card_nodes.add(name)
+                if in_use:
+                    busy_nodes.add(name)
             stock.append(AcceleratorStock(type=card, total=total, idle=idle))
-        return stock
+        return stock, (len(card_nodes), len(busy_nodes))
 
 
 def _mpi_operator_environment(spec: spec_module.JobSpec, ref: ReplicaRef) -> dict[str, str]:
@@ -1110,6 +1134,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             stale=bool(errors) or age is None or age > config.cache_seconds,
             error=" ".join(errors),
             note=note,
+            nodes=figures.nodes,
         )
 
     # -- what the cluster cannot run -------------------------------------------------
@@ -1454,19 +1479,48 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     # -- what is sent ----------------------------------------------------------------
 
     def manifests(
-        self, spec: spec_module.JobSpec, *, job_id: str, masked: bool = False, cluster: M.Cluster
+        self,
+        spec: spec_module.JobSpec,
+        *,
+        job_id: str,
+        masked: bool = False,
+        cluster: M.Cluster,
+        owner: str = "",
     ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-        """(the Secret or None, the custom resource) exactly as submit sends them."""
+        """(the Secret or None, the custom resource) exactly as submit sends them; `owner`,
+        the job's owner's user name ("": no job yet, the wizard's preview)."""
         namespace = namespace_of(spec.resource_pool_id)
         name = M.object_name(spec, job_id)
         secret = M.secret_manifest(
             spec, name=name, namespace=namespace, job_id=job_id, masked=masked
         )
         job = M.job_manifest(spec, cluster, name=name, namespace=namespace, job_id=job_id)
-        return secret, job
+        annotations = self._annotations(job_id, owner)
+        if secret is not None:
+            M.console_marked(secret, annotations)
+        return secret, M.console_marked(job, annotations)
+
+    @staticmethod
+    def _annotations(job_id: str, owner: str) -> dict[str, str]:
+        """Whose job an object is and its page, for the cluster's admin (qa103): the owner's
+        user name, and the job page at SITE_URL unless that is a loopback address (the
+        default, which no one at the cluster can open). None before the job exists (the
+        wizard's preview: no owner)."""
+        if not owner:
+            return {}
+        annotations = {M.USER_ANNOTATION: owner}
+        host = urlsplit(settings.SITE_URL).hostname or ""
+        if not (host == "localhost" or host.startswith("127.") or host == "::1"):
+            annotations[M.URL_ANNOTATION] = site_address(reverse("job-detail", args=[job_id]))
+        return annotations
 
     def request_preview(
-        self, spec: spec_module.JobSpec, *, job_id: str = "", training_api: str = ""
+        self,
+        spec: spec_module.JobSpec,
+        *,
+        job_id: str = "",
+        training_api: str = "",
+        owner: str = "",
     ) -> RequestPreview:
         """The custom resource's create (a custom job's JobSet), preceded by the Secret's when
         the job has secret envs (its values masked); before the job exists its id reads
@@ -1482,7 +1536,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         if training_api:
             cluster = replace(cluster, training_api=training_api)
         secret, job = self.manifests(
-            spec, job_id=job_id or M.PREVIEW_JOB_ID, masked=True, cluster=cluster
+            spec, job_id=job_id or M.PREVIEW_JOB_ID, masked=True, cluster=cluster, owner=owner
         )
         namespace = namespace_of(spec.resource_pool_id)
         headers = {"Content-Type": "application/json"}
@@ -1633,6 +1687,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             spec,
             job_id=job.public_id,
             cluster=replace(config.cluster, training_api=job.training_api),
+            owner=job.owner.get_username(),
         )
         unanswered = unanswered_creates(job, (UNANSWERED_EVENT,)).count()
         if unanswered >= MAX_UNANSWERED_CREATES:
@@ -2119,10 +2174,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 and condition != "Suspended"
                 and job.status == JobStatus.RUNNING
                 and M.restart_of(resource)
+                and not self._pods_refused(spec, pods, events, resource)
             ):
                 # A restart's new resource whose pods are being made: the job stays Running
                 # through its restart, as the local pool's does (Kueue holding it, Suspended,
-                # is Queued).
+                # is Queued; so is one whose pods the cluster refuses, saying why, as a new
+                # job: training-operator starts no deadline then, and it ran on for ever).
                 target = JobStatus.RUNNING
         if target != job.status:
             message = recorded(
@@ -2150,7 +2207,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 reason="TimedOut" if target == JobStatus.TIMED_OUT else "",
             )
         if target == JobStatus.QUEUED == job.status and events is not None:
-            self._say_pods_not_created(job, spec, pods, events, secrets)
+            self._say_pods_not_created(job, spec, pods, events, secrets, resource)
         if unanswered is not None:
             logger.warning(
                 "%s: status saved without its %s, which got no answer in %d syncs in a row",
@@ -2336,6 +2393,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             spec,
             job_id=job.public_id,
             cluster=replace(config.cluster, training_api=job.training_api),
+            owner=job.owner.get_username(),
         )
         deadline = (job.started_at or begun) + timedelta(minutes=spec.timeout_minutes)
         manifest = M.restarted(
@@ -2385,19 +2443,34 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             self._walk(job, JobStatus.FAILED, message)
 
     @staticmethod
+    def _pods_refused(
+        spec: spec_module.JobSpec | None,
+        pods: list[dict[str, Any]],
+        events: list[tuple[str, str, dict[str, Any]]] | None,
+        resource: dict[str, Any],
+    ) -> dict[str, str] | None:
+        """The newest refusal of the job's pods while some are missing (pods_not_created),
+        a restart's own only; None when they are all made or the events were not read."""
+        if events is None or len(pods) >= (sum(r.replicas for r in spec.roles) if spec else 1):
+            return None
+        created = kube_time((resource.get("metadata") or {}).get("creationTimestamp"))
+        return pods_not_created(events, since=created if M.restart_of(resource) else None)
+
     def _say_pods_not_created(
+        self,
         job: Job,
         spec: spec_module.JobSpec | None,
         pods: list[dict[str, Any]],
         events: list[tuple[str, str, dict[str, Any]]],
         secrets: list[str],
+        resource: dict[str, Any],
     ) -> None:
         """A Queued job's reason says why its operator cannot create its pods while some
         are missing and the newest refusal of one is in its events, and says it no more
         once they are all made (the refusals stay in the events for an hour). Its status
         and its time in it stay as they are."""
         missing = len(pods) < (sum(r.replicas for r in spec.roles) if spec else 1)
-        refusal = pods_not_created(events) if missing else None
+        refusal = self._pods_refused(spec, pods, events, resource)
         ours = (job.status_reason_source or {}).get("key") == PODS_NOT_CREATED
         if refusal is not None:
             said = recorded(PODS_NOT_CREATED, **{k: scrub(v, secrets) for k, v in refusal.items()})
@@ -2551,7 +2624,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             )
         else:
             message = recorded(
-                gettext_noop("Kubernetes no longer has %(name)s."), name=job.external_id
+                gettext_noop(
+                    "Kubernetes no longer has %(name)s: it may have been deleted outside the "
+                    "console (with kubectl, by a TTL, or with its namespace), so how it ended "
+                    "is unknown."
+                ),
+                name=job.external_id,
             )
         self._walk(
             job,
@@ -2673,6 +2751,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 restarts=job.restarts + restarts,
                 node=str((pod.get("spec") or {}).get("nodeName") or "")[:128],
                 exit_code=exit_code,
+                pod_name=str((pod.get("metadata") or {}).get("name") or "")[:253],
             )
 
     def _sync_events(

@@ -40,7 +40,7 @@ from jobs.models import (
 from jobs.runtime_env import with_group_task
 from jobs.services import job_event, job_fail_unreadable, job_transition, recorded
 from jobs.spec import SpecError
-from jobs.texts import restored, source_of
+from jobs.texts import in_english, restored, source_of
 
 from . import BACKEND_MODULES, get_backend
 from .base import Backend, BackendError, Pool
@@ -545,8 +545,11 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         job_event(job=job, reason="Submitted", message=message)
 
     def _fail(self, job: Job, message: str, secrets: list[str]) -> None:
+        # In English, as the log's other lines (qa103: "集群未提供 MPIJob…" in an English line);
+        # said before it is masked, which would leave only its stored wording to say.
+        logged = scrub(in_english(message), secrets)
         message = scrub(message, secrets)
-        self.logger.warning("%s submit of %s failed: %s", self.platform, job.public_id, message)
+        self.logger.warning("%s submit of %s failed: %s", self.platform, job.public_id, logged)
         if job.status == JobStatus.QUEUED:
             self._move(job, JobStatus.SUBMITTING, "Submitting", "")
         if job.status == JobStatus.STOPPING:

@@ -58,7 +58,8 @@ class KubeError(BackendError):
 
 
 class KubeUnavailable(KubeError):
-    """The request never reached the API server (connection refused, DNS, TLS)."""
+    """The request never reached the API server (connection refused, DNS, TLS), or it
+    refused the console's token (401, reason Unauthorized): no call can be carried out."""
 
 
 class KubeTimeout(KubeError):
@@ -234,6 +235,17 @@ class KubeClient(PlatformRetries):
                     status=response.status_code,
                 )
             return data
+        if response.status_code == 401:
+            # The console's own token (expired, or rotated without KUBERNETES_TOKEN_FILE): no
+            # call is carried out, whichever job asks, as with a CA not trusted; so not the
+            # job's refusal (qa103: every job submitted meanwhile was Submission failed).
+            raise KubeUnavailable(
+                gettext_lazy(
+                    "The console's Kubernetes token was refused: renew KUBERNETES_TOKEN_FILE"
+                ),
+                reason="Unauthorized",
+                status=401,
+            )
         try:
             data = response.json()
         except ValueError:

@@ -73,6 +73,13 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 # On a training-operator job the console created again for a fault-tolerance restart: which
 # restart (restarted). The first create has none.
 RESTART_LABEL = "ai-job-console/restart"
+# On every object the console makes, and its pods, for a cluster admin reading them (qa103):
+# the label Kubernetes recommends for the tool managing an object (app.kubernetes.io, which
+# the spec's label rule refuses, so no job can give it), and whose job and which page.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "ai-job-console"
+USER_ANNOTATION = "ai-job-console/user"
+URL_ANNOTATION = "ai-job-console/url"
 # The only FailJobSet rule sent: a Job past its activeDeadlineSeconds ends the JobSet.
 DEADLINE_RULE = "DeadlineExceeded"
 PREVIEW_JOB_ID = "<job-id>"
@@ -431,6 +438,21 @@ def _metadata(
     if cluster.kueue:
         labels[KUEUE_QUEUE_LABEL] = spec.queue
     return {"name": name, "namespace": namespace, "labels": labels}
+
+
+def console_marked(body: dict[str, Any], annotations: dict[str, str]) -> dict[str, Any]:
+    """`body` (a manifest of the console's) with the managed-by label and `annotations` on
+    each metadata that carries the job's id label: the object's and its pod templates' (a
+    JobSet's Jobs', a TrainJob's patch), so its pods carry them too. In place; returned."""
+    for value in body.values() if isinstance(body, dict) else body:
+        if isinstance(value, dict | list):
+            console_marked(value, annotations)
+    labels = body.get("labels") if isinstance(body, dict) else None
+    if isinstance(labels, dict) and CONSOLE_JOB_LABEL in labels:
+        labels[MANAGED_BY_LABEL] = MANAGED_BY
+        if annotations:
+            body["annotations"] = {**(body.get("annotations") or {}), **annotations}
+    return body
 
 
 def console_restarts(body: dict[str, Any]) -> bool:
