@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from tests.conftest import BROWSER_TIMEOUT_MS, log_in
 
+from .test_job_pages_browser import submitted
 from .test_wizard_browser import fill_basic, start
 
 pytestmark = pytest.mark.browser
@@ -43,7 +44,7 @@ def colour(locator) -> str:
 
 
 def test_ticked_radios_and_boxes_are_drawn_as_the_systems_own_controls_in_high_contrast(
-    high_contrast,
+    high_contrast, alice
 ):
     page = high_contrast
     assert page.evaluate("() => matchMedia('(forced-colors: active)').matches")
@@ -54,6 +55,16 @@ def test_ticked_radios_and_boxes_are_drawn_as_the_systems_own_controls_in_high_c
     boxes = page.evaluate(BOXES)
 
     assert {"framework", "creation_mode"} <= {b["name"] for b in boxes if b["checked"]}
+    assert [b for b in boxes if b["appearance"] != "auto"] == []
+
+    # The job list's ticks too.
+    job = submitted(alice, "ticked")
+    page.goto("/")
+    page.check(f"#select-{job.public_id}")
+
+    boxes = page.evaluate(BOXES)
+
+    assert "jobs" in [b["name"] for b in boxes if b["checked"]]
     assert [b for b in boxes if b["appearance"] != "auto"] == []
 
 
