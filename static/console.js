@@ -9,6 +9,42 @@ document.addEventListener("submit", (event) => {
   form.elements.next.value = window.location.pathname + window.location.search;
 });
 
+// 中文/EN loads the page again in the other language, and focus was left on the page itself: a
+// keyboard user started again from its top, and a screen reader said nothing of where they
+// were (qa104). The language pressed is kept for the page that comes back (this tab only),
+// which puts focus on its switch, pressed now. On a wizard step or the drafts page the buttons
+// post the step's or the import's form (see below), and the page comes back the same way.
+const LANGUAGE_SWITCHED = "console.languageSwitched";
+document.addEventListener(
+  "submit",
+  (event) => {
+    const button = event.submitter;
+    if (!button || !button.hasAttribute("data-language")) return;
+    try {
+      sessionStorage.setItem(LANGUAGE_SWITCHED, button.dataset.language);
+    } catch (e) {
+      /* storage blocked: focus starts at the top, as before */
+    }
+  },
+  true,
+);
+document.addEventListener("DOMContentLoaded", () => {
+  let language = null;
+  try {
+    language = sessionStorage.getItem(LANGUAGE_SWITCHED);
+    sessionStorage.removeItem(LANGUAGE_SWITCHED);
+  } catch (e) {
+    return;
+  }
+  if (!language) return;
+  // Only when the switch took: a page that came back in the same language (the request
+  // failed, and this is a later page) leaves focus alone.
+  const pressed = document.querySelector(
+    `button[data-language="${CSS.escape(language)}"][aria-pressed="true"]`,
+  );
+  if (pressed) pressed.focus();
+});
+
 // On the drafts page the language buttons belong to the import form (form=, see start.html):
 // they post it as a plain form, not through its htmx, so the whole page (navigation bar
 // included) comes back in the other language with the paste kept. Stopped on its way down,

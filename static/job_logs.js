@@ -46,6 +46,7 @@
     const target = event.detail.target;
     if (pre && target && (target.id === "log-panel" || target.id === "log-tail")) {
       const clicked = event.detail.requestConfig && event.detail.requestConfig.elt.tagName === "A";
+      if (target.id === "log-tail" && !clicked) sayNewLines(pre, event.detail.serverResponse);
       follow = clicked || pre.scrollHeight - pre.scrollTop - pre.clientHeight < 8;
       // Another replica's tab opens at its newest line; a refresh keeps the reader's place.
       place = clicked ? null : { left: pre.scrollLeft, line: follow ? null : topLine(pre) };
@@ -76,6 +77,51 @@
     toBottom();
     toPlace();
   }
+  // 暂停刷新 (Pause updates, WCAG 2.2.2): while pressed the tail asks for nothing (its 2-second
+  // refresh is refused before it is sent), so a line stays put to be read; pressed again, the
+  // tail asks at once (its log-resumed trigger) and catches up. The choice is this page's, kept
+  // through a replica's tab (the new tail is paused too). Shown here: without JavaScript the
+  // page does not refresh itself.
+  const pause = document.getElementById("log-pause");
+  let paused = false;
+  if (pause) {
+    pause.hidden = false;
+    pause.addEventListener("click", function () {
+      paused = !paused;
+      pause.setAttribute("aria-pressed", String(paused));
+      pause.classList.toggle("btn-secondary", paused);
+      pause.classList.toggle("btn-outline-secondary", !paused);
+      const tail = document.getElementById("log-tail");
+      if (!paused && tail && tail.hasAttribute("hx-trigger")) htmx.trigger(tail, "log-resumed");
+    });
+  }
+  document.addEventListener("htmx:confirm", function (event) {
+    if (paused && event.detail.elt.id === "log-tail") event.preventDefault();
+  });
+
+  // A screen reader hears nothing of lines drawn into the box: each refresh that brings some
+  // says how many, once, through a polite live region beside the heading ("新增 5 行"); one
+  // that brings none says nothing, and a paused tail asks for nothing. The new tail is the
+  // old one with its oldest lines dropped and the new ones after it: the new lines are those
+  // past the longest run of the old tail's last lines that the new one starts with.
+  function sayNewLines(pre, answer) {
+    const said = document.getElementById("log-new-lines");
+    const drawn = document.createElement("template");
+    drawn.innerHTML = answer;
+    const box = drawn.content.getElementById("log-lines");
+    if (!said || !box) return;
+    const texts = (root) => Array.from(root.querySelectorAll(".log-line"), (line) => line.textContent);
+    const before = texts(pre);
+    const now = texts(box);
+    let kept = before.length;
+    while (kept > 0 && !before.slice(before.length - kept).every((text, i) => now[i] === text)) {
+      kept--;
+    }
+    const count = now.length - kept;
+    if (count <= 0) return;
+    said.textContent = count === 1 ? said.dataset.one : said.dataset.many.replace("%(n)s", count);
+  }
+
   document.addEventListener("htmx:afterSettle", function (event) {
     // Only after the log box was drawn again: the status refresh beside it (every 2 s too)
     // took a reader who had just scrolled up back to the newest line.

@@ -505,7 +505,7 @@ def test_the_tail_of_a_running_job_refreshes_without_touching_the_search(alice, 
     )
 
     # The tail polls itself; the panel around it (tabs, search) does not.
-    assert re.search(r'<div id="log-tail" hx-get="[^"]*" hx-trigger="every 2s"', page)
+    assert re.search(r'<div id="log-tail" hx-get="[^"]*" hx-trigger="every 2s, log-resumed"', page)
     assert not re.search(r'<div id="log-panel"[^>]*hx-trigger', page)
     assert poll.status_code == 200 and "step 1 loss NaN" in poll.text
     assert poll.text.lstrip().startswith('<div id="log-tail"') and "log-search" not in poll.text
