@@ -513,22 +513,22 @@ def exits_recorded_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
         state = states[replica.pk]
         if state.exit_code == 0:
             continue
-        if deadline is not None and state.exited_at is not None and state.exited_at > deadline:
+        if spec and deadline and state.exited_at is not None and state.exited_at > deadline:
             # Its time limit came first: a worker watching would have timed it out there.
             return RecordedEnd(S.TIMED_OUT, _timed_out_message(spec), deadline, states, stopped)
         label = f"{replica.role}-{replica.index}"
         code = state.exit_code or 0
+        # Not _oom_failure: it reads this process's cgroups (a web server's, for Mark as
+        # lost), not those of the worker that ran it, and writes the replica's row.
         failure = (
-            (spec and _oom_failure(job, run, spec, replica))
-            or (spec and _read_only_failure(job, spec, label, code, runner=run.runner))
-            or exit_message(label, code)
-        )
+            spec and _read_only_failure(job, spec, label, code, runner=run.runner)
+        ) or exit_message(label, code)
         restartable = spec is not None and job.restarts < restart_limit(spec)
         return RecordedEnd(S.FAILED, failure, last_exit, states, stopped, restartable)
     # Its work ended when the last replica that was not stopped did (a TensorFlow job's
     # parameter servers are stopped after its chief's exit decided it).
     ended_at = last_exit_time([s for pk, s in states.items() if pk not in stopped]) or last_exit
-    if deadline is not None and ended_at is not None and ended_at > deadline and spec:
+    if spec and deadline and ended_at is not None and ended_at > deadline:
         return RecordedEnd(S.TIMED_OUT, _timed_out_message(spec), deadline, states, stopped)
     return RecordedEnd(S.SUCCEEDED, None, ended_at, states, stopped)
 

@@ -496,6 +496,33 @@ def test_the_failure_named_is_the_earliest_not_the_first_replica_in_the_table(al
     assert job.status_reason.endswith("worker-0 退出，退出码 3。"), job.status_reason
 
 
+def test_a_failure_writing_to_a_read_only_mount_says_so_from_the_log_where_it_ran(
+    alice, old_run_dir
+):
+    """As supervise says it (the log read where the job ran, not this run directory's)."""
+    job = running_elsewhere(
+        alice,
+        runner=f"{socket.gethostname()}:{old_run_dir}",
+        datasources=[S.Datasource("hostpath", "work", mount_path="/data", read_only=True)],
+    )
+    ended_where_it_ran(job, old_run_dir, code=1)
+    (old_run_dir / job.public_id / "logs").mkdir()
+    (old_run_dir / job.public_id / "logs" / "master-0.log").write_text(
+        "2026-12-07T10:00:00+00:00 OSError: [Errno 30] Read-only file system: '/data/out'\n"
+    )
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    with translation.override("en"):
+        assert job.status_reason_shown.endswith(
+            "master-0 exited with code 1: it could not write to /data, which the job mounts "
+            "read-only."
+        ), job.status_reason_shown
+
+
 def test_the_parameter_server_its_worker_stopped_reads_stopped_on_a_succeeded_tensorflow_job(
     alice, old_run_dir
 ):
