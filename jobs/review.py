@@ -397,15 +397,13 @@ def lost_refusal(*, job: Job, active: str | None) -> str:
 def _ended_as_recorded(*, job: Job, reviewer: Any) -> bool:
     """Ends a running job marked as lost with the end its replicas recorded where it ran, when
     that folder is on this host and says how every replica ended (jobs.runner
-    .exits_recorded_where_it_ran): Succeeded, or Failed with the replica's exit code, and
-    its alert, instead of Failed for being lost (qa102: a backup restored into another
-    CONSOLE_VAR_DIR left a job that had finished meanwhile Running, and marking it lost
-    ended a succeeded job Failed). Called inside job_mark_lost's transaction."""
-    from .runner import (  # the runner imports much
-        exit_message,
-        exits_recorded_where_it_ran,
-        job_end_as_recorded,
-    )
+    .exits_recorded_where_it_ran): Succeeded, Failed with the replica's exit code (or with
+    the failure its worker had decided), or Timed out at its limit, and its alert, instead of
+    Failed for being lost (qa102: a backup restored into another CONSOLE_VAR_DIR left a job
+    that had finished meanwhile Running, and marking it lost ended a succeeded job Failed). A
+    restart its worker had decided leaves it Failed for being lost (review 54). Called inside
+    job_mark_lost's transaction."""
+    from .runner import exits_recorded_where_it_ran, job_end_as_recorded  # it imports much
 
     run = LocalRun.objects.filter(job=job).first()
     end = exits_recorded_where_it_ran(job, run) if run is not None else None
@@ -427,7 +425,7 @@ def _ended_as_recorded(*, job: Job, reviewer: Any) -> bool:
                 "directory on this machine): %(why)s"
             ),
             user=user,
-            why=exit_message(end.failed_replica or "", end.exit_code),
+            why=end.why or "",
         )
     done = job_end_as_recorded(job=job, end=end, message=message, actor=reviewer)
     if done:

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connections, router, transaction
+from django.db import DatabaseError, connections, router, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext_noop
@@ -426,27 +426,43 @@ def followed_here() -> Q:
 @dataclass(frozen=True)
 class RecordedEnd:
     """How a job that ran where no worker follows it ended, read from its replicas' exit
-    records (exits_recorded_where_it_ran): its result, the first failed replica and its exit
-    code (None when it succeeded), when its last replica ended, and each replica's record (by
-    its row's id)."""
+    records (exits_recorded_where_it_ran): Succeeded, Failed or Timed out, why (None when it
+    succeeded), when (its time limit, when Timed out), each replica's record (by its row's
+    id), the replicas its worker's tear-down ended (their rows say Stopped, as supervise
+    records them), and whether it is a failure its fault tolerance restarts (restarts left)."""
 
-    succeeded: bool
-    failed_replica: str | None
-    exit_code: int
+    status: JobStatus
+    why: str | None
     ended_at: datetime | None
     states: dict[int, ReplicaState]
+    stopped: frozenset[int] = frozenset()
+    restartable: bool = False
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == S.SUCCEEDED
 
 
 def exits_recorded_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
     """The job's end as its replicas recorded it in the run directory its worker started it
     in, when that is on this host and every replica of its attempt has an exit record there
     (none still holding its lock); None otherwise (another host, the folder gone, a replica
-    still running or lost). Found in QA (qa102): a job running when a backup was taken and
-    restored into another CONSOLE_VAR_DIR on the same host, which finished meanwhile, could
-    only be marked as lost, ending a succeeded job Failed. Only the recorded folder is read:
-    a restored copy of it (jobs.logs.job_dir's fallback) was copied while the job ran."""
+    still running or lost, a restart its worker had decided). Found in QA (qa102): a job
+    running when a backup was taken and restored into another CONSOLE_VAR_DIR on the same
+    host, which finished meanwhile, could only be marked as lost, ending a succeeded job
+    Failed. Only the recorded folder is read: a restored copy of it (jobs.logs.job_dir's
+    fallback) was copied while the job ran.
+
+    It ends as its own worker would have ended it, had it looked then (supervise): a failure
+    or restart that worker had already decided (its stop target) stands over the exit codes,
+    since the replicas it stopped may well have caught the SIGTERM and exited 0 (review 54);
+    an end after the job's time limit is Timed out at the limit (left25)."""
     host, sep, run_dir = run.runner.partition(":")
     if not (sep and run_dir) or host != socket.gethostname():
+        return None
+    if run.stop_target not in ("", TARGET_FAILED, TARGET_SUCCEEDED):
+        # A restart its worker decided (fault tolerance) is that worker's to make: the
+        # attempt's end is not the job's. (A stop's target makes the job Stopping.)
         return None
     replicas = list(job.replicas.all())
     if not replicas:
@@ -468,32 +484,66 @@ def exits_recorded_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
         return None
     if any(state.phase != "exited" for state in states.values()):
         return None
-    ended_at = last_exit_time(list(states.values()))
+    try:
+        spec: JobSpec | None = job.job_spec()
+    except SpecError:
+        spec = None  # followed without it, as supervise does: no time limit, no restart
+    deadline = _deadline(job, run, spec, timezone.now())
+    # Those that ended once its worker's tear-down had signalled them (a grace period before
+    # kill_at): a TensorFlow job's parameter servers, the peers of a failed replica.
+    grace = timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
+    signalled = run.kill_at - grace if run.stop_target and run.kill_at is not None else None
+    stopped = frozenset(
+        pk
+        for pk, state in states.items()
+        if signalled is not None and (state.exited_at is None or state.exited_at >= signalled)
+    )
+    last_exit = last_exit_time(list(states.values()))
+    if run.stop_target == TARGET_FAILED:
+        why = recorded(
+            gettext_noop("its worker there had already decided that it fails: %(failure)s"),
+            failure=restored(run.stop_message, run.stop_message_source),
+        )
+        return RecordedEnd(S.FAILED, why, last_exit, states, stopped)
     # A TensorFlow job's result is its chief's (or worker 0's): its parameter servers end
     # only when stopped, never with 0 (tensorflow_result_replica).
     result = tensorflow_result_replica(job, replicas)
     deciding = [result] if result is not None else replicas
-    for replica in deciding:
-        if states[replica.pk].exit_code != 0:
-            label = f"{replica.role}-{replica.index}"
-            return RecordedEnd(False, label, states[replica.pk].exit_code or 0, ended_at, states)
-    return RecordedEnd(True, None, 0, ended_at, states)
+    for replica in _in_order_of_failure(deciding, states):
+        state = states[replica.pk]
+        if state.exit_code == 0:
+            continue
+        if spec and deadline and state.exited_at is not None and state.exited_at > deadline:
+            # Its time limit came first: a worker watching would have timed it out there.
+            return RecordedEnd(S.TIMED_OUT, _timed_out_message(spec), deadline, states, stopped)
+        label = f"{replica.role}-{replica.index}"
+        code = state.exit_code or 0
+        # Not _oom_failure: it reads this process's cgroups (a web server's, for Mark as
+        # lost), not those of the worker that ran it, and writes the replica's row.
+        failure = (
+            spec and _read_only_failure(job, spec, label, code, runner=run.runner)
+        ) or exit_message(label, code)
+        restartable = spec is not None and job.restarts < restart_limit(spec)
+        return RecordedEnd(S.FAILED, failure, last_exit, states, stopped, restartable)
+    # Its work ended when the last replica that was not stopped did (a TensorFlow job's
+    # parameter servers are stopped after its chief's exit decided it).
+    ended_at = last_exit_time([s for pk, s in states.items() if pk not in stopped]) or last_exit
+    if spec and deadline and ended_at is not None and ended_at > deadline:
+        return RecordedEnd(S.TIMED_OUT, _timed_out_message(spec), deadline, states, stopped)
+    return RecordedEnd(S.SUCCEEDED, None, ended_at, states, stopped)
 
 
 def job_end_as_recorded(*, job: Job, end: RecordedEnd, message: str, actor: Any = None) -> bool:
     """Ends a running job as its replicas recorded where it ran (`end`,
-    exits_recorded_where_it_ran): Succeeded, or Failed with the replica's exit code, and its
-    alert, sent only by the transition that ended it (a reviewer's Mark as lost and the
-    worker racing on it send one). Its replicas' rows say how each ended, as a worker
-    following it records them: they showed Running, without an exit code, on a job that had
-    ended. Returns whether this call ended it."""
-    if end.succeeded:
-        to, reason, item = JobStatus.SUCCEEDED, "Succeeded", "jobSucceed"
-    else:
-        to, reason, item = JobStatus.FAILED, "Failed", "jobFailed"
+    exits_recorded_where_it_ran): Succeeded, Failed or Timed out, and its alert, sent only by
+    the transition that ended it (a reviewer's Mark as lost and the worker racing on it send
+    one). Its replicas' rows say how each ended, as a worker following it records them: they
+    showed Running, without an exit code, on a job that had ended. Returns whether this call
+    ended it."""
+    reason = {S.SUCCEEDED: "Succeeded", S.TIMED_OUT: "TimedOut"}.get(end.status, "Failed")
     done = job_transition(
         job=job,
-        to=to,
+        to=end.status,
         reason=reason,
         message=message,
         warning=not end.succeeded,
@@ -503,7 +553,9 @@ def job_end_as_recorded(*, job: Job, end: RecordedEnd, message: str, actor: Any 
     if done:
         now = timezone.now()
         for replica in job.replicas.filter(pk__in=end.states):
-            _record_replica(replica, end.states[replica.pk], now, stopping=False)
+            stopping = replica.pk in end.stopped
+            _record_replica(replica, end.states[replica.pk], now, stopping=stopping)
+        item = "jobSucceed" if end.succeeded else "jobFailed"
         job_alert(job=job, item=item, message=named_for_alert(job=job, message=message))
     return done
 
@@ -537,46 +589,66 @@ def end_jobs_ended_where_they_ran() -> int:
     exit record there (exits_recorded_where_it_ran). As Mark as lost ends such a job (qa102),
     without waiting for a reviewer: until then it held its cards and showed Running for ever.
     A job whose folder has a worker (the old console's, or one standing by for this one) is
-    that worker's to follow and end. Returns how many it ended."""
+    that worker's to follow and end, and so is a restart its fault tolerance makes or would
+    make. Returns how many it ended."""
     host = socket.gethostname()
     candidates = (
         Job.objects.filter(backend="local", status=JobStatus.RUNNING)
         .exclude(followed_here())
         .filter(local_run__runner__startswith=f"{host}:")
+        .exclude(local_run__stop_target=TARGET_RESTART)
         .select_related("local_run")
     )
     ended = 0
     for job in candidates:
-        run = job.local_run
-        run_dir = run.runner.partition(":")[2]
-        with no_worker_runs_in(run_dir) as free:
-            # Its files read outside the transaction (on SQLite that holds the database's write
-            # lock): with no worker there, nothing but exit records is written in them, and the
-            # job's row is checked again inside.
-            end = exits_recorded_where_it_ran(job, run) if free else None
-            if end is None or _its_worker_would_end_otherwise(job, run, end):
-                continue
-            with transaction.atomic():
-                # As job_mark_lost holds it: a reviewer marking it at once waits, then finds
-                # it ended.
-                locked = LocalRun.objects.select_for_update().filter(job=job).first()
-                job.refresh_from_db()
-                if (
-                    locked is None
-                    or (locked.runner, locked.attempt) != (run.runner, run.attempt)
-                    or job.status != JobStatus.RUNNING
-                ):
-                    continue
-                message = _ended_where_it_ran_message(end)
-                if job_end_as_recorded(job=job, end=end, message=message):
-                    ended += 1
-                    logger.warning(
-                        "%s ended %s from its exit records in %s",
-                        job.public_id,
-                        job.status,
-                        run_dir,
-                    )
+        try:
+            ended += _end_as_ended_where_it_ran(job)
+        except DatabaseError:
+            raise  # the database's trouble, not this job's: the worker's tick says it once
+        except Exception:
+            # One job's trouble (its folder unreadable in a way not foreseen) is logged; the
+            # others are still looked at in this tick (review 54).
+            logger.exception("%s: ending it as it ended where it ran failed", job.public_id)
     return ended
+
+
+def _end_as_ended_where_it_ran(job: Job) -> bool:
+    run = job.local_run
+    run_dir = run.runner.partition(":")[2]
+    with no_worker_runs_in(run_dir) as free:
+        # Its files read outside the transaction (on SQLite that holds the database's write
+        # lock): with no worker there, nothing but exit records is written in them, and the
+        # job's row is checked again inside.
+        end = exits_recorded_where_it_ran(job, run) if free else None
+        if end is None or end.restartable:
+            # A failure its fault tolerance would restart: its worker may only be restarting
+            # (systemd), and would start it again as the next attempt; or a reviewer's Mark
+            # as lost ends it.
+            return False
+        with transaction.atomic():
+            # As job_mark_lost holds it: a reviewer marking it at once waits, then finds it
+            # ended.
+            locked = LocalRun.objects.select_for_update().filter(job=job).first()
+            current = Job.objects.filter(pk=job.pk).first()
+            if (
+                locked is None
+                or current is None
+                or (locked.runner, locked.attempt, locked.stop_target)
+                != (run.runner, run.attempt, run.stop_target)
+                or current.status != JobStatus.RUNNING
+            ):
+                return False
+            done = job_end_as_recorded(
+                job=current, end=end, message=_ended_where_it_ran_message(end)
+            )
+        if done:
+            # Its /tmp folders there go, as a job's do when it ends (_finished), while no
+            # worker can start there; its logs stay.
+            _remove_scratch(Path(run_dir) / job.public_id / f"attempt-{run.attempt}")
+            logger.warning(
+                "%s ended %s from its exit records in %s", job.public_id, end.status, run_dir
+            )
+    return done
 
 
 def _ended_where_it_ran_message(end: RecordedEnd) -> RecordedText:
@@ -592,23 +664,8 @@ def _ended_where_it_ran_message(end: RecordedEnd) -> RecordedText:
             "Ended as it ended where it ran (another run directory on this machine, "
             "where no worker runs now): %(why)s"
         ),
-        why=exit_message(end.failed_replica or "", end.exit_code),
+        why=end.why or "",
     )
-
-
-def _its_worker_would_end_otherwise(job: Job, run: LocalRun, end: RecordedEnd) -> bool:
-    """Whether the job's own worker would not end it as recorded: a failure its fault
-    tolerance restarts (that worker may only be restarting), or an end after its time limit,
-    which that worker ends Timed out (left25). Left to it, or to a reviewer's Mark as lost.
-    Neither applies once its stored spec no longer reads (as supervise decides)."""
-    try:
-        spec = job.job_spec()
-    except SpecError:
-        return False
-    if not end.succeeded and job.restarts < restart_limit(spec):
-        return True
-    deadline = _deadline(job, run, spec, timezone.now())
-    return deadline is not None and end.ended_at is not None and end.ended_at > deadline
 
 
 def waits_for_its_worker(run: LocalRun) -> bool:
@@ -769,7 +826,7 @@ def _lock_held(lock: Path) -> bool:
     except OSError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # shared, as read_state's
     except BlockingIOError:
         return True
     else:
@@ -819,7 +876,11 @@ def read_state(state: Path) -> ReplicaState:
     fd = os.open(lock_path, os.O_RDWR)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # Shared: the shim holds it exclusively (the worker takes LOCK_EX before the
+            # spawn and hands it on), which refuses this; two readers at once (the worker
+            # and a reviewer's Mark as lost) took it exclusively and each saw the other as
+            # the replica, alive (review 54).
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             return ReplicaState("alive", **marks)
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -3293,17 +3354,20 @@ SIGNAL_HINTS = {
 READ_ONLY_ERROR = "Read-only file system"
 
 
-def _read_only_failure(job: Job, spec: JobSpec, label: str, code: int) -> str | None:
+def _read_only_failure(
+    job: Job, spec: JobSpec, label: str, code: int, *, runner: str = ""
+) -> str | None:
     """Why the job fails when the replica, which ended non-zero, had just been refused a
     write into a mount the job asked read-only (数据源 只读): the reason names that mount,
     instead of a bare exit code whose cause only the log tells. Read from the log's last
     lines: the error that ended a command is at its end. None when no such line names one
     of the job's read-only mount paths (the rest of the sandbox is read-only too, and says
-    so its own way: a write into /usr is not the mount's doing)."""
+    so its own way: a write into /usr is not the mount's doing). `runner`: where it ran, for
+    a job this worker does not follow (exits_recorded_where_it_ran)."""
     mounts = [d.mount_path.rstrip("/") or "/" for d in spec.datasources if d.read_only]
     if not mounts:
         return None
-    log = job_logs.replica_log_path(job.public_id, label)
+    log = job_logs.replica_log_path(job.public_id, label, runner)
     for line in reversed(job_logs.tail_lines(log, 20)):
         if READ_ONLY_ERROR not in line:
             continue

@@ -15,11 +15,13 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.utils import timezone, translation
 
 from jobs import spec as S
-from jobs.models import Job, JobStatus, LocalRun
+from jobs.models import Job, JobReplica, JobStatus, LocalRun
 from jobs.review import job_mark_lost
+from jobs.runner import TARGET_FAILED, TARGET_RESTART, TARGET_SUCCEEDED
 from jobs.worker import Worker
 
 from .conftest import run_queued_tasks
@@ -263,18 +265,324 @@ def test_the_worker_leaves_a_failed_job_its_fault_tolerance_would_restart_to_its
     assert not job.events.filter(reason="Failed").exists()
 
 
-def test_the_worker_leaves_a_job_that_ended_after_its_time_limit_to_its_own_worker(
-    alice, old_run_dir, settings
+def test_the_worker_ends_a_job_that_ended_after_its_time_limit_timed_out_at_the_limit(
+    alice, old_run_dir
 ):
-    """Its worker ends it Timed out at the limit (left25), not Succeeded."""
+    """As its own worker would (left25), not Succeeded; until review 54 it was left to that
+    worker, or to a reviewer's Mark as lost, which ended it Succeeded."""
     job = running_elsewhere(
         alice, runner=f"{socket.gethostname()}:{old_run_dir}", timeout_minutes=10
     )
-    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(hours=1))
+    started = timezone.now() - timedelta(hours=1)
+    Job.objects.filter(pk=job.pk).update(started_at=started)
     ended_where_it_ran(job, old_run_dir, code=0)  # a minute ago: 50 minutes after the limit
     left_by_its_worker(old_run_dir)
 
     Worker().tick()
 
     job.refresh_from_db()
+    assert job.status == JobStatus.TIMED_OUT
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Ended as it ended where it ran (another run directory on this machine, where no "
+            "worker runs now): Timed out: ran past its 10-minute limit."
+        )
+    assert job.finished_at == started + timedelta(minutes=10)
+    assert job.events.filter(reason="TimedOut", actor=None).exists()
+
+
+# -- what its own worker had decided (review 54) --------------------------------------------
+
+
+def decided_by_its_worker(job, target: str, message: str = "") -> None:
+    """Its worker recorded a restart or a failure and signalled the replicas (kill_at, a
+    grace period after the SIGTERM) two minutes ago, then stopped before it relaunched or
+    ended the job."""
+    LocalRun.objects.filter(job=job).update(
+        stop_target=target,
+        stop_message=message,
+        kill_at=timezone.now()
+        - timedelta(minutes=2)
+        + timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS),
+    )
+
+
+def test_the_worker_leaves_a_job_whose_worker_had_decided_a_restart_though_its_replicas_exited_0(
+    alice, old_run_dir
+):
+    """A fault keyword: its worker decided the restart and sent SIGTERM, which the replicas
+    caught (a checkpoint) and exited 0. Ended Succeeded until review 54."""
+    job = running_elsewhere(
+        alice, runner=f"{socket.gethostname()}:{old_run_dir}", fault_tolerance=True
+    )
+    decided_by_its_worker(job, TARGET_RESTART, "master-0 logged the fault keyword “NCCL”.")
+    ended_where_it_ran(job, old_run_dir, code=0)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    job.refresh_from_db()
     assert job.status == JobStatus.RUNNING
+    assert not job.events.filter(reason="Succeeded").exists()
+
+
+def test_the_worker_ends_a_job_whose_worker_had_decided_its_failure_failed_with_that_reason(
+    alice, old_run_dir
+):
+    """Its worker decided it fails (a fault keyword, restarts used up) and sent SIGTERM,
+    which the replica caught and exited 0: not Succeeded (until review 54 it was)."""
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    decided_by_its_worker(job, TARGET_FAILED, "master-0 logged the fault keyword “NCCL”.")
+    ended_where_it_ran(job, old_run_dir, code=0)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Ended as it ended where it ran (another run directory on this machine, where no "
+            "worker runs now): its worker there had already decided that it fails: master-0 "
+            "logged the fault keyword “NCCL”."
+        )
+    assert job.events.filter(reason="Failed", actor=None).exists()
+
+
+def test_a_job_whose_worker_had_decided_a_restart_is_marked_lost_failed_as_lost(
+    alice, reviewer, old_run_dir
+):
+    active_here()
+    job = running_elsewhere(
+        alice, runner=f"{socket.gethostname()}:{old_run_dir}", fault_tolerance=True
+    )
+    decided_by_its_worker(job, TARGET_RESTART, "master-0 logged the fault keyword “NCCL”.")
+    ended_where_it_ran(job, old_run_dir, code=0)
+
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.events.filter(reason="MarkedLost").exists()
+    assert not job.events.filter(reason="Succeeded").exists()
+
+
+def test_a_job_whose_worker_had_decided_its_failure_is_marked_lost_failed_with_that_reason(
+    alice, reviewer, old_run_dir
+):
+    active_here()
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    decided_by_its_worker(job, TARGET_FAILED, "master-0 logged the fault keyword “NCCL”.")
+    ended_where_it_ran(job, old_run_dir, code=0)
+
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Marked as lost by carol, and ended as it ended where it ran (another run directory "
+            "on this machine): its worker there had already decided that it fails: master-0 "
+            "logged the fault keyword “NCCL”."
+        )
+    assert job.events.filter(reason="Failed", actor=reviewer).exists()
+
+
+def test_a_job_that_ended_after_its_time_limit_is_marked_lost_timed_out_at_the_limit(
+    alice, reviewer, old_run_dir
+):
+    """README: a reviewer can mark such a job as lost; until review 54 it ended Succeeded."""
+    active_here()
+    job = running_elsewhere(
+        alice, runner=f"{socket.gethostname()}:{old_run_dir}", timeout_minutes=10
+    )
+    started = timezone.now() - timedelta(hours=1)
+    Job.objects.filter(pk=job.pk).update(started_at=started)
+    ended_where_it_ran(job, old_run_dir, code=0)
+
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.TIMED_OUT
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Marked as lost by carol, and ended as it ended where it ran (another run directory "
+            "on this machine): Timed out: ran past its 10-minute limit."
+        )
+    assert job.finished_at == started + timedelta(minutes=10)
+    assert job.events.filter(reason="TimedOut", actor=reviewer).exists()
+
+
+def test_a_job_that_failed_after_its_time_limit_is_marked_lost_timed_out_not_failed(
+    alice, reviewer, old_run_dir
+):
+    """As supervise's left25 rule: its time limit came before the failure."""
+    active_here()
+    job = running_elsewhere(
+        alice, runner=f"{socket.gethostname()}:{old_run_dir}", timeout_minutes=10
+    )
+    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(hours=1))
+    ended_where_it_ran(job, old_run_dir, code=3)
+
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.TIMED_OUT
+
+
+# -- reading the records --------------------------------------------------------------------
+
+
+def test_a_reader_of_the_replica_lock_at_the_same_moment_does_not_make_mark_as_lost_see_it_alive(
+    alice, reviewer, old_run_dir
+):
+    """Review 54: each reader took the replica's lock exclusively for a moment, and so saw
+    the other as the replica, alive: Mark as lost took the plain path, Failed."""
+    active_here()
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    ended_where_it_ran(job, old_run_dir, code=0)
+    lock = old_run_dir / job.public_id / "attempt-1" / "master-0" / "lock"
+    other_reader = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(other_reader, fcntl.LOCK_SH | fcntl.LOCK_NB)  # as a reader holds it now
+
+        assert job_mark_lost(job=job, reviewer=reviewer) is True
+    finally:
+        os.close(other_reader)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+
+
+def test_a_replica_whose_shim_holds_its_lock_is_alive_and_the_job_is_marked_lost_as_lost(
+    alice, reviewer, old_run_dir
+):
+    active_here()
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    ended_where_it_ran(job, old_run_dir, code=0)
+    lock = old_run_dir / job.public_id / "attempt-1" / "master-0" / "lock"
+    shim = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(shim, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as the shim holds it
+
+        assert job_mark_lost(job=job, reviewer=reviewer) is True
+    finally:
+        os.close(shim)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.events.filter(reason="MarkedLost").exists()
+
+
+def exited_where_it_ran(job, run_dir, label: str, *, code: int, seconds_ago: float) -> None:
+    state = run_dir / job.public_id / "attempt-1" / label
+    state.mkdir(parents=True)
+    (state / "lock").touch()
+    (state / "exit").write_text(json.dumps({"code": code, "time": time.time() - seconds_ago}))
+
+
+def test_the_failure_named_is_the_earliest_not_the_first_replica_in_the_table(alice, old_run_dir):
+    """As supervise names it (QA 44): worker-0 failed first, master-0 of it a minute later."""
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    JobReplica.objects.create(job=job, role="worker", index=0, status="running")
+    exited_where_it_ran(job, old_run_dir, "master-0", code=1, seconds_ago=60)
+    exited_where_it_ran(job, old_run_dir, "worker-0", code=3, seconds_ago=120)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.status_reason.endswith("worker-0 退出，退出码 3。"), job.status_reason
+
+
+def test_a_failure_writing_to_a_read_only_mount_says_so_from_the_log_where_it_ran(
+    alice, old_run_dir
+):
+    """As supervise says it (the log read where the job ran, not this run directory's)."""
+    job = running_elsewhere(
+        alice,
+        runner=f"{socket.gethostname()}:{old_run_dir}",
+        datasources=[S.Datasource("hostpath", "work", mount_path="/data", read_only=True)],
+    )
+    ended_where_it_ran(job, old_run_dir, code=1)
+    (old_run_dir / job.public_id / "logs").mkdir()
+    (old_run_dir / job.public_id / "logs" / "master-0.log").write_text(
+        "2026-12-07T10:00:00+00:00 OSError: [Errno 30] Read-only file system: '/data/out'\n"
+    )
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    with translation.override("en"):
+        assert job.status_reason_shown.endswith(
+            "master-0 exited with code 1: it could not write to /data, which the job mounts "
+            "read-only."
+        ), job.status_reason_shown
+
+
+def test_the_parameter_server_its_worker_stopped_reads_stopped_on_a_succeeded_tensorflow_job(
+    alice, old_run_dir
+):
+    """Its worker decided the success on the chief's exit 0 and stopped the parameter
+    server (143), then stopped itself; the ps row read Failed with 143."""
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    Job.objects.filter(pk=job.pk).update(framework=S.TENSORFLOW)
+    JobReplica.objects.filter(job=job).update(role="chief")
+    JobReplica.objects.create(job=job, role="ps", index=0, status="running")
+    decided_by_its_worker(job, TARGET_SUCCEEDED, "chief-0 exited with 0.")
+    exited_where_it_ran(job, old_run_dir, "chief-0", code=0, seconds_ago=180)
+    exited_where_it_ran(job, old_run_dir, "ps-0", code=143, seconds_ago=100)
+    left_by_its_worker(old_run_dir)
+    job.refresh_from_db()
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+    rows = {(r.role, r.status, r.exit_code) for r in job.replicas.all()}
+    assert rows == {("chief", "succeeded", 0), ("ps", "stopped", 143)}
+
+
+# -- what the worker does besides --------------------------------------------------------------
+
+
+def test_the_worker_removes_the_scratch_folders_of_a_job_it_ended_in_the_old_run_directory(
+    alice, old_run_dir
+):
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    ended_where_it_ran(job, old_run_dir, code=0)
+    attempt = old_run_dir / job.public_id / "attempt-1"
+    (attempt / "master-0" / "tmp").mkdir()
+    (attempt / "master-0" / "tmp" / "checkpoint.pt").write_bytes(b"x" * 1024)
+    (old_run_dir / job.public_id / "logs").mkdir()
+    (old_run_dir / job.public_id / "logs" / "master-0.log").write_text("done\n")
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+    assert not (attempt / "master-0" / "tmp").exists()
+    assert (old_run_dir / job.public_id / "logs" / "master-0.log").read_text() == "done\n"
+
+
+def test_a_job_whose_records_the_database_cannot_hold_does_not_keep_the_worker_from_the_next(
+    alice, old_run_dir, caplog
+):
+    """Review 54: one candidate's exception ended the whole pass, every tick. Here an exit
+    code past what the database's integer holds (the newer job, looked at first)."""
+    older = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    ended_where_it_ran(older, old_run_dir, code=0)
+    newer = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    ended_where_it_ran(newer, old_run_dir, code=2**64)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    older.refresh_from_db()
+    newer.refresh_from_db()
+    assert (older.status, newer.status) == (JobStatus.SUCCEEDED, JobStatus.RUNNING)
+    assert f"{newer.public_id}: ending it as it ended where it ran failed" in caplog.text
