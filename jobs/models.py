@@ -299,6 +299,9 @@ class Job(models.Model):
                 ],
                 name="job_usage",
             ),
+            # A user's usage ("My usage", its CSV): their jobs that ended since the period
+            # began, or have not ended (jobs.usage._running), not every job they ever had.
+            models.Index(fields=["owner", "finished_at"], name="job_owner_finished"),
         ]
 
     def __str__(self) -> str:
