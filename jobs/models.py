@@ -232,6 +232,10 @@ class Job(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
+    # When the worker deletes it for its retention (任务退出后自动删除): stored when it ends
+    # (jobs.services.job_transition), so the worker finds those due by this index rather
+    # than by reading every finished job's spec (qa107). None: never (jobs.worker.deletes_at).
+    deletes_at = models.DateTimeField(null=True, blank=True, editable=False, db_index=True)
 
     class Meta:
         verbose_name = _("job")

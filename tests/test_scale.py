@@ -18,7 +18,7 @@ from jobs.models import Job, JobEvent, JobStatus
 from jobs.services import EVENTS_SHOWN, job_transition, jobs_submit
 from jobs.worker import EXPIRED_PER_PASS, Worker
 
-from .runner_helpers import make_spec, runner_settings  # noqa: F401
+from .runner_helpers import ended_at, make_spec, runner_settings  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
@@ -192,10 +192,39 @@ def finished_long_ago(owner, n: int, *, days: int) -> list[Job]:
     for i, job in enumerate(jobs):
         job_transition(job=job, to=JobStatus.RUNNING, reason="Test")
         job_transition(job=job, to=JobStatus.SUCCEEDED, reason="Test")
-        Job.objects.filter(pk=job.pk).update(
-            finished_at=timezone.now() - timedelta(days=days, minutes=i)
-        )
+        ended_at(job, timezone.now() - timedelta(days=days, minutes=i))
     return jobs
+
+
+def test_a_local_job_that_ends_stores_when_its_retention_deletes_it_and_the_worker_reads_that(
+    alice, sqlite_only
+):
+    # qa107: the worker's retention pass read every finished local job's spec (its
+    # retentionPeriod) once a minute: 213 ms at 19,534 of them.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from jobs.worker import retention
+
+    due, stopped = (submit(alice, retention_period="1d") for _ in range(2))
+    plain = submit(alice)
+    for job in (due, stopped, plain):
+        job_transition(job=job, to=JobStatus.RUNNING, reason="Test")
+    job_transition(job=due, to=JobStatus.SUCCEEDED, reason="Test")
+    job_transition(job=stopped, to=JobStatus.STOPPING, reason="Test")
+    job_transition(job=stopped, to=JobStatus.STOPPED, reason="Test")
+    job_transition(job=plain, to=JobStatus.FAILED, reason="Test")
+
+    with CaptureQueriesContext(connection) as queries:
+        Worker().delete_expired()
+
+    stored = dict(Job.objects.values_list("pk", "deletes_at"))
+    due.refresh_from_db()
+    assert stored == {due.pk: due.finished_at + retention("1d"), stopped.pk: None, plain.pk: None}
+    [plan] = plans_touching_jobs(
+        [q for q in queries.captured_queries if '"jobs_job"."deletes_at" <=' in q["sql"]]
+    )
+    assert "(deletes_at<?)" in plan and "SCAN" not in plan, plan
 
 
 def test_a_backlog_of_expired_jobs_is_deleted_a_bounded_number_a_tick_longest_overdue_first(

@@ -569,9 +569,12 @@ def test_a_finished_job_its_owner_deletes_keeps_its_card_hours_in_that_months_re
 def test_a_job_deleted_by_its_auto_delete_retention_still_counts(alice):
     from jobs.worker import Worker
 
+    from .runner_helpers import ended_at
+
     job = run(alice, at(10, 8), at(10, 11), cards=2)
     job.spec["retentionPeriod"] = "1h"
     job.save(update_fields=["spec"])
+    ended_at(job, job.finished_at)  # its deletion time, as stored when it ended
 
     Worker().delete_expired()
 
