@@ -2493,10 +2493,28 @@ def _running_alert(job: Job, run: LocalRun) -> None:
             )
 
 
+# What launch_attempt raises when a job cannot start, in words meant for its owner: the
+# sandbox's refusals, the system's own errors (a full disk, a missing file), the spec's, the
+# job users' and cgroups'. Anything else is the console's own fault.
+LAUNCH_ERRORS = (SandboxError, OSError, SpecError, cgroups.CgroupError, job_users.JobUserError)
+
+
 def _fail_launch(job: Job, run: LocalRun, exc: Exception) -> None:
     # A reason recorded with its message (jobs.sandbox's) is kept so, to be said again in
-    # each reader's language; an exception's own words (an OSError's) as they are.
-    reason = exc.args[0] if len(exc.args) == 1 and source_of(exc.args[0]) else exc
+    # each reader's language; an exception's own words (an OSError's) as they are. Any other
+    # exception is a bug, whose words mean nothing to the job's owner (qa107: a KeyError read
+    # "无法启动：'baidu.com/a800…'"): an internal error is said, its traceback in the worker's log.
+    if len(exc.args) == 1 and source_of(exc.args[0]):
+        reason: Any = exc.args[0]
+    elif isinstance(exc, LAUNCH_ERRORS):
+        reason = exc
+    else:
+        logger.error("%s: could not start", job.public_id, exc_info=exc)
+        reason = recorded(
+            gettext_noop(
+                "an internal error while starting it; staff can read the worker's log for it"
+            )
+        )
     message = recorded(gettext_noop("Could not start: %(error)s"), error=reason)
     logger.warning("%s: %s", job.public_id, message)
     for replica in job.replicas.all():

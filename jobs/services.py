@@ -145,6 +145,9 @@ def job_event(
 # the newest EVENTS_ANSWERED of a time range, and earlier ones by a narrower range
 # (jobs.api_views).
 EVENTS_SHOWN = 200
+# The statuses a local job ends in that its retention period (任务退出后自动删除) applies to:
+# a job stopped by someone is kept.
+AUTO_DELETED_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.TIMED_OUT})
 
 
 def job_events_shown(*, job: Job) -> tuple[list[JobEvent], int]:
@@ -199,6 +202,14 @@ def job_transition(
         if job.started_at is not None and finished < job.started_at:
             finished = job.started_at
         updates["finished_at"] = finished
+        # When the worker deletes it for its retention (任务退出后自动删除), found by its index
+        # (Worker.delete_expired). A local job's spec is read for it only when it can be due.
+        if job.backend == "local" and to in AUTO_DELETED_STATUSES:
+            from .worker import retention_ends  # the worker builds on this module
+
+            updates["deletes_at"] = retention_ends(
+                backend=job.backend, status=to, finished_at=finished, spec=job.spec
+            )
     with transaction.atomic():
         changed = Job.objects.filter(pk=job.pk, status=current).update(**updates)
         if changed and event:

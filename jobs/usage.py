@@ -55,6 +55,7 @@ from django.db.models import (
     F,
     Func,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
     Sum,
@@ -197,11 +198,28 @@ def _overlapping(rows: QuerySet[Any], period: Period, *, started: str, ended: An
     )
 
 
-def _running(period: Period, now: datetime) -> QuerySet[Job]:
-    """Jobs that ran during the period, with `run_time`: how long, inside it."""
+def _running(period: Period, now: datetime, *, owner_id: int | None = None) -> QuerySet[Job]:
+    """Jobs that ran during the period (with `owner_id`, that user's), with `run_time`: how
+    long, inside it."""
     until = Value(now, output_field=DateTimeField())
-    # created_at (indexed) bounds the scan: a job created after the period never ran in it.
-    jobs = Job.objects.filter(created_at__lt=period.ends_at, started_at__isnull=False)
+    if owner_id is None:
+        # created_at bounds the scan at the period's end: a job created after it never ran
+        # in it; finished_at at its start: one that ended before it did not either.
+        jobs = Job.objects.filter(
+            Q(finished_at__isnull=True) | Q(finished_at__gt=period.starts_at),
+            created_at__lt=period.ends_at,
+        )
+    else:
+        # A user's: those not ended and those that ended since the period began, two look-ups
+        # in job_owner_finished (qa107: bound by creation alone, "My usage" read every job
+        # they ever had). Without the creation bound: SQLite, which keeps no statistics,
+        # would take job_owner_created for it, over all their jobs again; one created after
+        # the period is left out by its run time (_overlapping), as before.
+        jobs = Job.objects.filter(
+            Q(owner_id=owner_id, finished_at__isnull=True)
+            | Q(owner_id=owner_id, finished_at__gt=period.starts_at)
+        )
+    jobs = jobs.filter(started_at__isnull=False)
     return _overlapping(jobs, period, started="started_at", ended=Coalesce(F("finished_at"), until))
 
 
@@ -272,10 +290,9 @@ def usage_report(
     of jobs and of deleted jobs' usage records alike; with `owner`, that user's alone (their
     "My usage" page): the same figures as their row of the whole report."""
     now = now or timezone.now()
-    running = _running(period, now)
+    running = _running(period, now, owner_id=None if owner is None else owner.pk)
     kept = _kept(period)
     if owner is not None:
-        running = running.filter(owner_id=owner.pk)
         kept = kept.filter(owner_pk=owner.pk)
     report = UsageReport(period=period, now=now, total=Figures())
 
@@ -423,10 +440,9 @@ def usage_by_label(
     look-up each in the labels table's unique (job, key) index; a job has at most one value
     of a key) and cards, and the deleted jobs' records grouped by cards."""
     value = JobLabel.objects.filter(job=OuterRef("pk"), key=key).values("value")[:1]
-    running = _running(period, now)
+    running = _running(period, now, owner_id=None if owner is None else owner.pk)
     kept = _kept(period)
     if owner is not None:
-        running = running.filter(owner_id=owner.pk)
         kept = kept.filter(owner_pk=owner.pk)
 
     def figures_for(run_time: timedelta, jobs: int, total_cards: int) -> Figures:
@@ -484,17 +500,13 @@ def usage_jobs(
         value = JobLabel.objects.filter(job=OuterRef("pk"), key=label_key).values("value")[:1]
         labelled["label_value"] = Subquery(value)
         unlabelled["label_value"] = Value(None, output_field=CharField())
-    jobs = (
-        _running(period, now)
-        .filter(owner_id=owner.pk)
-        .values(
-            *columns,
-            job_name=F("name"),
-            run=F("run_time"),
-            deleted=Value(False),
-            layout=Cast("cards", output_field=TextField()),
-            **labelled,
-        )
+    jobs = _running(period, now, owner_id=owner.pk).values(
+        *columns,
+        job_name=F("name"),
+        run=F("run_time"),
+        deleted=Value(False),
+        layout=Cast("cards", output_field=TextField()),
+        **labelled,
     )
     records = (
         _kept(period)

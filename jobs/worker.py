@@ -52,11 +52,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from subprocess import Popen
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connections
 from django.db.models import OuterRef, Q, QuerySet, Subquery
-from django.db.models.fields.json import KT
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -98,7 +98,7 @@ from .runner import (
     supervise,
 )
 from .scheduler import dispatch_local, say_owner_deactivated
-from .services import job_event
+from .services import AUTO_DELETED_STATUSES, job_event
 from .sessions import EXPIRED_SESSIONS_EVERY_SECONDS, delete_expired_sessions
 from .stacks import StackCollector
 from .texts import ngettext_noop, recorded, recorded_plural
@@ -117,7 +117,6 @@ _followed_again_said: tuple[tuple[str, datetime | None], set[int]] | None = None
 
 # "仅针对于成功/失败状态的任务生效" (seed 000): a timeout is a failure (it alerts as jobFailed);
 # a job a person stopped is kept for them to look at.
-AUTO_DELETED_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.TIMED_OUT})
 RETENTION_RE = re.compile(r"^([1-9][0-9]*)([mhd])\Z")
 # How often the worker forgets what it kept of long-deleted jobs (Worker.forget_deleted).
 FORGET_DELETED_SECONDS = 3600.0
@@ -145,11 +144,21 @@ def deletes_at(*, job: Job) -> datetime | None:
     """When the worker deletes `job` for its retention period (任务退出后自动删除), or None:
     a local job that succeeded, failed or timed out, once its retention has passed; a job
     stopped by someone, still running, or on another backend is never deleted for it."""
-    if job.backend != "local" or job.status not in AUTO_DELETED_STATUSES or not job.finished_at:
+    return retention_ends(
+        backend=job.backend, status=job.status, finished_at=job.finished_at, spec=job.spec
+    )
+
+
+def retention_ends(
+    *, backend: str, status: str, finished_at: datetime | None, spec: Any
+) -> datetime | None:
+    """deletes_at of a job of that backend, status, end and stored spec: what job_transition
+    stores as Job.deletes_at when a job ends, for delete_expired to find by its index."""
+    if backend != "local" or status not in AUTO_DELETED_STATUSES or not finished_at:
         return None
-    spec = job.spec if isinstance(job.spec, dict) else {}  # a stored spec no longer read
+    spec = spec if isinstance(spec, dict) else {}  # a stored spec no longer read
     keep = retention(str(spec.get("retentionPeriod", "")))
-    return job.finished_at + keep if keep is not None else None
+    return finished_at + keep if keep is not None else None
 
 
 def kept_for_alerts(*, job: Job) -> bool:
@@ -813,20 +822,12 @@ class Worker:
         if clock < self.next_expiry_check:
             return
         now = timezone.now()
-        kept = (
-            Job.objects.filter(
-                backend="local", status__in=AUTO_DELETED_STATUSES, finished_at__isnull=False
-            )
-            .annotate(keep=KT("spec__retentionPeriod"))
-            .filter(keep__isnull=False)
-            .order_by()
-            .values_list("pk", "finished_at", "keep")
+        # The jobs whose deletion time (stored when they ended: job_transition) has come, from
+        # its index: reading every finished local job's retention from its spec took 213 ms
+        # a minute at 19,534 of them (qa107).
+        due = dict(
+            Job.objects.filter(deletes_at__lte=now).order_by().values_list("pk", "deletes_at")
         )
-        due = {
-            pk: finished + keep
-            for pk, finished, text in kept
-            if (keep := retention(str(text))) is not None and finished + keep <= now
-        }
         # A job an alert is still to be delivered about is kept until it is (a job that ended
         # while no worker ran is recorded, its alert queued, past its retention; a webhook
         # down is tried again up to 36 minutes later): the delivery needs the job.

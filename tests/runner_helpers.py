@@ -166,6 +166,17 @@ def submit(owner, spec: S.JobSpec) -> Job:
     return job
 
 
+def ended_at(job: Job, finished) -> None:
+    """Moves a finished job's end back to `finished`, as the days going by would, with its
+    deletion time for its retention (Job.deletes_at) as the console stores it when a job ends."""
+    from jobs.worker import deletes_at
+
+    Job.objects.filter(pk=job.pk).update(finished_at=finished)
+    job.refresh_from_db()
+    Job.objects.filter(pk=job.pk).update(deletes_at=deletes_at(job=job))
+    job.refresh_from_db()
+
+
 def run_until(
     worker: Worker, done: Callable[[], bool], *, timeout: float = 30, what: str = ""
 ) -> None:

@@ -1414,7 +1414,9 @@ def test_a_job_kept_past_its_retention_for_its_alerts_says_so_on_its_page(
     assert 'id="deletes-at"' in page and "保留至其告警发送完毕" not in page  # not yet due
     job_alert(job=job, item="jobFailed", message="waiting for a task runner")
     # Its retention passes: its end moved back by as much, as the day going by would.
-    Job.objects.filter(pk=job.pk).update(finished_at=F("finished_at") - retention("1d"))
+    Job.objects.filter(pk=job.pk).update(
+        finished_at=F("finished_at") - retention("1d"), deletes_at=F("deletes_at") - retention("1d")
+    )
     time.sleep(0.5)  # the worker's next retention pass is due (one a job minute at most)
     worker.tick()
 

@@ -713,6 +713,74 @@ def test_lines_read_backwards_are_the_logs_lines_wherever_its_blocks_cut_them(tm
     assert shown == list(enumerate(lines, start=1))
 
 
+def test_blocks_without_the_text_are_passed_over_whole_and_the_matches_read_as_line_by_line(
+    tmp_path,
+):
+    # qa107: every line was handled in Python (its stamp, mask, console wording, a match
+    # with a timeout): 15 MB of a 100 MB log in the 5 s. Plain text is now looked for in a
+    # block at once; lines are read one by one only in a block that has it.
+    from jobs.logs import UnmatchedLines, _block_cannot_match, _lines_backwards
+
+    raw = b"".join(
+        b"2026-12-01T00:00:00.000000Z step %d loss %s\n" % (n, b"NaN" if n in (7, 9000) else b"0.5")
+        for n in range(1, 12001)
+    )
+    log = tmp_path / "log"
+    log.write_bytes(raw)
+    plain = search_pattern("nan", is_regex=False, match_case=False)
+    line_by_line = search_pattern("n[a]n", is_regex=True, match_case=False)  # the same lines
+
+    found = search_file(log, pattern=plain, deadline=time.monotonic() + 600, context=2)
+    expected = search_file(log, pattern=line_by_line, deadline=time.monotonic() + 600, context=2)
+    with log.open("rb") as f:
+        read = list(
+            _lines_backwards(
+                f.fileno(),
+                len(raw),
+                deadline=time.monotonic() + 600,
+                cannot_match=lambda data: _block_cannot_match(
+                    data, pattern=plain, secrets=[], deadline=time.monotonic() + 600
+                ),
+            )
+        )
+
+    assert len(raw) > 8 * BLOCK
+    assert [[(x.number, x.match, text(x)) for x in g] for g in found.groups] == [
+        [(x.number, x.match, text(x)) for x in g] for g in expected.groups
+    ]
+    assert numbers(found) == [
+        (n, n in (7, 9000)) for n in (5, 6, 7, 8, 9, 8998, 8999, 9000, 9001, 9002)
+    ]
+    assert (found.lines, found.searched, found.stopped) == (12000, len(raw), "")
+    passed_over = [item for item in read if isinstance(item, UnmatchedLines)]
+    assert len(passed_over) >= 6 and sum(item.count for item in passed_over) > 9000
+
+
+def test_a_secret_is_masked_before_a_block_is_searched_so_only_the_mask_is_found(tmp_path):
+    # Plain text is looked for in a block at once (qa107), but a line is searched as shown:
+    # a block holding a secret is searched a line at a time, the secret masked.
+    lines = [b"2026-12-01T00:00:00.000000Z step %d loss 0.5\n" % n for n in range(1, 12001)]
+    lines[6000] = b"2026-12-01T00:00:00.000000Z token=hunter2-token step 6001\n"
+    log = tmp_path / "log"
+    log.write_bytes(b"".join(lines))
+
+    def searched(text: str):
+        return search_file(
+            log,
+            pattern=search_pattern(text, is_regex=False, match_case=False),
+            deadline=time.monotonic() + 600,
+            context=0,
+            secrets=["hunter2-token"],
+        )
+
+    by_mask, by_secret = searched("=******"), searched("hunter2")
+
+    assert [(x.number, text(x)) for g in by_mask.groups for x in g] == [
+        (6001, "2026-12-01 08:00:00.000 token=****** step 6001")
+    ]
+    assert by_secret.groups == [] and by_secret.lines == 12000
+
+
 def test_of_a_line_longer_than_a_search_reads_its_start_is_searched_and_the_rest_skipped(
     tmp_path,
 ):

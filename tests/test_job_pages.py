@@ -31,7 +31,14 @@ from jobs.services import job_transition, jobs_submit
 from jobs.shim import UsageLog
 from jobs.worker import Worker
 
-from .runner_helpers import CARD, make_spec, run_until, runner_settings, status_of  # noqa: F401
+from .runner_helpers import (  # noqa: F401
+    CARD,
+    ended_at,
+    make_spec,
+    run_until,
+    runner_settings,
+    status_of,
+)
 from .test_aihc_backend import fake as fake_aihc  # noqa: F401 (the strict fake AIHC)
 from .test_aihc_backend import given_up_and_held_for_review
 
@@ -1885,7 +1892,7 @@ def test_an_old_link_to_a_job_its_retention_deleted_tells_its_owner_so_and_when(
     job = submit(alice, name="nightly", retention_period="2d")
     job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
     finish(job, JobStatus.SUCCEEDED)
-    Job.objects.filter(pk=job.pk).update(finished_at=timezone.now() - timedelta(days=3))
+    ended_at(job, timezone.now() - timedelta(days=3))
     Worker().delete_expired()  # as the worker does once its retention has passed
     alice_client.cookies["django_language"] = "en"
     link = reverse("job-detail", args=[job.public_id])  # as its alert mail linked it
@@ -1924,7 +1931,7 @@ def test_an_old_link_to_a_deleted_job_that_used_cards_says_its_card_hours_still_
     )
     job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
     finish(job, JobStatus.SUCCEEDED)
-    Job.objects.filter(pk=job.pk).update(finished_at=timezone.now() - timedelta(days=2))
+    ended_at(job, timezone.now() - timedelta(days=2))
     Worker().delete_expired()
     alice_client.cookies["django_language"] = "en"
 
@@ -1938,7 +1945,7 @@ def test_an_old_link_to_another_users_deleted_job_says_nothing_of_it(alice, bob,
     job = submit(alice, name="secret-run", retention_period="1d")
     job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
     finish(job, JobStatus.SUCCEEDED)
-    Job.objects.filter(pk=job.pk).update(finished_at=timezone.now() - timedelta(days=2))
+    ended_at(job, timezone.now() - timedelta(days=2))
     Worker().delete_expired()
     client = Client()
     client.force_login(bob)

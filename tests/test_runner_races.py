@@ -209,6 +209,51 @@ def test_a_replica_recorded_as_launched_whose_shim_never_started_is_launched_not
     wait_for(lambda: (state / "started").exists(), what="worker-0's shim starting")
 
 
+def test_a_job_that_cannot_start_for_a_fault_of_the_consoles_says_internal_error_not_its_words(
+    alice, leftovers, caplog
+):
+    # qa107: a run whose cards the worker no longer knew (restored, seeded) failed with a
+    # KeyError's text for its reason, "无法启动：'baidu.com/a800_80g_cgpu'".
+    from django.utils import translation
+
+    from .runner_helpers import CARD
+
+    job = submit(
+        alice,
+        make_spec("sleep 300", roles=[S.Role("master", 1, CARD, 1), S.Role("worker", 1, CARD, 1)]),
+    )
+    leftovers.append(job)
+    doomed = Worker()
+
+    def kill_the_worker():
+        raise WorkerKilled
+
+    doomed.children = AfterSpawn(1, then=kill_the_worker)  # master-0 spawned
+    with pytest.raises(WorkerKilled):
+        doomed.tick()
+    state = replica_state_dir(job.public_id, 1, "worker-0")
+    state.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600))
+    (state / "launched").write_text("1")
+    LocalRun.objects.filter(job=job).update(devices={})  # its cards unknown to the run
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="the job failing")
+
+    job.refresh_from_db()
+    assert (
+        job.status_reason_shown
+        == "无法启动：启动时发生内部错误；工作进程的日志中有详情（管理员可查看）"
+    )
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Could not start: an internal error while starting it; staff can read the "
+            "worker's log for it"
+        )
+    assert CARD not in job.status_reason
+    [logged] = [r for r in caplog.records if r.getMessage().endswith(": could not start")]
+    assert logged.exc_info[0] is KeyError
+
+
 def test_a_pid_file_naming_another_process_is_not_trusted_and_the_lock_holder_is_stopped(
     alice, leftovers
 ):

@@ -511,7 +511,8 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # its spec, as `cards`), the reason a stop asked a job to end with past 0054 (none)
     # and a Kubernetes restart under way past 0055 (none: none was), a Kubernetes
     # resource's uid past 0056 and a Kubernetes replica's pod name past 0057 (none: read
-    # again by the worker's next sync).
+    # again by the worker's next sync), and when a job is deleted for its retention past
+    # 0060 (filled again from its spec: none of these has one).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -528,6 +529,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "stop_reason_source",
         "restart_begun_at",
         "k8s_uid",
+        "deletes_at",
     }
     defaults = {
         "allow_self_approval": False,
@@ -778,6 +780,52 @@ def test_upgrading_past_0022_counts_the_alert_emails_sent_and_downgrading_forget
     assert sorted(
         again_old.get_model("jobs", "AlertMail").objects.values_list("owner_id", "sent_at")
     ) == [(alice.pk, moment) for moment in sorted(sent)]
+
+
+def test_upgrading_past_0060_stores_when_each_ended_local_job_is_deleted_for_its_retention(
+    at_latest_after,
+):
+    """0060 stores Job.deletes_at (qa107: the worker read every finished local job's spec a
+    minute): filled for local jobs that succeeded, failed or timed out with a retention
+    period, their end plus it; none for the others."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    old = migrate("0059_job_status_created_index")
+    alice = old.get_model("auth", "User").objects.create(username="alice")
+    Job = old.get_model("jobs", "Job")
+    ended = timezone.now() - timedelta(days=1)
+    kept = {**spec_document("kept"), "retentionPeriod": "2h"}
+    for n, (status, backend, spec) in enumerate(
+        [
+            ("succeeded", "local", kept),
+            ("failed", "local", {**kept, "retentionPeriod": "3d"}),
+            ("stopped", "local", kept),  # stopped by someone: kept
+            ("succeeded", "aihc", kept),  # another platform's: its own retention
+            ("succeeded", "local", spec_document("plain")),  # no retention
+        ]
+    ):
+        Job.objects.create(
+            public_id=f"job-{n}",
+            name=f"job-{n}",
+            owner=alice,
+            spec=spec,
+            status=status,
+            backend=backend,
+            finished_at=ended,
+        )
+
+    new = migrate(None)
+
+    stored = dict(new.get_model("jobs", "Job").objects.values_list("public_id", "deletes_at"))
+    assert stored == {
+        "job-0": ended + timedelta(hours=2),
+        "job-1": ended + timedelta(days=3),
+        "job-2": None,
+        "job-3": None,
+        "job-4": None,
+    }
 
 
 def test_downgrading_past_0025_forgets_the_uid_a_run_ran_as_and_upgrading_shows_none(

@@ -173,6 +173,33 @@ def test_only_the_part_of_each_job_inside_the_period_counts(alice):
     assert report.total.card_hours == pytest.approx(735)
 
 
+def test_a_users_usage_reads_their_jobs_that_ended_since_the_period_began_not_all_they_had(
+    alice, bob
+):
+    # qa107: "My usage" (its CSV, usage_report with an owner) was bound by creation time
+    # alone, so it read every job the user ever had; now their jobs not ended or ended since
+    # the period began, found in job_owner_finished.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    run(alice, at(1, 0, month=1), at(2, 0, month=1), cards=8)  # ended before: nothing
+    run(alice, at(31, 22, month=3), at(1, 1), cards=2)  # across the start: 2 × 1 h
+    run(alice, at(30, 23), None, cards=1)  # still running across the end: 1 × 1 h
+    run(alice, at(1, 0, month=5), at(2, 0, month=5), cards=8)  # after: nothing
+    run(bob, at(10, 0), at(10, 5), cards=1)  # another user's
+
+    with CaptureQueriesContext(connection) as queries:
+        report = usage_report(period=APRIL, now=at(3, 0, month=5), owner=alice)
+
+    assert by_user(report) == {"alice": (2 + 1, 2, 0)}
+    if connection.vendor == "sqlite":  # PostgreSQL's plans depend on its statistics
+        [jobs_read] = [q["sql"] for q in queries.captured_queries if 'FROM "jobs_job"' in q["sql"]]
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN QUERY PLAN {jobs_read}")
+            plan = "; ".join(row[-1] for row in cursor.fetchall())
+        assert "USING INDEX job_owner_finished (owner_id=?" in plan, plan
+
+
 def test_jobs_that_never_started_count_nothing_and_are_not_counted(alice, bob):
     run(alice, None, None, cards=8)  # queued
     run(alice, None, at(5, 0), cards=8, status=JobStatus.STOPPED)  # stopped while queued
@@ -542,9 +569,12 @@ def test_a_finished_job_its_owner_deletes_keeps_its_card_hours_in_that_months_re
 def test_a_job_deleted_by_its_auto_delete_retention_still_counts(alice):
     from jobs.worker import Worker
 
+    from .runner_helpers import ended_at
+
     job = run(alice, at(10, 8), at(10, 11), cards=2)
     job.spec["retentionPeriod"] = "1h"
     job.save(update_fields=["spec"])
+    ended_at(job, job.finished_at)  # its deletion time, as stored when it ended
 
     Worker().delete_expired()
 
