@@ -69,7 +69,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from jobs import spec as spec_module
-from jobs.alerts import job_alert, named_for_alert
+from jobs.alerts import alert_destination_refusals, job_alert, named_for_alert
 from jobs.kubernetes import manifests as M
 from jobs.kubernetes.client import (
     KubeClient,
@@ -1234,6 +1234,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             )
         for problem in self._alert_refusals(spec, trainer=cluster.training_api == M.TRAINER_API):
             err("alertConfig.alertItems", problem)
+        # The console's worker sends these alerts, as a local job's: the destinations it would
+        # refuse at send time are refused now with the local pool's words (review55 M1).
+        for path, problem in alert_destination_refusals(spec.alert):
+            err(path, problem)
         for i, ds in enumerate(spec.datasources):
             path = f"datasources[{i}]"
             if ds.type in M.CLAIM_TYPES:
@@ -1974,6 +1978,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         both to the next sync, after it neither (the console sends a Kubernetes job's alerts
         itself, as a local job's: the cluster sends none)."""
         item = ALERTED_MOVES.get(to)
+        if item == "jobRunning" and job.started_at is not None:
+            # Running again after a whole-job restart or a Kueue suspension (Running, Queued,
+            # Running): the job started once and says so once, as a local job (its
+            # running_alert_due); a restart has its jobFT alert (review55 M2).
+            item = None
         if item is None:
             return RemoteBackend._move(
                 job, to, reason, message, warning=warning, event=event, **fields
