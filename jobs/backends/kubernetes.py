@@ -49,7 +49,9 @@ limit the API server enforces on every pod, so a standalone job over it would ne
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
 import shutil
 import tempfile
@@ -629,6 +631,56 @@ def kept_log_file(public_id: str, label: str) -> Path:
     its earlier attempts: each run after a stamped "[console] <replica> attempt <n> starting"
     line (jobs.logs.CONSOLE_BANNER); they go when the job is deleted, as its usage samples."""
     return Path(settings.VAR_DIR) / KEPT_LOGS_DIR / public_id / f"{label}.log"
+
+
+# What a restart's keep did, beside the kept logs (kept_replicas): a replica's label as its
+# log is kept, and KEEP_DONE once the keep went through them all.
+KEEP_DONE = "*"
+
+
+def keep_record_file(public_id: str, restart: int) -> Path:
+    return Path(settings.VAR_DIR) / KEPT_LOGS_DIR / public_id / f"restart-{restart}.kept"
+
+
+def kept_replicas(public_id: str, restart: int) -> set[str]:
+    """The replicas whose log of the run `restart` ended is kept (with KEEP_DONE when its keep
+    ended): recorded once per restart, so a worker killed midway leaves the next to keep the
+    rest (review55 L3), and a log read shows no run twice (M3)."""
+    try:
+        text = keep_record_file(public_id, restart).read_text(encoding="utf-8")
+    except OSError:
+        return set()
+    return set(text.split())
+
+
+def append_kept(path: Path, lines: list[str]) -> None:
+    """Appends to a kept log (or a keep's record) in a folder that must be there already
+    (FileNotFoundError once a Delete removed it), readable by the console's group only, as
+    the local runner's logs (jobs.shim)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+    with os.fdopen(fd, "a", encoding="utf-8") as file:
+        file.write("".join(f"{line}\n" for line in lines))
+
+
+def pod_attempt(pod: dict[str, Any]) -> int:
+    """The run a job's pod is of: its restart label's (M.restarted puts it on the pods of a
+    restart's resource) plus one; the first run is attempt 1."""
+    return M.restart_of(pod) + 1
+
+
+def pod_run_kept(job: Job, replica: str, pod: dict[str, Any]) -> bool:
+    """Whether the pod is of a run a restart ended and whose log of the replica is kept: the
+    failed run's pod while it terminates, or left for good when the restart could not be made
+    (review55 M3: its log was shown twice, kept and again as the current run's)."""
+    attempt = pod_attempt(pod)
+    return attempt <= job.restarts and replica in kept_replicas(job.public_id, attempt)
+
+
+def pod_banner(replica: str, pod: dict[str, Any]) -> str:
+    """The banner of the run the pod is of, stamped when the pod started (review55 L1: the
+    time of each read before)."""
+    started = kube_time((pod.get("status") or {}).get("startTime"))
+    return attempt_banner(replica, pod_attempt(pod), started)
 
 
 def attempt_banner(label: str, attempt: int, started: datetime | None) -> str:
@@ -2234,10 +2286,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         removes with them: of each, its last MAX_TAIL_BYTES, as a page's tail reads it, after
         its run's banner, secrets masked. A pod or log the API server does not give (gone, an
         error, no answer) is said in one warning event, and the restart goes on: a failed
-        job's restart must not wait on its logs."""
+        job's restart must not wait on its logs. Each replica kept, and the keep's end, is
+        recorded (kept_replicas): a keep begun again skips those kept."""
         namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
         container = M.kind_of(job.framework, job.training_api).container
         attempt = job.restarts  # the failed run's (the first run is attempt 1)
+        done = kept_replicas(job.public_id, attempt)
+        record = keep_record_file(job.public_id, attempt)
         missing: list[str] = []
         error = ""
         try:
@@ -2248,12 +2303,27 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         except KubeError as exc:
             self._logs_not_kept(job, recorded(KEPT_LOGS_UNLISTED, error=recorded_error(exc)))
             return
+        # The job's folder is made once, while the job is there; a Delete meanwhile removes it
+        # (delete), and what is left of the keep then writes nothing: opened, never made again,
+        # the folder is not left behind for good (review55 M4).
+        if not Job.objects.filter(pk=job.pk).exists():
+            return
+        try:
+            record.parent.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
+            record.parent.mkdir(mode=0o750, exist_ok=True)
+        except OSError as exc:
+            error = exc.strerror or str(exc)
         for pod in pods:
             place = M.pod_replica(job.framework, pod, training_api=job.training_api)
             name = str((pod.get("metadata") or {}).get("name") or "")
             if place is None or not name:
                 continue
             label = f"{place[0]}-{place[1]}"
+            if label in done:
+                continue
+            if error and not record.parent.is_dir():  # no folder to keep them in
+                missing.append(label)
+                continue
             kept = AnswerTail()
             try:
                 client.pod_log(namespace, name, container=container, into=kept)
@@ -2264,34 +2334,27 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             started = kube_time((pod.get("status") or {}).get("startTime"))
             lines = [attempt_banner(label, attempt, started)]
             lines += [unmarked(scrub(line, secrets)) for line in kept.lines()]
-            path = kept_log_file(job.public_id, label)
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with path.open("a", encoding="utf-8") as file:
-                    file.write("".join(f"{line}\n" for line in lines))
+                append_kept(kept_log_file(job.public_id, label), lines)
+                append_kept(record, [label])
+            except FileNotFoundError:
+                return  # the job was deleted meanwhile: its folder went, and its logs with it
             except OSError as exc:
                 missing.append(label)
                 error = error or (exc.strerror or str(exc))
         if missing:
             said = recorded(KEPT_LOGS_NOT_KEPT, replicas=", ".join(sorted(missing)), error=error)
             self._logs_not_kept(job, said)
+        with contextlib.suppress(OSError):  # (not recorded: the next keep tries again)
+            append_kept(record, [KEEP_DONE])
 
     @staticmethod
     def _failed_logs_kept(job: Job) -> bool:
-        """Whether the failed run's logs were kept already (a replica's kept log holds its
-        banner) or said not to be (a LogsNotKept event since the restart began)."""
+        """Whether the failed run's logs were kept already (its keep recorded its end) or said
+        not to be (a LogsNotKept event since the restart began)."""
         if job.events.filter(reason="LogsNotKept", created_at__gte=job.restart_begun_at).exists():
             return True
-        for path in (Path(settings.VAR_DIR) / KEPT_LOGS_DIR / job.public_id).glob("*.log"):
-            banner = recorded(CONSOLE_BANNER, replica=path.stem, attempt=job.restarts)
-            try:
-                if f"{CONSOLE_MARK}{banner}\n" in path.read_text(
-                    encoding="utf-8", errors="replace"
-                ):
-                    return True
-            except OSError:
-                continue
-        return False
+        return KEEP_DONE in kept_replicas(job.public_id, job.restarts)
 
     @staticmethod
     def _logs_not_kept(job: Job, message: str) -> None:
@@ -2859,9 +2922,15 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         """Removes the job's resource and Secret (the Secret only when it is this job's), and
         the usage samples the console kept of it; the Secret left for the worker, if any."""
         secret_left = self._delete_remote(job)
+        self.delete_kept_files(job)
+        return secret_left
+
+    @staticmethod
+    def delete_kept_files(job: Job) -> None:
+        """The usage samples and kept logs of a job being deleted. A keep of its logs under
+        way meanwhile (another process's) makes nothing again (_keep_failed_logs)."""
         shutil.rmtree(Path(settings.VAR_DIR) / USAGE_DIR / job.public_id, ignore_errors=True)
         shutil.rmtree(Path(settings.VAR_DIR) / KEPT_LOGS_DIR / job.public_id, ignore_errors=True)
-        return secret_left
 
     def _delete_remote(self, job: Job) -> str:
         """A person's Delete waits on it (the job page's, the API's): each request is one try
@@ -2981,8 +3050,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             else []
         )
         config, client = self._setup(for_page=tail is not None, for_download=tail is None)
+        current: list[str] = []
         try:
-            lines = self._pod_log(job, replica, client, tail=tail, since=since)
+            pod, lines = self._pod_log(job, replica, client, tail=tail, since=since)
         except NoLog as no_log:
             if earlier:  # the next run's pod not made yet, or gone: the earlier runs show
                 lines = []
@@ -2990,12 +3060,16 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 raise
             else:
                 return []  # the page's "No output yet."
+        else:
+            if earlier and pod_run_kept(job, replica, pod):
+                lines = []  # the failed run's pod, still there: its log is the kept one
+            elif lines:
+                current = [pod_banner(replica, pod)]
         finally:
             if tail is None:
                 client.close()
         if not earlier:
             return lines
-        current = [attempt_banner(replica, job.restarts + 1, None)] if lines else []
         lines = earlier + current + lines
         if tail is None:
             return lines
@@ -3043,7 +3117,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         try:
             config, client = self._setup(for_download=True)
             try:
-                self._pod_log(job, replica, client, tail=None, since=None, into=log)
+                pod, _none = self._pod_log(job, replica, client, tail=None, since=None, into=log)
             finally:
                 client.close()
         except NoLog:
@@ -3057,8 +3131,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         current = spooled_lines(log, job.secret_values())
         if not earlier.is_file():
             return current
-        banner = attempt_banner(replica, job.restarts + 1, None)
-        return earlier_runs_then(earlier, (banner, current, log))
+        if pod_run_kept(job, replica, pod):  # the failed run's pod: its log is the kept one
+            log.close()
+            return earlier_runs_then(earlier, None)
+        return earlier_runs_then(earlier, (pod_banner(replica, pod), current, log))
 
     def _pod_log(
         self,
@@ -3069,10 +3145,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         tail: int | None,
         since: datetime | None,
         into: BinaryIO | None = None,
-    ) -> list[str]:
-        """Raises NoLog when the replica has no pod, or its container is waiting to start.
-        Without `into` (a tail, not a download), of the answer only its last MAX_TAIL_BYTES
-        are kept (AnswerTail), and of its lines the last `tail`."""
+    ) -> tuple[dict[str, Any], list[str]]:
+        """The replica's pod and its log lines. Raises NoLog when the replica has no pod, or
+        its container is waiting to start. Without `into` (a tail, not a download), of the
+        answer only its last MAX_TAIL_BYTES are kept (AnswerTail), and of its lines the last
+        `tail`."""
         # The job's row, not its spec, which may no longer read: its logs still show.
         namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
         kept = AnswerTail() if into is None else None
@@ -3100,7 +3177,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if tail is not None:
                 lines = lines[-tail:] if tail else []
         # Never read as the runner's own lines (jobs.logs.unmarked).
-        return [unmarked(scrub(line, secrets)) for line in lines]
+        return pod, [unmarked(scrub(line, secrets)) for line in lines]
 
     def _replica_pod(self, job: Job, replica: str, client: KubeClient) -> dict[str, Any]:
         """The replica's pod ("worker-1"), by the job's id label; NoLog when there is none:
