@@ -316,3 +316,30 @@ def test_a_delete_while_the_logs_are_kept_leaves_no_folder_behind(
     deleting.join()
 
     assert not folder.exists()
+
+
+def test_a_keep_that_runs_out_of_time_names_the_replicas_not_kept_and_the_restart_counts_from_its_delete(  # noqa: E501
+    fake,  # noqa: F811
+    k8s,  # noqa: F811
+    alice,
+    english,  # noqa: F811
+    settings,
+):
+    """review55 M5: the keep read whole logs with no bound before the delete, and the
+    restart's 5 minutes counted from before it."""
+    from datetime import timedelta
+
+    settings.LOG_DOWNLOAD_TOTAL_SECONDS = 1
+    job = running(fake, k8s, tolerant(alice, k8s))
+    fake.add_logs(f"{job.external_id}-master-0", ["a slow line"])
+    fake.trickle_next("log pods", 0.5, pieces=10)  # master-0's log takes 5 s to come
+    failed_on_kubernetes(fake, job)
+
+    k8s.sync(job)  # the restart begun: its logs kept for 1 s at most, then the delete sent
+    job.refresh_from_db()
+
+    [event] = job.events.filter(reason="LogsNotKept")
+    assert event.message.startswith("The logs of the failed run of master-0, worker-0 could not")
+    assert ("pytorchjobs", "default", job.external_id) not in fake.objects  # deleted
+    restarted_at = job.events.get(reason="Restarted").created_at
+    assert job.restart_begun_at >= restarted_at + timedelta(seconds=1)

@@ -625,6 +625,12 @@ KEPT_LOGS_UNLISTED = gettext_noop(
 )
 
 
+KEPT_LOGS_TIME_UP = gettext_noop(
+    "not read: the logs of a restart's failed run are kept for %(seconds)s s at most, and the "
+    "time ran out"
+)
+
+
 def kept_log_file(public_id: str, label: str) -> Path:
     """The logs of a Kubernetes job's replica (`<role>-<index>`) in its runs a whole-job
     restart deleted, kept before the delete (_keep_failed_logs) as a local replica's log keeps
@@ -2097,6 +2103,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     if not self._failed_logs_kept(job):
                         # The worker that began the restart died before it kept them.
                         self._keep_failed_logs(job, client)
+                        self._delete_sent_now(job)
                     refusal = self._send_delete(client, namespace, job.external_id, job)
                     if (
                         refusal is not None
@@ -2276,10 +2283,20 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             # Committed with the restart's count: once per restart, as the local pool's.
             job_alert(job=job, item="jobFT", message=restarting)
         self._keep_failed_logs(job, client)
+        # The restart's bounds (its pods' 5 minutes, a delete refused) count from its delete,
+        # not from before the keep, which may take a while (review55 M5).
+        self._stops_sent[job.pk] = self._delete_sent_now(job)
         # Its error is not said: a resource still there is deleted again at the next syncs.
-        self._stops_sent[job.pk] = now
         self._send_delete(client, namespace, job.external_id, job)
         return True
+
+    @staticmethod
+    def _delete_sent_now(job: Job) -> datetime:
+        """Stamps the restart begun (Job.restart_begun_at) with now, as its delete is sent."""
+        now = timezone.now()
+        Job.objects.filter(pk=job.pk, restart_begun_at__isnull=False).update(restart_begun_at=now)
+        job.restart_begun_at = now
+        return now
 
     def _keep_failed_logs(self, job: Job, client: KubeClient) -> None:
         """Keeps the logs of the failed run's pods (kept_log_file), which the restart's delete
@@ -2288,21 +2305,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         error, no answer) is said in one warning event, and the restart goes on: a failed
         job's restart must not wait on its logs. Each replica kept, and the keep's end, is
         recorded (kept_replicas): a keep begun again skips those kept."""
-        namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
-        container = M.kind_of(job.framework, job.training_api).container
-        attempt = job.restarts  # the failed run's (the first run is attempt 1)
-        done = kept_replicas(job.public_id, attempt)
-        record = keep_record_file(job.public_id, attempt)
+        namespace = namespace_of(job.resource_pool)
+        # The failed run's (the first run is attempt 1).
+        record = keep_record_file(job.public_id, job.restarts)
         missing: list[str] = []
         error = ""
-        try:
-            pods = client.list(
-                f"/api/v1/namespaces/{namespace}/pods",
-                label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
-            )
-        except KubeError as exc:
-            self._logs_not_kept(job, recorded(KEPT_LOGS_UNLISTED, error=recorded_error(exc)))
-            return
         # The job's folder is made once, while the job is there; a Delete meanwhile removes it
         # (delete), and what is left of the keep then writes nothing: opened, never made again,
         # the folder is not left behind for good (review55 M4).
@@ -2313,6 +2320,52 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             record.parent.mkdir(mode=0o750, exist_ok=True)
         except OSError as exc:
             error = exc.strerror or str(exc)
+        try:
+            pods = client.list(
+                f"/api/v1/namespaces/{namespace}/pods",
+                label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
+            )
+        except KubeError as exc:
+            self._logs_not_kept(job, recorded(KEPT_LOGS_UNLISTED, error=recorded_error(exc)))
+            with contextlib.suppress(OSError):  # said: not kept again by the next worker
+                append_kept(record, [KEEP_DONE])
+            return
+        # The whole keep, its log reads included, is bounded as a whole-log download is: a
+        # failed job's restart must not wait on its logs (review55 M5). The replicas whose
+        # turn comes after are named in the LogsNotKept event.
+        seconds = settings.LOG_DOWNLOAD_TOTAL_SECONDS
+        deadline = time.monotonic() + seconds
+        was = client.deadline
+        if client.call_seconds is None:  # (a client has one or the other)
+            client.deadline = deadline
+        try:
+            missing, error = self._keep_pods_logs(job, client, pods, record, deadline, error)
+        except FileNotFoundError:
+            return  # the job was deleted meanwhile: its folder went, and its logs with it
+        finally:
+            client.deadline = was
+        if missing:
+            said = recorded(KEPT_LOGS_NOT_KEPT, replicas=", ".join(sorted(missing)), error=error)
+            self._logs_not_kept(job, said)
+        with contextlib.suppress(OSError):  # (not recorded: the next keep tries again)
+            append_kept(record, [KEEP_DONE])
+
+    @staticmethod
+    def _keep_pods_logs(
+        job: Job,
+        client: KubeClient,
+        pods: list[dict[str, Any]],
+        record: Path,
+        deadline: float,
+        error: str,
+    ) -> tuple[list[str], str]:
+        """Keeps each pod's log not kept yet; the replicas not kept, and the first error.
+        Raises FileNotFoundError once the job's folder is gone (a Delete)."""
+        namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
+        container = M.kind_of(job.framework, job.training_api).container
+        attempt = job.restarts
+        done = kept_replicas(job.public_id, attempt)
+        missing: list[str] = []
         for pod in pods:
             place = M.pod_replica(job.framework, pod, training_api=job.training_api)
             name = str((pod.get("metadata") or {}).get("name") or "")
@@ -2323,6 +2376,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 continue
             if error and not record.parent.is_dir():  # no folder to keep them in
                 missing.append(label)
+                continue
+            if time.monotonic() >= deadline:
+                missing.append(label)
+                error = error or recorded(
+                    KEPT_LOGS_TIME_UP, seconds=f"{settings.LOG_DOWNLOAD_TOTAL_SECONDS:g}"
+                )
                 continue
             kept = AnswerTail()
             try:
@@ -2338,15 +2397,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 append_kept(kept_log_file(job.public_id, label), lines)
                 append_kept(record, [label])
             except FileNotFoundError:
-                return  # the job was deleted meanwhile: its folder went, and its logs with it
+                raise  # its folder removed by a Delete: the keep ends (the caller)
             except OSError as exc:
                 missing.append(label)
                 error = error or (exc.strerror or str(exc))
-        if missing:
-            said = recorded(KEPT_LOGS_NOT_KEPT, replicas=", ".join(sorted(missing)), error=error)
-            self._logs_not_kept(job, said)
-        with contextlib.suppress(OSError):  # (not recorded: the next keep tries again)
-            append_kept(record, [KEEP_DONE])
+        return missing, error
 
     @staticmethod
     def _failed_logs_kept(job: Job) -> bool:
