@@ -35,6 +35,7 @@ from django.core.mail import EmailMessage
 from django.db import transaction
 from django.urls import get_script_prefix, reverse
 from django.utils import timezone, translation
+from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from . import chat_bots
@@ -193,6 +194,72 @@ def webhook_host_is_name(url: str) -> bool:
     except ValueError:
         return True
     return False
+
+
+def alert_destination_refusals(alert: AlertConfig) -> list[tuple[str, str]]:
+    """(field, message) for each alert destination the console's worker would never send to,
+    said at submit by every pool whose alerts the console sends itself (local, Kubernetes:
+    review55 M1, a Kubernetes pool took them and only an AlertFailed event said so): a plain
+    http:// webhook that would carry its token across the internet, a loopback, link-local or
+    private address unless ALERT_WEBHOOK_ALLOW_PRIVATE, and events with nowhere to go."""
+    refusals: list[tuple[str, str]] = []
+    for url in alert.webhooks:
+        refused = webhook_url_error(url)
+        if refused is None and webhook_in_clear(url) and webhook_host_is_name(url):
+            # Private destinations refused, an http:// name is refused wherever it resolves:
+            # as private at send when it is on the company network, as plain http:// on the
+            # internet otherwise. Which, only DNS knows (left29: it was said to be on the
+            # internet).
+            refusals.append(
+                (
+                    "alert.webhooks",
+                    _(
+                        "“%(url)s”: a plain http:// webhook is refused here wherever its host "
+                        "name leads: alerts cannot be sent to loopback, link-local or private "
+                        "addresses unless the administrator allows them "
+                        "(ALERT_WEBHOOK_ALLOW_PRIVATE=1), and on the internet it would send the "
+                        "alert and the key or token in its URL unencrypted. Use https:// (chat "
+                        "bots' webhooks all take it)."
+                    )
+                    % {"url": chat_bots.secret_masked(url)},
+                )
+            )
+        elif refused is None and webhook_in_clear(url):
+            refusals.append(
+                (
+                    "alert.webhooks",
+                    _(
+                        "“%(url)s”: a plain http:// webhook on the internet would send the "
+                        "alert and the key or token in its URL unencrypted. Use https:// (chat "
+                        "bots' webhooks all take it); http:// is kept for a receiver on a "
+                        "private or loopback address."
+                    )
+                    % {"url": chat_bots.secret_masked(url)},
+                )
+            )
+        # A URL that is not http(s) already has the spec's message; one is enough.
+        if refused not in (None, NOT_HTTP_URL):
+            refusals.append(
+                (
+                    "alert.webhooks",
+                    # Who can lift it: users meet this with a chat gateway on their own
+                    # network, and the switch is the administrator's (a setting).
+                    _(
+                        "“%(url)s”: alerts cannot be sent to loopback, link-local or private "
+                        "addresses unless the administrator allows them "
+                        "(ALERT_WEBHOOK_ALLOW_PRIVATE=1)."
+                    )
+                    % {"url": chat_bots.secret_masked(url)},
+                )
+            )
+    if alert.items and not (alert.emails or alert.webhooks):
+        refusals.append(
+            (
+                "alert.emails",
+                _("These alerts would reach nobody: add an email address or a webhook."),
+            )
+        )
+    return refusals
 
 
 def webhook_shown(url: str) -> str:
@@ -1010,7 +1077,7 @@ def certificate_refusal(exc: BaseException) -> ssl.SSLCertVerificationError | No
     """The verification error a webhook's TLS handshake failed on its certificate with
     (httpx's ConnectError raised from ssl's), or None: no later try passes it."""
     seen: BaseException | None = exc
-    for _ in range(10):  # the chain of causes, bounded
+    for _step in range(10):  # the chain of causes, bounded
         if seen is None:
             return None
         if isinstance(seen, ssl.SSLCertVerificationError):

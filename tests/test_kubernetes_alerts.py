@@ -9,6 +9,7 @@ import pytest
 from django.core import mail
 
 from jobs import spec as S
+from jobs.backends import get_backend
 from jobs.backends.kubernetes import KubernetesBackend
 from jobs.models import Job, JobStatus
 from tests.conftest import run_queued_tasks
@@ -189,3 +190,102 @@ def submitted_spec(**changes) -> S.JobSpec:
     from tests.test_kubernetes_backend import spec
 
     return spec(**changes)
+
+
+@pytest.mark.parametrize(
+    ("webhooks", "emails", "field", "said"),
+    [
+        (["http://93.184.215.14/hook"], ["a@b.c"], "alert.webhooks", "unencrypted"),
+        (["http://gateway.corp/hook"], ["a@b.c"], "alert.webhooks", "wherever its host name"),
+        (["https://127.0.0.1/hook"], ["a@b.c"], "alert.webhooks", "loopback, link-local"),
+        (["https://169.254.169.254/latest"], ["a@b.c"], "alert.webhooks", "loopback, link-local"),
+        ([], [], "alert.emails", "These alerts would reach nobody"),
+    ],
+)
+def test_a_kubernetes_pool_refuses_alert_destinations_the_worker_never_sends_to_as_the_local_pool(
+    fake,  # noqa: F811
+    k8s,  # noqa: F811
+    english,  # noqa: F811
+    settings,
+    webhooks,
+    emails,
+    field,
+    said,
+):
+    """review55 M1: the console's worker sends a Kubernetes job's alerts as a local job's, and
+    refuses these at send time; the pool took them and only an AlertFailed event said so."""
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+    alert = S.AlertConfig(items=["jobFailed"], emails=emails, webhooks=webhooks)
+
+    on_kubernetes = k8s.check_spec(submitted_spec(alert=alert))
+    on_local = get_backend("local").check_spec(
+        submitted_spec(alert=alert, resource_pool_id="local")
+    )
+
+    [message] = on_kubernetes[field]
+    assert said in message
+    assert on_kubernetes[field] == on_local[field]
+
+
+def test_a_kubernetes_pool_takes_a_private_webhook_the_administrator_allows(
+    fake,  # noqa: F811
+    k8s,  # noqa: F811
+    settings,
+):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    alert = S.AlertConfig(items=["jobFailed"], webhooks=["http://10.0.0.5:8080/hook"])
+
+    errors = k8s.check_spec(submitted_spec(alert=alert))
+
+    assert "alert.webhooks" not in errors and "alert.emails" not in errors
+
+
+def test_a_restarted_job_alerts_running_once_then_its_restart(
+    fake,  # noqa: F811
+    k8s,  # noqa: F811
+    alice,
+    webhook,
+):
+    """review55 M2: the restart's new resource, held by Kueue (Suspended) until admitted, moved
+    the job Running → Queued → Running, and each Running sent jobRunning again."""
+    job = alerting(
+        alice,
+        k8s,
+        webhook.url,
+        ["jobRunning", "jobFT"],
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=2),
+    )
+    job = running(fake, k8s, job)
+    failed_on_kubernetes(fake, job)
+    k8s.sync(job)  # the restart begun: its failed resource deleted
+    k8s.sync(job)  # created again
+    fake.set_conditions(job.external_id, ("Suspended", "Kueue holds the workload."))
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    job = running(fake, k8s, job)
+    k8s.sync(job)
+    run_queued_tasks()
+
+    assert posted_events(webhook) == ["jobRunning", "jobFT"]
+    assert job.events.filter(reason="Restarted").count() == 1
+
+
+def test_a_job_kueue_suspends_and_resumes_alerts_running_once(
+    fake,  # noqa: F811
+    k8s,  # noqa: F811
+    alice,
+    webhook,
+):
+    job = running(fake, k8s, alerting(alice, k8s, webhook.url, ["jobRunning"]))
+    fake.set_conditions(job.external_id, ("Suspended", "Kueue preempted the workload."))
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+
+    job = running(fake, k8s, job)
+    run_queued_tasks()
+
+    assert posted_events(webhook) == ["jobRunning"]
+    assert job.events.filter(reason="Running").count() == 2

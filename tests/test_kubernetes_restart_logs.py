@@ -200,3 +200,146 @@ def test_a_restarts_delete_sent_again_by_another_worker_keeps_the_logs_not_twice
     kept = kept_log_file(job.public_id, "master-0").read_text()
     assert kept.count("the failed run's line") == 1
     assert kept.count("attempt 1 starting") == 1
+
+
+def test_the_failed_runs_pods_still_terminating_show_their_log_once(
+    fake,  # noqa: F811
+    k8s,  # noqa: F811
+    alice,
+):
+    """review55 M3: while the failed run's pods terminate, their log was shown kept and again
+    under "attempt 2 starting"."""
+    job = running(fake, k8s, tolerant(alice, k8s))
+    fake.add_logs(f"{job.external_id}-master-0", ["the failed run's line"])
+    fake.hold_deletions = True  # the failed run's pods terminate slowly
+    failed_on_kubernetes(fake, job)
+    k8s.sync(job)  # the restart begun: its logs kept, its delete sent
+    job.refresh_from_db()
+
+    assert shown(k8s.logs(job, "master-0", tail=200)) == [
+        "Console: master-0 attempt 1 starting",
+        "the failed run's line",
+    ]
+    downloaded = "".join(k8s.download_lines(job, "master-0")).splitlines()
+    assert downloaded[1:] == ["the failed run's line"]
+    assert (job.restarts, job.status) == (1, JobStatus.RUNNING)
+
+
+def test_the_current_runs_banner_is_its_pods_and_stamped_when_it_started(
+    fake,  # noqa: F811
+    k8s,  # noqa: F811
+    alice,
+):
+    """review55 L1: the current run's banner was stamped with the time of each read."""
+    job = restarted(fake, k8s, running(fake, k8s, tolerant(alice, k8s)))
+    pod = fake.pods[("default", f"{job.external_id}-master-0")]
+    pod["status"]["startTime"] = "2026-01-02T03:04:05Z"
+    fake.add_logs(f"{job.external_id}-master-0", ["epoch 1 again"])
+
+    lines = k8s.logs(job, "master-0", tail=2)
+
+    assert lines[0].startswith("2026-01-02T03:04:05.000000Z ")
+    assert shown(lines) == ["Console: master-0 attempt 2 starting", "epoch 1 again"]
+    assert pod["metadata"]["labels"][M.RESTART_LABEL] == "1"
+
+
+def test_kept_logs_are_readable_by_the_console_only(fake, k8s, alice):  # noqa: F811
+    """review55 L2: as the local runner's logs (jobs.shim), not 0644/0755."""
+    job = restarted(fake, k8s, running(fake, k8s, tolerant(alice, k8s)))
+    kept = kept_log_file(job.public_id, "master-0")
+
+    assert kept.stat().st_mode & 0o777 == 0o640
+    assert kept.parent.stat().st_mode & 0o777 == 0o750
+
+
+def test_a_keep_cut_short_by_a_killed_worker_is_finished_by_the_next_for_the_rest(
+    fake,  # noqa: F811
+    k8s,  # noqa: F811
+    alice,
+):
+    """review55 L3: the keep counted as done once any replica's file had the run's banner, so
+    the replicas after the one a killed worker kept were never kept."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.backends.kubernetes import KubernetesBackend, attempt_banner, keep_record_file
+    from jobs.backends.remote import STOP_RESEND
+    from jobs.models import Job
+
+    job = running(fake, k8s, tolerant(alice, k8s))
+    fake.add_logs(f"{job.external_id}-master-0", ["master's line"])
+    fake.add_logs(f"{job.external_id}-worker-0", ["worker's line"])
+    failed_on_kubernetes(fake, job)
+    # What a worker killed after keeping master-0's log leaves.
+    Job.objects.filter(pk=job.pk).update(
+        restarts=1, restart_begun_at=timezone.now() - STOP_RESEND - timedelta(seconds=1)
+    )
+    job.refresh_from_db()
+    master = kept_log_file(job.public_id, "master-0")
+    master.parent.mkdir(parents=True)
+    master.write_text(f"{attempt_banner('master-0', 1, None)}\n")
+    keep_record_file(job.public_id, 1).write_text("master-0\n")
+
+    KubernetesBackend().sync(job)  # keeps the rest, then sends the delete again
+
+    assert "worker's line" in kept_log_file(job.public_id, "worker-0").read_text()
+    assert "master's line" not in master.read_text()  # kept once, by the first worker
+
+
+def test_a_delete_while_the_logs_are_kept_leaves_no_folder_behind(
+    fake,  # noqa: F811
+    k8s,  # noqa: F811
+    alice,
+):
+    """review55 M4: the keep's mkdir made the job's folder again after the Delete removed it,
+    and it was left for good."""
+    import threading
+
+    job = running(fake, k8s, tolerant(alice, k8s))
+    fake.add_logs(f"{job.external_id}-master-0", ["the failed run's line"])
+    failed_on_kubernetes(fake, job)
+    folder = kept_log_file(job.public_id, "master-0").parent
+    release = fake.block_next("log pods")
+
+    def a_delete_meanwhile() -> None:
+        # Once the keep reads a log: the job's Delete removes its files (KubernetesBackend
+        # .delete's clean-up, the part that needs no database), then the log is answered.
+        while not any(r.op == "log pods" for r in list(fake.requests)):
+            threading.Event().wait(0.01)
+        k8s.delete_kept_files(job)
+        release.set()
+
+    deleting = threading.Thread(target=a_delete_meanwhile)
+    deleting.start()
+    k8s.sync(job)  # the restart begun: its logs kept while the Delete came
+    deleting.join()
+
+    assert not folder.exists()
+
+
+def test_a_keep_that_runs_out_of_time_names_the_replicas_not_kept_and_the_restart_counts_from_its_delete(  # noqa: E501
+    fake,  # noqa: F811
+    k8s,  # noqa: F811
+    alice,
+    english,  # noqa: F811
+    settings,
+):
+    """review55 M5: the keep read whole logs with no bound before the delete, and the
+    restart's 5 minutes counted from before it."""
+    from datetime import timedelta
+
+    settings.LOG_DOWNLOAD_TOTAL_SECONDS = 1
+    job = running(fake, k8s, tolerant(alice, k8s))
+    fake.add_logs(f"{job.external_id}-master-0", ["a slow line"])
+    fake.trickle_next("log pods", 0.5, pieces=10)  # master-0's log takes 5 s to come
+    failed_on_kubernetes(fake, job)
+
+    k8s.sync(job)  # the restart begun: its logs kept for 1 s at most, then the delete sent
+    job.refresh_from_db()
+
+    [event] = job.events.filter(reason="LogsNotKept")
+    assert event.message.startswith("The logs of the failed run of master-0, worker-0 could not")
+    assert ("pytorchjobs", "default", job.external_id) not in fake.objects  # deleted
+    restarted_at = job.events.get(reason="Restarted").created_at
+    assert job.restart_begun_at >= restarted_at + timedelta(seconds=1)

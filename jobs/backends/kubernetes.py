@@ -49,7 +49,9 @@ limit the API server enforces on every pod, so a standalone job over it would ne
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
 import shutil
 import tempfile
@@ -71,7 +73,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from jobs import spec as spec_module
-from jobs.alerts import job_alert, named_for_alert, site_address
+from jobs.alerts import alert_destination_refusals, job_alert, named_for_alert, site_address
 from jobs.kubernetes import manifests as M
 from jobs.kubernetes.client import (
     KubeClient,
@@ -633,12 +635,68 @@ KEPT_LOGS_UNLISTED = gettext_noop(
 )
 
 
+KEPT_LOGS_TIME_UP = gettext_noop(
+    "not read: the logs of a restart's failed run are kept for %(seconds)s s at most, and the "
+    "time ran out"
+)
+
+
 def kept_log_file(public_id: str, label: str) -> Path:
     """The logs of a Kubernetes job's replica (`<role>-<index>`) in its runs a whole-job
     restart deleted, kept before the delete (_keep_failed_logs) as a local replica's log keeps
     its earlier attempts: each run after a stamped "[console] <replica> attempt <n> starting"
     line (jobs.logs.CONSOLE_BANNER); they go when the job is deleted, as its usage samples."""
     return Path(settings.VAR_DIR) / KEPT_LOGS_DIR / public_id / f"{label}.log"
+
+
+# What a restart's keep did, beside the kept logs (kept_replicas): a replica's label as its
+# log is kept, and KEEP_DONE once the keep went through them all.
+KEEP_DONE = "*"
+
+
+def keep_record_file(public_id: str, restart: int) -> Path:
+    return Path(settings.VAR_DIR) / KEPT_LOGS_DIR / public_id / f"restart-{restart}.kept"
+
+
+def kept_replicas(public_id: str, restart: int) -> set[str]:
+    """The replicas whose log of the run `restart` ended is kept (with KEEP_DONE when its keep
+    ended): recorded once per restart, so a worker killed midway leaves the next to keep the
+    rest (review55 L3), and a log read shows no run twice (M3)."""
+    try:
+        text = keep_record_file(public_id, restart).read_text(encoding="utf-8")
+    except OSError:
+        return set()
+    return set(text.split())
+
+
+def append_kept(path: Path, lines: list[str]) -> None:
+    """Appends to a kept log (or a keep's record) in a folder that must be there already
+    (FileNotFoundError once a Delete removed it), readable by the console's group only, as
+    the local runner's logs (jobs.shim)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+    with os.fdopen(fd, "a", encoding="utf-8") as file:
+        file.write("".join(f"{line}\n" for line in lines))
+
+
+def pod_attempt(pod: dict[str, Any]) -> int:
+    """The run a job's pod is of: its restart label's (M.restarted puts it on the pods of a
+    restart's resource) plus one; the first run is attempt 1."""
+    return M.restart_of(pod) + 1
+
+
+def pod_run_kept(job: Job, replica: str, pod: dict[str, Any]) -> bool:
+    """Whether the pod is of a run a restart ended and whose log of the replica is kept: the
+    failed run's pod while it terminates, or left for good when the restart could not be made
+    (review55 M3: its log was shown twice, kept and again as the current run's)."""
+    attempt = pod_attempt(pod)
+    return attempt <= job.restarts and replica in kept_replicas(job.public_id, attempt)
+
+
+def pod_banner(replica: str, pod: dict[str, Any]) -> str:
+    """The banner of the run the pod is of, stamped when the pod started (review55 L1: the
+    time of each read before)."""
+    started = kube_time((pod.get("status") or {}).get("startTime"))
+    return attempt_banner(replica, pod_attempt(pod), started)
 
 
 def attempt_banner(label: str, attempt: int, started: datetime | None) -> str:
@@ -1259,6 +1317,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             )
         for problem in self._alert_refusals(spec, trainer=cluster.training_api == M.TRAINER_API):
             err("alertConfig.alertItems", problem)
+        # The console's worker sends these alerts, as a local job's: the destinations it would
+        # refuse at send time are refused now with the local pool's words (review55 M1).
+        for path, problem in alert_destination_refusals(spec.alert):
+            err(path, problem)
         for i, ds in enumerate(spec.datasources):
             path = f"datasources[{i}]"
             if ds.type in M.CLAIM_TYPES:
@@ -2029,6 +2091,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         both to the next sync, after it neither (the console sends a Kubernetes job's alerts
         itself, as a local job's: the cluster sends none)."""
         item = ALERTED_MOVES.get(to)
+        if item == "jobRunning" and job.started_at is not None:
+            # Running again after a whole-job restart or a Kueue suspension (Running, Queued,
+            # Running): the job started once and says so once, as a local job (its
+            # running_alert_due); a restart has its jobFT alert (review55 M2).
+            item = None
         if item is None:
             return RemoteBackend._move(
                 job, to, reason, message, warning=warning, event=event, **fields
@@ -2091,6 +2158,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     if not self._failed_logs_kept(job):
                         # The worker that began the restart died before it kept them.
                         self._keep_failed_logs(job, client)
+                        self._delete_sent_now(job)
                     refusal = self._send_delete(client, namespace, job.external_id, job)
                     if (
                         refusal is not None
@@ -2272,22 +2340,43 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             # Committed with the restart's count: once per restart, as the local pool's.
             job_alert(job=job, item="jobFT", message=restarting)
         self._keep_failed_logs(job, client)
+        # The restart's bounds (its pods' 5 minutes, a delete refused) count from its delete,
+        # not from before the keep, which may take a while (review55 M5).
+        self._stops_sent[job.pk] = self._delete_sent_now(job)
         # Its error is not said: a resource still there is deleted again at the next syncs.
-        self._stops_sent[job.pk] = now
         self._send_delete(client, namespace, job.external_id, job)
         return True
+
+    @staticmethod
+    def _delete_sent_now(job: Job) -> datetime:
+        """Stamps the restart begun (Job.restart_begun_at) with now, as its delete is sent."""
+        now = timezone.now()
+        Job.objects.filter(pk=job.pk, restart_begun_at__isnull=False).update(restart_begun_at=now)
+        job.restart_begun_at = now
+        return now
 
     def _keep_failed_logs(self, job: Job, client: KubeClient) -> None:
         """Keeps the logs of the failed run's pods (kept_log_file), which the restart's delete
         removes with them: of each, its last MAX_TAIL_BYTES, as a page's tail reads it, after
         its run's banner, secrets masked. A pod or log the API server does not give (gone, an
         error, no answer) is said in one warning event, and the restart goes on: a failed
-        job's restart must not wait on its logs."""
-        namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
-        container = M.kind_of(job.framework, job.training_api).container
-        attempt = job.restarts  # the failed run's (the first run is attempt 1)
+        job's restart must not wait on its logs. Each replica kept, and the keep's end, is
+        recorded (kept_replicas): a keep begun again skips those kept."""
+        namespace = namespace_of(job.resource_pool)
+        # The failed run's (the first run is attempt 1).
+        record = keep_record_file(job.public_id, job.restarts)
         missing: list[str] = []
         error = ""
+        # The job's folder is made once, while the job is there; a Delete meanwhile removes it
+        # (delete), and what is left of the keep then writes nothing: opened, never made again,
+        # the folder is not left behind for good (review55 M4).
+        if not Job.objects.filter(pk=job.pk).exists():
+            return
+        try:
+            record.parent.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
+            record.parent.mkdir(mode=0o750, exist_ok=True)
+        except OSError as exc:
+            error = exc.strerror or str(exc)
         try:
             pods = client.list(
                 f"/api/v1/namespaces/{namespace}/pods",
@@ -2295,13 +2384,62 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             )
         except KubeError as exc:
             self._logs_not_kept(job, recorded(KEPT_LOGS_UNLISTED, error=recorded_error(exc)))
+            with contextlib.suppress(OSError):  # said: not kept again by the next worker
+                append_kept(record, [KEEP_DONE])
             return
+        # The whole keep, its log reads included, is bounded as a whole-log download is: a
+        # failed job's restart must not wait on its logs (review55 M5). The replicas whose
+        # turn comes after are named in the LogsNotKept event.
+        seconds = settings.LOG_DOWNLOAD_TOTAL_SECONDS
+        deadline = time.monotonic() + seconds
+        was = client.deadline
+        if client.call_seconds is None:  # (a client has one or the other)
+            client.deadline = deadline
+        try:
+            missing, error = self._keep_pods_logs(job, client, pods, record, deadline, error)
+        except FileNotFoundError:
+            return  # the job was deleted meanwhile: its folder went, and its logs with it
+        finally:
+            client.deadline = was
+        if missing:
+            said = recorded(KEPT_LOGS_NOT_KEPT, replicas=", ".join(sorted(missing)), error=error)
+            self._logs_not_kept(job, said)
+        with contextlib.suppress(OSError):  # (not recorded: the next keep tries again)
+            append_kept(record, [KEEP_DONE])
+
+    @staticmethod
+    def _keep_pods_logs(
+        job: Job,
+        client: KubeClient,
+        pods: list[dict[str, Any]],
+        record: Path,
+        deadline: float,
+        error: str,
+    ) -> tuple[list[str], str]:
+        """Keeps each pod's log not kept yet; the replicas not kept, and the first error.
+        Raises FileNotFoundError once the job's folder is gone (a Delete)."""
+        namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
+        container = M.kind_of(job.framework, job.training_api).container
+        attempt = job.restarts
+        done = kept_replicas(job.public_id, attempt)
+        missing: list[str] = []
         for pod in pods:
             place = M.pod_replica(job.framework, pod, training_api=job.training_api)
             name = str((pod.get("metadata") or {}).get("name") or "")
             if place is None or not name:
                 continue
             label = f"{place[0]}-{place[1]}"
+            if label in done:
+                continue
+            if error and not record.parent.is_dir():  # no folder to keep them in
+                missing.append(label)
+                continue
+            if time.monotonic() >= deadline:
+                missing.append(label)
+                error = error or recorded(
+                    KEPT_LOGS_TIME_UP, seconds=f"{settings.LOG_DOWNLOAD_TOTAL_SECONDS:g}"
+                )
+                continue
             kept = AnswerTail()
             try:
                 client.pod_log(namespace, name, container=container, into=kept)
@@ -2312,34 +2450,23 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             started = kube_time((pod.get("status") or {}).get("startTime"))
             lines = [attempt_banner(label, attempt, started)]
             lines += [unmarked(scrub(line, secrets)) for line in kept.lines()]
-            path = kept_log_file(job.public_id, label)
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with path.open("a", encoding="utf-8") as file:
-                    file.write("".join(f"{line}\n" for line in lines))
+                append_kept(kept_log_file(job.public_id, label), lines)
+                append_kept(record, [label])
+            except FileNotFoundError:
+                raise  # its folder removed by a Delete: the keep ends (the caller)
             except OSError as exc:
                 missing.append(label)
                 error = error or (exc.strerror or str(exc))
-        if missing:
-            said = recorded(KEPT_LOGS_NOT_KEPT, replicas=", ".join(sorted(missing)), error=error)
-            self._logs_not_kept(job, said)
+        return missing, error
 
     @staticmethod
     def _failed_logs_kept(job: Job) -> bool:
-        """Whether the failed run's logs were kept already (a replica's kept log holds its
-        banner) or said not to be (a LogsNotKept event since the restart began)."""
+        """Whether the failed run's logs were kept already (its keep recorded its end) or said
+        not to be (a LogsNotKept event since the restart began)."""
         if job.events.filter(reason="LogsNotKept", created_at__gte=job.restart_begun_at).exists():
             return True
-        for path in (Path(settings.VAR_DIR) / KEPT_LOGS_DIR / job.public_id).glob("*.log"):
-            banner = recorded(CONSOLE_BANNER, replica=path.stem, attempt=job.restarts)
-            try:
-                if f"{CONSOLE_MARK}{banner}\n" in path.read_text(
-                    encoding="utf-8", errors="replace"
-                ):
-                    return True
-            except OSError:
-                continue
-        return False
+        return KEEP_DONE in kept_replicas(job.public_id, job.restarts)
 
     @staticmethod
     def _logs_not_kept(job: Job, message: str) -> None:
@@ -2929,9 +3056,15 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         """Removes the job's resource and Secret (the Secret only when it is this job's), and
         the usage samples the console kept of it; the Secret left for the worker, if any."""
         secret_left = self._delete_remote(job)
+        self.delete_kept_files(job)
+        return secret_left
+
+    @staticmethod
+    def delete_kept_files(job: Job) -> None:
+        """The usage samples and kept logs of a job being deleted. A keep of its logs under
+        way meanwhile (another process's) makes nothing again (_keep_failed_logs)."""
         shutil.rmtree(Path(settings.VAR_DIR) / USAGE_DIR / job.public_id, ignore_errors=True)
         shutil.rmtree(Path(settings.VAR_DIR) / KEPT_LOGS_DIR / job.public_id, ignore_errors=True)
-        return secret_left
 
     def _delete_remote(self, job: Job) -> str:
         """A person's Delete waits on it (the job page's, the API's): each request is one try
@@ -3051,8 +3184,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             else []
         )
         config, client = self._setup(for_page=tail is not None, for_download=tail is None)
+        current: list[str] = []
         try:
-            lines = self._pod_log(job, replica, client, tail=tail, since=since)
+            pod, lines = self._pod_log(job, replica, client, tail=tail, since=since)
         except NoLog as no_log:
             if earlier:  # the next run's pod not made yet, or gone: the earlier runs show
                 lines = []
@@ -3060,12 +3194,16 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 raise
             else:
                 return []  # the page's "No output yet."
+        else:
+            if earlier and pod_run_kept(job, replica, pod):
+                lines = []  # the failed run's pod, still there: its log is the kept one
+            elif lines:
+                current = [pod_banner(replica, pod)]
         finally:
             if tail is None:
                 client.close()
         if not earlier:
             return lines
-        current = [attempt_banner(replica, job.restarts + 1, None)] if lines else []
         lines = earlier + current + lines
         if tail is None:
             return lines
@@ -3113,7 +3251,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         try:
             config, client = self._setup(for_download=True)
             try:
-                self._pod_log(job, replica, client, tail=None, since=None, into=log)
+                pod, _none = self._pod_log(job, replica, client, tail=None, since=None, into=log)
             finally:
                 client.close()
         except NoLog:
@@ -3127,8 +3265,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         current = spooled_lines(log, job.secret_values())
         if not earlier.is_file():
             return current
-        banner = attempt_banner(replica, job.restarts + 1, None)
-        return earlier_runs_then(earlier, (banner, current, log))
+        if pod_run_kept(job, replica, pod):  # the failed run's pod: its log is the kept one
+            log.close()
+            return earlier_runs_then(earlier, None)
+        return earlier_runs_then(earlier, (pod_banner(replica, pod), current, log))
 
     def _pod_log(
         self,
@@ -3139,10 +3279,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         tail: int | None,
         since: datetime | None,
         into: BinaryIO | None = None,
-    ) -> list[str]:
-        """Raises NoLog when the replica has no pod, or its container is waiting to start.
-        Without `into` (a tail, not a download), of the answer only its last MAX_TAIL_BYTES
-        are kept (AnswerTail), and of its lines the last `tail`."""
+    ) -> tuple[dict[str, Any], list[str]]:
+        """The replica's pod and its log lines. Raises NoLog when the replica has no pod, or
+        its container is waiting to start. Without `into` (a tail, not a download), of the
+        answer only its last MAX_TAIL_BYTES are kept (AnswerTail), and of its lines the last
+        `tail`."""
         # The job's row, not its spec, which may no longer read: its logs still show.
         namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
         kept = AnswerTail() if into is None else None
@@ -3170,7 +3311,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if tail is not None:
                 lines = lines[-tail:] if tail else []
         # Never read as the runner's own lines (jobs.logs.unmarked).
-        return [unmarked(scrub(line, secrets)) for line in lines]
+        return pod, [unmarked(scrub(line, secrets)) for line in lines]
 
     def _replica_pod(self, job: Job, replica: str, client: KubeClient) -> dict[str, Any]:
         """The replica's pod ("worker-1"), by the job's id label; NoLog when there is none:

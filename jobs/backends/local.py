@@ -651,59 +651,12 @@ class LocalBackend(Backend):
                 )
             if in_the_way := host_file_in_the_way_of(dest, [d for _i, d, _f, _r in mounted]):
                 err(f"datasources[{i}].mountPath", _(FILE_IN_THE_WAY) % {"path": in_the_way})
-        # The worker delivers this pool's webhooks itself: refuse destinations it would refuse
-        # at send time (SSRF guard), so nobody learns it only from an AlertFailed event.
-        from jobs.alerts import (
-            NOT_HTTP_URL,
-            webhook_host_is_name,
-            webhook_in_clear,
-            webhook_url_error,
-        )
-        from jobs.chat_bots import secret_masked
+        # The worker delivers this pool's webhooks itself: the destinations it would refuse at
+        # send time (SSRF guard) are refused now, as on a Kubernetes pool (shared helper).
+        from jobs.alerts import alert_destination_refusals
 
-        for url in spec.alert.webhooks:
-            refused = webhook_url_error(url)
-            if refused is None and webhook_in_clear(url) and webhook_host_is_name(url):
-                # Private destinations refused, an http:// name is refused wherever it
-                # resolves: as private at send when it is on the company network, as plain
-                # http:// on the internet otherwise. Which, only DNS knows (left29: it was
-                # said to be on the internet).
-                err(
-                    "alert.webhooks",
-                    _(
-                        "“%(url)s”: a plain http:// webhook is refused here wherever its host "
-                        "name leads: alerts cannot be sent to loopback, link-local or private "
-                        "addresses unless the administrator allows them "
-                        "(ALERT_WEBHOOK_ALLOW_PRIVATE=1), and on the internet it would send the "
-                        "alert and the key or token in its URL unencrypted. Use https:// (chat "
-                        "bots' webhooks all take it)."
-                    )
-                    % {"url": secret_masked(url)},
-                )
-            elif refused is None and webhook_in_clear(url):
-                err(
-                    "alert.webhooks",
-                    _(
-                        "“%(url)s”: a plain http:// webhook on the internet would send the "
-                        "alert and the key or token in its URL unencrypted. Use https:// (chat "
-                        "bots' webhooks all take it); http:// is kept for a receiver on a "
-                        "private or loopback address."
-                    )
-                    % {"url": secret_masked(url)},
-                )
-            # A URL that is not http(s) already has the spec's message; one is enough.
-            if refused not in (None, NOT_HTTP_URL):
-                err(
-                    "alert.webhooks",
-                    # Who can lift it: users meet this with a chat gateway on their own
-                    # network, and the switch is the administrator's (a setting).
-                    _(
-                        "“%(url)s”: alerts cannot be sent to loopback, link-local or private "
-                        "addresses unless the administrator allows them "
-                        "(ALERT_WEBHOOK_ALLOW_PRIVATE=1)."
-                    )
-                    % {"url": secret_masked(url)},
-                )
+        for path, problem in alert_destination_refusals(spec.alert):
+            err(path, problem)
         totals = detected_accelerators()
         for i, role in enumerate(spec.roles):
             # A role of no instances takes no cards: a v1 body of one replica reads back as a
@@ -722,11 +675,6 @@ class LocalBackend(Backend):
                     _("The job needs %(count)d %(type)s cards; the local pool has %(total)d.")
                     % {"count": count, "type": card, "total": totals[card]},
                 )
-        if spec.alert.items and not (spec.alert.emails or spec.alert.webhooks):
-            err(
-                "alert.emails",
-                _("These alerts would reach nobody: add an email address or a webhook."),
-            )
         if spec.cpu_exclusive and spec.counts_in_range():
             needed = sum(r.exclusive_cpus * r.replicas for r in spec.roles)
             cores = len(os.sched_getaffinity(0))

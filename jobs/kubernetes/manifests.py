@@ -479,11 +479,23 @@ def restarted(body: dict[str, Any], *, restart: int, seconds_left: int) -> dict[
     job's first start, as on the local pool, not again from each restart."""
     labels = {**body["metadata"]["labels"], RESTART_LABEL: str(restart)}
     run = {**body["spec"]["runPolicy"], "activeDeadlineSeconds": max(1, seconds_left)}
-    return {
-        **body,
-        "metadata": {**body["metadata"], "labels": labels},
-        "spec": {**body["spec"], "runPolicy": run},
-    }
+    spec = {**body["spec"], "runPolicy": run}
+    # Its pods carry the label too: a log read tells the run a pod is of (the failed one's,
+    # still terminating, already kept: review55 M3) from the pod's own labels.
+    for key, replicas in body["spec"].items():
+        if key.endswith("ReplicaSpecs") and isinstance(replicas, dict):
+            spec[key] = {
+                kind: _with_pod_label(replica, RESTART_LABEL, str(restart))
+                for kind, replica in replicas.items()
+            }
+    return {**body, "metadata": {**body["metadata"], "labels": labels}, "spec": spec}
+
+
+def _with_pod_label(replica: dict[str, Any], name: str, value: str) -> dict[str, Any]:
+    template = replica.get("template") or {}
+    metadata = template.get("metadata") or {}
+    labels = {**(metadata.get("labels") or {}), name: value}
+    return {**replica, "template": {**template, "metadata": {**metadata, "labels": labels}}}
 
 
 def retries(spec: S.JobSpec) -> int:
