@@ -1412,6 +1412,60 @@ def test_a_look_the_api_server_has_refused_for_an_hour_fails_the_job_saying_wher
     )
 
 
+def test_a_token_refused_at_the_look_after_the_last_create_keeps_the_job_queued_past_the_hour(
+    fake, k8s, alice
+):
+    """review56: a 401 at the look after the fourth unclear create (the token expired) was
+    taken as the API server refusing the look, and an hour of them gave the job up, Submission
+    failed, though no call at all could be made. It is the cluster unavailable: the job stays
+    queued, submits pause, and once the token is renewed what the last create made is adopted."""
+    fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=3)
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+    fake.fail_next("get pytorchjobs", status=401, reason="Unauthorized", times=2)
+    job = submitted(alice, k8s)
+    for _ in range(3):
+        k8s.submit(job)
+        job.refresh_from_db()
+
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+    assert "renew KUBERNETES_TOKEN_FILE" in job.status_reason_shown
+    assert not job.events.filter(reason="LookRefused").exists()
+    refused_looks_earlier(job, seconds=3600)  # as if the token had been refused an hour
+    submit_pause_over(k8s)
+    k8s.submit(job)  # the token refused again
+
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+    submit_pause_over(k8s)
+    k8s.submit(job)  # the token renewed: what the last create made is adopted
+
+    job.refresh_from_db()
+    assert job.external_id == fake.jobs()[0]["metadata"]["name"]
+    assert len(fake.calls("create pytorchjobs")) == 1
+
+
+def test_a_stopped_jobs_look_by_label_with_its_token_refused_leaves_it_stopping(fake, k8s, alice):
+    """review56: a 401 at the look by label for what a stopped job's unclear create made was
+    taken as a refusal; after an hour of refused looks the job ended Stopped, what the create
+    made left running. The token refused is no answer: the job stays Stopping."""
+    job = stopped_after_a_refused_look(fake, k8s, alice)
+    fake.fail_next("list pytorchjobs", status=401, reason="Unauthorized")
+    refused_looks_earlier(job, seconds=3600)  # the first refusal, at the submit, an hour ago
+    events = job.events.count()
+
+    with pytest.raises(BackendError) as unavailable:
+        k8s.sync(job)
+
+    assert "renew KUBERNETES_TOKEN_FILE" in unavailable.value.message
+    job.refresh_from_db()
+    assert (job.status, job.events.count()) == (JobStatus.STOPPING, events)
+    k8s.sync(job)  # the token renewed: found by its label, adopted and deleted
+    job.refresh_from_db()
+    k8s.sync(job)  # gone
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED and fake.jobs() == []
+
+
 def looked_for_deleted_and_stopped(fake, k8s, job) -> None:
     """A stopped job with no name on the cluster, 5 minutes on (past the wait for a job left
     Stopping): the worker finds what its create made by its label and deletes it, then sees it

@@ -1908,7 +1908,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         found and this job's, it is adopted; the look unanswered, the job stays Queued saying
         so and the next round looks again; Submit failed only once an answered look shows
         none. No create is sent after the last. A look that got no answer at all (or was
-        throttled) pauses submits, as a create that did not reach the API server does
+        throttled, or the console's token was refused) pauses submits, as a create that did not reach the API server does
         (_defer): until review 49 the job was looked for at every pass of the worker, a
         second apart, two events each, and each look's tries held up the passes. A look the
         API server refused (403, a 5xx) waits for the job's own next look (_look_refused):
@@ -1937,7 +1937,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 return
             if job.status == JobStatus.STOPPING:
                 return  # sync looks for what was made (_finish_stop_in_flight), and deletes it
-            if not (got_no_answer(exc) or exc.status == 429):
+            # A 401 (KubeUnavailable: the console's token refused) refuses every call, not
+            # this look: as no answer, not counted toward giving the job up (review56).
+            unavailable = isinstance(exc, KubeUnavailable)
+            if not (got_no_answer(exc) or unavailable or exc.status == 429):
                 self._look_refused(
                     job,
                     exc,
@@ -1958,6 +1961,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             )
             reason = recorded(
                 gettext_noop(
+                    "Kubernetes gave no clear answer to the job's create requests (%(n)d so "
+                    "far) and could not be asked to look for it: %(error)s."
+                )
+                if unavailable
+                else gettext_noop(
                     "Kubernetes gave no clear answer to the job's create requests (%(n)d so "
                     "far) and did not answer the look for it: %(error)s."
                 ),
@@ -2661,7 +2669,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
             )
         except KubeError as exc:
-            if got_no_answer(exc):
+            # A 401 (the console's token refused) is no refusal of this look: the job stays
+            # Stopping, looked for again once the token is renewed (review56).
+            if got_no_answer(exc) or isinstance(exc, KubeUnavailable):
                 raise _sync_error(exc, job.secret_values()) from None
             if not _not_found(exc):
                 if exc.status != 429:  # throttled: asked again at the next sync
