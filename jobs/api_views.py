@@ -463,13 +463,14 @@ def placement_fields(job: Job) -> dict[str, Any]:
     job["scheduledAt"] got a KeyError from this console only), with what the console knows:
     `scheduledAt` is when the job started on its pool, which the console records as one
     moment with its start (runningAt); `queueingSequence` its place in the local pool's line
-    as its page shows it (queue_position), 0 when it is not waiting there (AIHC's integer,
-    whose zero is "not queued"); `k8sNamespace` the namespace of a Kubernetes pool's job and
+    as its page shows it (queue_position), null when it is not waiting there (review56: AIHC's
+    Go type is *int with omitempty, which its CLI shows null; 0 read as a place in a line);
+    `k8sNamespace` the namespace of a Kubernetes pool's job and
     `k8sUID` its resource's uid as the API server last answered it ("" before its create,
     and both "" off Kubernetes)."""
     return {
         "scheduledAt": _time(job.started_at),
-        "queueingSequence": queue_position(job) or 0,
+        "queueingSequence": queue_position(job) or None,
         "k8sUID": job.k8s_uid,
         "k8sNamespace": namespace_of(job.resource_pool) if job.backend == "kubernetes" else "",
     }
@@ -477,8 +478,10 @@ def placement_fields(job: Job) -> dict[str, Any]:
 
 def bccl_fields(body: Mapping[str, Any]) -> dict[str, str]:
     """AIHC's BCCL check result keys (v1 GetJob, v2 JobItem): `enableBcclStatus` is AIHC's
-    success/failed/unknown of a job with BCCL on, "" with it off; the console learns no
-    result of BCCL's injection, so a job with it on is "unknown", with no error reason."""
+    success/failed/unknown of a job with BCCL on, "" with it off (decided, review56: the
+    reference gives those three for a check that ran; a job with BCCL off has none, and a Go
+    or Python client reading an absent string gets "" too); the console learns no result of
+    BCCL's injection, so a job with it on is "unknown", with no error reason."""
     return {
         "enableBcclStatus": "unknown" if body.get("enableBccl") else "",
         "enableBcclErrorReason": "",

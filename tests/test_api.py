@@ -1447,7 +1447,7 @@ def test_seed_001s_example_makes_exactly_its_job_and_describe_job_answers_as_aih
     # AIHC's GetJob keys the console has no value for yet, in AIHC's types (qa105).
     assert {key: described[key] for key in PLACEMENT_AND_FAULT_KEYS} == {
         "scheduledAt": "",
-        "queueingSequence": 0,
+        "queueingSequence": None,
         "k8sUID": "",
         "k8sNamespace": "",
         "customFaultTolerancePattern": [],
@@ -1509,7 +1509,7 @@ def test_get_job_answers_aihcs_placement_fault_tolerance_and_bccl_keys_v1_list_i
         "--custom-log-patterns='NCCL timeout' --custom-log-patterns='Watchdog caught'"
     )
     assert (waiting[0]["enableBcclStatus"], waiting[0]["enableBcclErrorReason"]) == ("", "")
-    assert done["queueingSequence"] == 0
+    assert done["queueingSequence"] is None  # not queued: null, as AIHC's *int omitted
     assert done["scheduledAt"] == done["runningAt"] != ""
 
 

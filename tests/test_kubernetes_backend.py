@@ -774,6 +774,39 @@ def test_every_object_and_pod_template_says_the_console_made_it_for_whom_and_its
     }
 
 
+@pytest.mark.parametrize(
+    "site_url",
+    [
+        "http://0.0.0.0:8000",
+        "http://[::]:8000",
+        "http://[::ffff:127.0.0.1]:8000",
+        "http://127.1.2.3",
+    ],
+)
+def test_a_site_url_only_this_machine_opens_puts_no_job_page_on_the_objects(
+    fake, k8s, alice, settings, site_url
+):
+    """review56: only a host starting "127." (and ::1, localhost) was taken as this machine,
+    so the unspecified 0.0.0.0 and :: and an IPv4-mapped loopback were put on every object as
+    the job's page, which no one at the cluster can open."""
+    settings.SITE_URL = site_url
+
+    job = submitted(alice, k8s)
+
+    assert fake.job(job.external_id)["metadata"]["annotations"] == {"ai-job-console/user": "alice"}
+
+
+def test_a_site_url_at_an_address_the_cluster_reaches_is_put_on_the_objects(
+    fake, k8s, alice, settings
+):
+    settings.SITE_URL = "http://10.0.0.5:8000"
+
+    job = submitted(alice, k8s)
+
+    annotations = fake.job(job.external_id)["metadata"]["annotations"]
+    assert annotations["ai-job-console/url"] == f"http://10.0.0.5:8000/jobs/{job.public_id}/"
+
+
 def test_a_create_that_got_no_answer_is_sent_again_and_what_it_made_is_adopted(fake, k8s, alice):
     fake.drop_next("create pytorchjobs", after=True)  # created, but the answer was lost
 

@@ -49,6 +49,7 @@ limit the API server enforces on every pod, so a standalone job over it would ne
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import re
 import shutil
@@ -280,6 +281,21 @@ def _sync_error(exc: KubeError, secrets: list[str]) -> BackendError:
     return BackendError(
         scrub(str(exc), secrets), code=exc.reason, logged=scrub(logged_error(exc), secrets)
     )
+
+
+def _unreachable_from_a_cluster(host: str) -> bool:
+    """Whether a SITE_URL host names this machine only, wherever it is opened: localhost, a
+    loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.1) or an unspecified one (0.0.0.0,
+    ::). review56: only "127." and "::1" were told, so http://[::ffff:127.0.0.1]/ and
+    http://0.0.0.0/ were put on every object as the job's page."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False  # a host name: the cluster may resolve it
+    mapped = getattr(address, "ipv4_mapped", None)
+    return any(a.is_loopback or a.is_unspecified for a in (address, mapped) if a is not None)
 
 
 def _refused(exc: KubeError) -> bool:
@@ -1509,8 +1525,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         if not owner:
             return {}
         annotations = {M.USER_ANNOTATION: owner}
-        host = urlsplit(settings.SITE_URL).hostname or ""
-        if not (host == "localhost" or host.startswith("127.") or host == "::1"):
+        if not _unreachable_from_a_cluster(urlsplit(settings.SITE_URL).hostname or ""):
             annotations[M.URL_ANNOTATION] = site_address(reverse("job-detail", args=[job_id]))
         return annotations
 
