@@ -92,6 +92,7 @@ from .backends import local as local_backend
 from .backends.base import got_no_answer
 from .kubernetes.config import namespace_of
 from .languages import accepted_language
+from .locks import user_row_locked
 from .logs import LOG_START, LogMarker, job_secrets, log_read, shown_lines
 from .models import (
     FINAL_STATUSES,
@@ -463,13 +464,14 @@ def placement_fields(job: Job) -> dict[str, Any]:
     job["scheduledAt"] got a KeyError from this console only), with what the console knows:
     `scheduledAt` is when the job started on its pool, which the console records as one
     moment with its start (runningAt); `queueingSequence` its place in the local pool's line
-    as its page shows it (queue_position), 0 when it is not waiting there (AIHC's integer,
-    whose zero is "not queued"); `k8sNamespace` the namespace of a Kubernetes pool's job and
+    as its page shows it (queue_position), null when it is not waiting there (review56: AIHC's
+    Go type is *int with omitempty, which its CLI shows null; 0 read as a place in a line);
+    `k8sNamespace` the namespace of a Kubernetes pool's job and
     `k8sUID` its resource's uid as the API server last answered it ("" before its create,
     and both "" off Kubernetes)."""
     return {
         "scheduledAt": _time(job.started_at),
-        "queueingSequence": queue_position(job) or 0,
+        "queueingSequence": queue_position(job) or None,
         "k8sUID": job.k8s_uid,
         "k8sNamespace": namespace_of(job.resource_pool) if job.backend == "kubernetes" else "",
     }
@@ -477,8 +479,10 @@ def placement_fields(job: Job) -> dict[str, Any]:
 
 def bccl_fields(body: Mapping[str, Any]) -> dict[str, str]:
     """AIHC's BCCL check result keys (v1 GetJob, v2 JobItem): `enableBcclStatus` is AIHC's
-    success/failed/unknown of a job with BCCL on, "" with it off; the console learns no
-    result of BCCL's injection, so a job with it on is "unknown", with no error reason."""
+    success/failed/unknown of a job with BCCL on, "" with it off (decided, review56: the
+    reference gives those three for a check that ran; a job with BCCL off has none, and a Go
+    or Python client reading an absent string gets "" too); the console learns no result of
+    BCCL's injection, so a job with it on is "unknown", with no error reason."""
     return {
         "enableBcclStatus": "unknown" if body.get("enableBccl") else "",
         "enableBcclErrorReason": "",
@@ -792,6 +796,32 @@ def client_token_reused(token: str, made: Job) -> ApiError:
     )
 
 
+def token_made(
+    *, owner: Any, token: str, pool_id: str, fingerprint: bytes, sent_as: bytes
+) -> Job | None:
+    """The job `token` made from this body (`fingerprint`, or `sent_as`: see job_create)
+    within CLIENT_TOKEN_HOURS, or None; ApiError 409 when it made one from another body."""
+    same_create = Q(submit_key__startswith=token_submit_key(owner, token, pool_id, fingerprint))
+    # A job made before qa105 holds the key of its token and body in one digest; before
+    # qa97, of the body's bytes as sent.
+    same_create |= Q(submit_key__startswith=_submit_key(owner, token, pool_id, fingerprint))
+    if sent_as:
+        same_create |= Q(submit_key__startswith=_submit_key(owner, token, pool_id, sent_as))
+    recent = Job.objects.filter(
+        created_at__gte=timezone.now() - timedelta(hours=CLIENT_TOKEN_HOURS)
+    ).order_by("id")
+    made = recent.filter(same_create).first()
+    if made is not None:
+        return made
+    # The token with another body is refused, not a second job: AIHC documents no token
+    # that makes a job per body, and a retry that changed anything (a timestamp label)
+    # made a duplicate that ran beside the first (qa105).
+    other = recent.filter(submit_key__startswith=_token_key(owner, token, pool_id)).first()
+    if other is not None:
+        raise client_token_reused(token, other)
+    return None
+
+
 def job_create(
     *,
     owner: Any,
@@ -832,24 +862,11 @@ def job_create(
         # again (QA 57): what the console refuses may have changed in between (its pool turned
         # off, a volume withdrawn, an upgrade's stricter rule), and a retry refused although
         # its job exists and runs read to a script as a create that failed.
-        same_create = Q(submit_key__startswith=token_submit_key(owner, token, pool_id, fingerprint))
-        # A job made before qa105 holds the key of its token and body in one digest; before
-        # qa97, of the body's bytes as sent.
-        same_create |= Q(submit_key__startswith=_submit_key(owner, token, pool_id, fingerprint))
-        if sent_as:
-            same_create |= Q(submit_key__startswith=_submit_key(owner, token, pool_id, sent_as))
-        recent = Job.objects.filter(
-            created_at__gte=timezone.now() - timedelta(hours=CLIENT_TOKEN_HOURS)
-        ).order_by("id")
-        made = recent.filter(same_create).first()
+        made = token_made(
+            owner=owner, token=token, pool_id=pool_id, fingerprint=fingerprint, sent_as=sent_as
+        )
         if made is not None:
             return made
-        # The token with another body is refused, not a second job: AIHC documents no token
-        # that makes a job per body, and a retry that changed anything (a timestamp label)
-        # made a duplicate that ran beside the first (qa105).
-        other = recent.filter(submit_key__startswith=_token_key(owner, token, pool_id)).first()
-        if other is not None:
-            raise client_token_reused(token, other)
     unread_values: dict[str, list[str]] = {}
     try:
         spec = spec_module.parse_document(document, resource_pool_id=pool_id, json_types=True)
@@ -899,6 +916,16 @@ def job_create(
     else:
         submit_key = f"api-{uuid.uuid4().hex}"
     with transaction.atomic():
+        if token:
+            # Looked at again with the owner's row locked (review56): two creates of the same
+            # token and different bodies sent at once both found no job above, and both made
+            # one. The second now waits for the first's commit, and finds its job here.
+            user_row_locked(user_id=owner.pk)
+            made = token_made(
+                owner=owner, token=token, pool_id=pool_id, fingerprint=fingerprint, sent_as=sent_as
+            )
+            if made is not None:
+                return made
         if pool.backend == "local":
             # A standalone job (console.submission.mode "standalone") must start now: it is
             # admitted as the wizard admits one, its cards read again under the local pool's

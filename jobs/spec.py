@@ -682,8 +682,8 @@ class _Reader:
 
     def str(self, value: Any, path: str, default: str = "", *, secret: bool = False) -> str:
         """Text; with `json_types` a number is refused with its own value as the example
-        (qa105: it was always "1"), but for a `secret` one (a secret env's value), not
-        quoted back."""
+        (qa105: it was always "1"), but for a `secret` one (a secret env's value, a registry
+        login, a webhook with its token, a data source's address), not quoted back."""
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, str | int | float):
@@ -938,8 +938,8 @@ def parse_document(
     if not holds_nothing(job_spec.get("imageConfig")):
         ic = r.obj(job_spec.get("imageConfig"), "jobSpec.imageConfig")
         spec.image_config = ImageConfig(
-            username=r.str(ic.get("username"), "jobSpec.imageConfig.username"),
-            password=r.str(ic.get("password"), "jobSpec.imageConfig.password"),
+            username=r.str(ic.get("username"), "jobSpec.imageConfig.username", secret=True),
+            password=r.str(ic.get("password"), "jobSpec.imageConfig.password", secret=True),
         )
     spec.entrypoint = (
         r.str(console.get("entrypoint"), "console.entrypoint", "bash").strip() or "bash"
@@ -1074,7 +1074,8 @@ def parse_document(
                 mount_path=r.str(ds.get("mountPath"), f"{path}.mountPath").strip(),
                 source_path=None
                 if source_path is None
-                else r.str(source_path, f"{path}.sourcePath").strip(),
+                # A source address may carry a credential (user:password@, a signed URL).
+                else r.str(source_path, f"{path}.sourcePath", secret=True).strip(),
                 read_only=r.bool(options.get("readOnly"), f"{path}.options.readOnly"),
             )
         )
@@ -1093,14 +1094,17 @@ def parse_document(
             for x in r.list(alert.get("alertItems"), "alertConfig.alertItems")
         ],
         emails=[
-            r.str(x, "alert.emails").strip() for x in r.list(channels.get("emails"), "alert.emails")
+            # An e-mail line may be a chat bot's line pasted there, with its token.
+            r.str(x, "alert.emails", secret=True).strip()
+            for x in r.list(channels.get("emails"), "alert.emails")
         ],
         webhooks=[
-            edge_trimmed(r.str(x, "alert.webhooks"))
+            edge_trimmed(r.str(x, "alert.webhooks", secret=True))  # a URL's access_token
             for x in r.list(channels.get("webhooks"), "alert.webhooks")
         ],
-        instance_id=r.str(alert.get("instanceId"), "alertConfig.instanceId"),
-        notify_rule_id=r.str(alert.get("notifyRuleId"), "alertConfig.notifyRuleId"),
+        # The notify policy's keys: Cloud Monitor's identifiers of the owner's account.
+        instance_id=r.str(alert.get("instanceId"), "alertConfig.instanceId", secret=True),
+        notify_rule_id=r.str(alert.get("notifyRuleId"), "alertConfig.notifyRuleId", secret=True),
         for_=r.str(alert.get("for"), "alertConfig.for"),
     )
     spec.retention_period = r.str(top.get("retentionPeriod"), "retentionPeriod").strip()

@@ -451,6 +451,37 @@ def test_the_same_client_token_with_another_body_is_refused_naming_the_first_job
     assert list(Job.objects.values_list("public_id", flat=True)) == [first]
 
 
+def test_a_create_whose_token_another_body_made_a_job_with_meanwhile_is_refused_not_made(
+    api, alice
+):
+    """review56: two creates of one token and different bodies, sent at once, both found no
+    job of the token, and both made one. The first create's job is committed here just after
+    this create has looked for the token's jobs (Django's execute_wrapper, at that query), as
+    the other create's commit would land then: it is found again under the owner's lock."""
+    from django.db import connection
+
+    from jobs.api_views import _token_key, body_fingerprint, token_submit_key
+
+    token, other_body = "at-once", body(name="sent-at-once")
+    other_key = token_submit_key(alice, token, "local", body_fingerprint(other_body))
+    looked_for = f"{_token_key(alice, token, 'local')}%"
+    made: list[Job] = []
+
+    def other_create_commits_after_the_look(execute, sql, params, many, context):
+        answer = execute(sql, params, many, context)
+        if not made and looked_for in (params or ()):
+            made.append(Job())  # once: the submit below queries too
+            spec = S.parse_document(other_body, resource_pool_id="local", json_types=True)
+            made[:] = jobs_submit(owner=alice, spec=spec, submit_key=other_key, backend="local")
+        return answer
+
+    with connection.execute_wrapper(other_create_commits_after_the_look):
+        error = refused(lambda: create_with_token(api, token, body()))
+
+    assert (error.status, error.code) == (409, "IdempotentParameterMismatch")
+    assert list(Job.objects.values_list("public_id", flat=True)) == [made[0].public_id]
+
+
 def test_a_client_token_is_held_per_pool_and_per_user(api, wsgi, bob):
     first = create_with_token(api, "shared-token", body())
     bob_key, bob_secret = api_key_create(owner=bob, description="bob's script")
@@ -1447,7 +1478,7 @@ def test_seed_001s_example_makes_exactly_its_job_and_describe_job_answers_as_aih
     # AIHC's GetJob keys the console has no value for yet, in AIHC's types (qa105).
     assert {key: described[key] for key in PLACEMENT_AND_FAULT_KEYS} == {
         "scheduledAt": "",
-        "queueingSequence": 0,
+        "queueingSequence": None,
         "k8sUID": "",
         "k8sNamespace": "",
         "customFaultTolerancePattern": [],
@@ -1509,7 +1540,7 @@ def test_get_job_answers_aihcs_placement_fault_tolerance_and_bccl_keys_v1_list_i
         "--custom-log-patterns='NCCL timeout' --custom-log-patterns='Watchdog caught'"
     )
     assert (waiting[0]["enableBcclStatus"], waiting[0]["enableBcclErrorReason"]) == ("", "")
-    assert done["queueingSequence"] == 0
+    assert done["queueingSequence"] is None  # not queued: null, as AIHC's *int omitted
     assert done["scheduledAt"] == done["runningAt"] != ""
 
 

@@ -106,6 +106,55 @@ def test_a_secret_envs_value_sent_as_a_number_is_refused_without_quoting_it_back
     assert Job.objects.count() == 0
 
 
+def test_a_registry_password_sent_as_a_number_is_refused_without_quoting_it_back(wsgi, alice_key):
+    document = body()
+    document["jobSpec"]["imageConfig"] = {"username": "u", "password": 98765432}
+
+    r = v1_create(wsgi, alice_key, document)
+
+    assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
+    assert {"field": "jobSpec.imageConfig.password", "message": TEXT} in r.json()["errors"]
+    assert "98765432" not in r.text
+    assert Job.objects.count() == 0
+
+
+def _with_alert_channel(document, key, value):
+    document.setdefault("console", {})["alertChannels"] = {key: [value]}
+
+
+def _with_alert_config(document, key, value):
+    document["alertConfig"] = {"alertItems": ["failed"], key: value}
+
+
+def _with_source_path(document, value):
+    document["datasources"][0]["sourcePath"] = value
+
+
+@pytest.mark.parametrize(
+    ("field", "put"),
+    [
+        ("jobSpec.imageConfig.username", lambda d, v: d["jobSpec"].update(imageConfig={"username": v, "password": "p"})),
+        ("console.alertChannels.webhooks", lambda d, v: _with_alert_channel(d, "webhooks", v)),
+        ("console.alertChannels.emails", lambda d, v: _with_alert_channel(d, "emails", v)),
+        ("alertConfig.instanceId", lambda d, v: _with_alert_config(d, "instanceId", v)),
+        ("alertConfig.notifyRuleId", lambda d, v: _with_alert_config(d, "notifyRuleId", v)),
+        ("datasources[0].sourcePath", _with_source_path),
+    ],
+)  # fmt: skip
+def test_a_credential_bearing_field_sent_as_a_number_is_refused_without_quoting_it_back(
+    wsgi, alice_key, field, put
+):
+    document = body()
+    put(document, 31415926535)
+
+    r = v1_create(wsgi, alice_key, document)
+
+    assert (r.status_code, r.json()["code"]) == (400, "InvalidParameter")
+    assert {"field": field, "message": TEXT} in r.json()["errors"]
+    assert "31415926535" not in r.text
+    assert Job.objects.count() == 0
+
+
 def test_a_v2_bodys_replicas_as_text_are_refused_on_the_v2_path(wsgi, alice_key):
     document = v2_body()
     document["jobSpec"]["replicas"] = "2"

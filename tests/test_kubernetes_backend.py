@@ -774,6 +774,39 @@ def test_every_object_and_pod_template_says_the_console_made_it_for_whom_and_its
     }
 
 
+@pytest.mark.parametrize(
+    "site_url",
+    [
+        "http://0.0.0.0:8000",
+        "http://[::]:8000",
+        "http://[::ffff:127.0.0.1]:8000",
+        "http://127.1.2.3",
+    ],
+)
+def test_a_site_url_only_this_machine_opens_puts_no_job_page_on_the_objects(
+    fake, k8s, alice, settings, site_url
+):
+    """review56: only a host starting "127." (and ::1, localhost) was taken as this machine,
+    so the unspecified 0.0.0.0 and :: and an IPv4-mapped loopback were put on every object as
+    the job's page, which no one at the cluster can open."""
+    settings.SITE_URL = site_url
+
+    job = submitted(alice, k8s)
+
+    assert fake.job(job.external_id)["metadata"]["annotations"] == {"ai-job-console/user": "alice"}
+
+
+def test_a_site_url_at_an_address_the_cluster_reaches_is_put_on_the_objects(
+    fake, k8s, alice, settings
+):
+    settings.SITE_URL = "http://10.0.0.5:8000"
+
+    job = submitted(alice, k8s)
+
+    annotations = fake.job(job.external_id)["metadata"]["annotations"]
+    assert annotations["ai-job-console/url"] == f"http://10.0.0.5:8000/jobs/{job.public_id}/"
+
+
 def test_a_create_that_got_no_answer_is_sent_again_and_what_it_made_is_adopted(fake, k8s, alice):
     fake.drop_next("create pytorchjobs", after=True)  # created, but the answer was lost
 
@@ -1410,6 +1443,60 @@ def test_a_look_the_api_server_has_refused_for_an_hour_fails_the_job_saying_wher
         f"look in namespace default for the PyTorchJob named {name}. Submit again takes it as "
         "this job if it is there; to drop it instead, delete it there."
     )
+
+
+def test_a_token_refused_at_the_look_after_the_last_create_keeps_the_job_queued_past_the_hour(
+    fake, k8s, alice
+):
+    """review56: a 401 at the look after the fourth unclear create (the token expired) was
+    taken as the API server refusing the look, and an hour of them gave the job up, Submission
+    failed, though no call at all could be made. It is the cluster unavailable: the job stays
+    queued, submits pause, and once the token is renewed what the last create made is adopted."""
+    fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=3)
+    fake.fail_next("create pytorchjobs", status=504, reason="Timeout", after=True)  # made
+    fake.fail_next("get pytorchjobs", status=401, reason="Unauthorized", times=2)
+    job = submitted(alice, k8s)
+    for _ in range(3):
+        k8s.submit(job)
+        job.refresh_from_db()
+
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+    assert "renew KUBERNETES_TOKEN_FILE" in job.status_reason_shown
+    assert not job.events.filter(reason="LookRefused").exists()
+    refused_looks_earlier(job, seconds=3600)  # as if the token had been refused an hour
+    submit_pause_over(k8s)
+    k8s.submit(job)  # the token refused again
+
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, "")
+    submit_pause_over(k8s)
+    k8s.submit(job)  # the token renewed: what the last create made is adopted
+
+    job.refresh_from_db()
+    assert job.external_id == fake.jobs()[0]["metadata"]["name"]
+    assert len(fake.calls("create pytorchjobs")) == 1
+
+
+def test_a_stopped_jobs_look_by_label_with_its_token_refused_leaves_it_stopping(fake, k8s, alice):
+    """review56: a 401 at the look by label for what a stopped job's unclear create made was
+    taken as a refusal; after an hour of refused looks the job ended Stopped, what the create
+    made left running. The token refused is no answer: the job stays Stopping."""
+    job = stopped_after_a_refused_look(fake, k8s, alice)
+    fake.fail_next("list pytorchjobs", status=401, reason="Unauthorized")
+    refused_looks_earlier(job, seconds=3600)  # the first refusal, at the submit, an hour ago
+    events = job.events.count()
+
+    with pytest.raises(BackendError) as unavailable:
+        k8s.sync(job)
+
+    assert "renew KUBERNETES_TOKEN_FILE" in unavailable.value.message
+    job.refresh_from_db()
+    assert (job.status, job.events.count()) == (JobStatus.STOPPING, events)
+    k8s.sync(job)  # the token renewed: found by its label, adopted and deleted
+    job.refresh_from_db()
+    k8s.sync(job)  # gone
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED and fake.jobs() == []
 
 
 def looked_for_deleted_and_stopped(fake, k8s, job) -> None:

@@ -328,6 +328,27 @@ def test_a_trainjob_nodes_command_reads_aihcs_master_and_rank_set_from_the_torch
     assert done.stdout.strip() == "job-node-0-0.job:29500 node 2 of 3 worker-1"
 
 
+def node_pod_template(body: dict) -> dict:
+    """The pod template of a TrainJob's runtime patch for the runtime's "node" replicatedJob."""
+    [patch] = body["spec"]["runtimePatches"]
+    [node] = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    return node["template"]["spec"]["template"]
+
+
+def test_a_trainjobs_node_patch_carries_the_consoles_labels_and_annotations_as_its_crd_allows(
+    trainer, k8s, alice
+):
+    """review56 checked the TrainJob CRD: its pod template patch's metadata takes labels and
+    annotations, so the strict create keeps both and Trainer merges them into the pods."""
+    job = submitted(alice, k8s)
+
+    metadata = node_pod_template(trainer.objects[("trainjobs", "default", job.external_id)])[
+        "metadata"
+    ]
+    assert metadata["labels"]["ai-job-console/job-id"] == job.public_id
+    assert metadata["annotations"]["ai-job-console/user"] == "alice"
+
+
 def test_the_fake_refuses_a_trainjob_as_trainer_and_the_api_server_would(trainer, k8s):
     body = k8s.request_preview(
         spec(envs=[]), job_id="pytorchjob-" + "0" * 8 + "-0000-0000-0000-" + "0" * 12
@@ -353,6 +374,9 @@ def test_the_fake_refuses_a_trainjob_as_trainer_and_the_api_server_would(trainer
     )
     assert "DNS-1035" in refusal(lambda b: b["metadata"].update(name="9-starts-with-a-digit"))
     assert "unknown field" in refusal(lambda b: b["spec"].update(podSpecOverrides=[]))
+    # review56: the node patch's pod template metadata is the CRD's embedded ObjectMeta
+    # (labels, annotations, finalizers, name, namespace): another key is refused under Strict.
+    assert "unknown field" in refusal(lambda b: node_pod_template(b)["metadata"].update(uid="u"))
     # The CRD's limits (trainer.kubeflow.org_trainjobs.yaml): a command item of at most
     # 65536 characters, env a list keyed by name.
     assert "Too long: may not be longer than 65536" in refusal(

@@ -50,6 +50,7 @@ limit the API server enforces on every pod, so a standalone job over it would ne
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import os
 import re
@@ -282,6 +283,21 @@ def _sync_error(exc: KubeError, secrets: list[str]) -> BackendError:
     return BackendError(
         scrub(str(exc), secrets), code=exc.reason, logged=scrub(logged_error(exc), secrets)
     )
+
+
+def _unreachable_from_a_cluster(host: str) -> bool:
+    """Whether a SITE_URL host names this machine only, wherever it is opened: localhost, a
+    loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.1) or an unspecified one (0.0.0.0,
+    ::). review56: only "127." and "::1" were told, so http://[::ffff:127.0.0.1]/ and
+    http://0.0.0.0/ were put on every object as the job's page."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False  # a host name: the cluster may resolve it
+    mapped = getattr(address, "ipv4_mapped", None)
+    return any(a.is_loopback or a.is_unspecified for a in (address, mapped) if a is not None)
 
 
 def _refused(exc: KubeError) -> bool:
@@ -1571,8 +1587,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         if not owner:
             return {}
         annotations = {M.USER_ANNOTATION: owner}
-        host = urlsplit(settings.SITE_URL).hostname or ""
-        if not (host == "localhost" or host.startswith("127.") or host == "::1"):
+        if not _unreachable_from_a_cluster(urlsplit(settings.SITE_URL).hostname or ""):
             annotations[M.URL_ANNOTATION] = site_address(reverse("job-detail", args=[job_id]))
         return annotations
 
@@ -1970,7 +1985,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         found and this job's, it is adopted; the look unanswered, the job stays Queued saying
         so and the next round looks again; Submit failed only once an answered look shows
         none. No create is sent after the last. A look that got no answer at all (or was
-        throttled) pauses submits, as a create that did not reach the API server does
+        throttled, or the console's token was refused) pauses submits, as a create that did not reach the API server does
         (_defer): until review 49 the job was looked for at every pass of the worker, a
         second apart, two events each, and each look's tries held up the passes. A look the
         API server refused (403, a 5xx) waits for the job's own next look (_look_refused):
@@ -1999,7 +2014,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 return
             if job.status == JobStatus.STOPPING:
                 return  # sync looks for what was made (_finish_stop_in_flight), and deletes it
-            if not (got_no_answer(exc) or exc.status == 429):
+            # A 401 (KubeUnavailable: the console's token refused) refuses every call, not
+            # this look: as no answer, not counted toward giving the job up (review56).
+            unavailable = isinstance(exc, KubeUnavailable)
+            if not (got_no_answer(exc) or unavailable or exc.status == 429):
                 self._look_refused(
                     job,
                     exc,
@@ -2020,6 +2038,11 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             )
             reason = recorded(
                 gettext_noop(
+                    "Kubernetes gave no clear answer to the job's create requests (%(n)d so "
+                    "far) and could not be asked to look for it: %(error)s."
+                )
+                if unavailable
+                else gettext_noop(
                     "Kubernetes gave no clear answer to the job's create requests (%(n)d so "
                     "far) and did not answer the look for it: %(error)s."
                 ),
@@ -2788,7 +2811,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
             )
         except KubeError as exc:
-            if got_no_answer(exc):
+            # A 401 (the console's token refused) is no refusal of this look: the job stays
+            # Stopping, looked for again once the token is renewed (review56).
+            if got_no_answer(exc) or isinstance(exc, KubeUnavailable):
                 raise _sync_error(exc, job.secret_values()) from None
             if not _not_found(exc):
                 if exc.status != 429:  # throttled: asked again at the next sync
