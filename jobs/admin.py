@@ -507,17 +507,30 @@ class ConsoleUserAdmin(
         keys = user.api_keys.filter(usable_keys()).count()
         if not drafts and not keys:
             return
+        # Only what it keeps (list_words leaves out an empty item), and the keys' sentence
+        # only with keys (review57: it said "keeps 0 drafts, 2 active API keys", and spoke of
+        # keys to an account that had none).
         kept = list_words(
             [
-                ngettext("%(count)d draft", "%(count)d drafts", drafts) % {"count": drafts},
+                ngettext("%(count)d draft", "%(count)d drafts", drafts) % {"count": drafts}
+                if drafts
+                else "",
                 ngettext("%(count)d active API key", "%(count)d active API keys", keys)
-                % {"count": keys},
+                % {"count": keys}
+                if keys
+                else "",
             ]
         )
-        said = _(
-            "The account %(user)s keeps %(kept)s. Its API keys are refused while it is "
-            "inactive and work again once it is active: revoke them if they should end."
-        ) % {"user": user.get_username(), "kept": kept}
+        if keys:
+            said = _(
+                "The account %(user)s keeps %(kept)s. Its API keys are refused while it is "
+                "inactive and work again once it is active: revoke them if they should end."
+            ) % {"user": user.get_username(), "kept": kept}
+        else:
+            said = _("The account %(user)s keeps %(kept)s.") % {
+                "user": user.get_username(),
+                "kept": kept,
+            }
         if not keys or not request.user.has_perm("jobs.view_apikey"):
             self.message_user(request, said, messages.WARNING)
             return

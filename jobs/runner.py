@@ -2367,6 +2367,34 @@ def start_refusal(*, job: Job, spec: JobSpec) -> str | None:
     return too_many_replicas(spec) or tensorflow_without_end(spec) or None
 
 
+def refuse_start(*, job: Job, spec: JobSpec, worker: WorkerIdentity | None = None) -> bool:
+    """Fails `job` straight from Queued when start_refusal says it cannot start, and says
+    whether it did. The scheduling pass asks before it gives the job any cards (review57:
+    asked within start_job, after the allocation, the refused job held its cards and a slot
+    of LOCAL_MAX_RUNNING_JOBS for the rest of the pass, so a later job of another queue
+    jumped the queue behind it and a standalone job behind it said no card was idle).
+
+    Failed as it never ran: no Started event, no start time, so usage counts it as no job
+    (qa106: "Started … then StartFailed" read as a job run, "任务数 2" at 0 card-hours). The
+    failure and its alert are committed together, under the same lock and lease check as a
+    start (start_job)."""
+    refusal = start_refusal(job=job, spec=spec)
+    if not refusal:
+        return False
+    with transaction.atomic():
+        local_cards_locked()
+        if worker is not None and not holds_lease(worker=worker):
+            logger.warning("%s not started: this worker no longer holds the lease", job.public_id)
+            return True
+        message = recorded(gettext_noop("Could not start: %(error)s"), error=refusal)
+        logger.warning("%s: %s", job.public_id, message)
+        if job_transition(
+            job=job, to=S.FAILED, reason="StartFailed", message=message, warning=True
+        ):
+            job_alert(job=job, item="jobFailed", message=named_for_alert(job=job, message=message))
+    return True
+
+
 def start_job(
     job: Job,
     alloc: Allocation,
@@ -2383,7 +2411,8 @@ def start_job(
     takeover: the status switch is conditional on Queued, so never the same job twice, but
     the new holder may have given those cards (or the last of LOCAL_MAX_RUNNING_JOBS) to
     another job meanwhile, and two jobs would run on one card. None: not checked (a
-    scheduling pass run by hand, in tests and benchmarks).
+    scheduling pass run by hand, in tests and benchmarks). The pass has asked refuse_start
+    before it allocated the cards.
 
     Everything a worker does after a job started is fenced otherwise: only the worker that
     holds `worker.lock` of the run directory the job started in follows it
@@ -2392,7 +2421,6 @@ def start_job(
     on a step past a takeover is the only process following its own jobs; each change to the
     job is conditional on what it read (jobs.services.job_transition)."""
     spec = job.job_spec()
-    refusal = start_refusal(job=job, spec=spec)
     now = timezone.now()
     with transaction.atomic():
         # First, so that no admission of a standalone job reads the pool between this start's
@@ -2402,19 +2430,6 @@ def start_job(
         local_cards_locked()
         if worker is not None and not holds_lease(worker=worker):
             logger.warning("%s not started: this worker no longer holds the lease", job.public_id)
-            return False
-        if refusal:
-            # Failed straight from Queued, as it never ran: no Started event, no start time,
-            # so usage counts it as no job (qa106: "Started … then StartFailed" read as a job
-            # run, "任务数 2" at 0 card-hours). The failure and its alert are committed together.
-            message = recorded(gettext_noop("Could not start: %(error)s"), error=refusal)
-            logger.warning("%s: %s", job.public_id, message)
-            if job_transition(
-                job=job, to=S.FAILED, reason="StartFailed", message=message, warning=True
-            ):
-                job_alert(
-                    job=job, item="jobFailed", message=named_for_alert(job=job, message=message)
-                )
             return False
         # "A800 (cards 0, 1)", as the Replicas table lists a replica's card numbers (qa92: it
         # read "A800 [0, 1]", a Python list).

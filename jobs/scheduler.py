@@ -199,6 +199,7 @@ def dispatch_local(
     from .runner import (
         current_capacity,
         disk_pressure_message,
+        refuse_start,
         requirement,
         run_dir_disk,
         start_job,
@@ -249,7 +250,8 @@ def dispatch_local(
         if job is None:
             continue
         try:
-            need = requirement(job.job_spec())
+            spec = job.job_spec()
+            need = requirement(spec)
         except SpecError as exc:
             job_fail_unreadable(job=job, exc=exc)
             continue
@@ -266,6 +268,12 @@ def dispatch_local(
             continue
         if _over_quota(job, need, limits=limits, usage=usage):
             # Not added to `blocked`: the queue goes on past it (see the rules above).
+            continue
+        if refuse_start(job=job, spec=spec, worker=worker):
+            # Failed before it takes any cards or a running-jobs slot: the jobs behind it
+            # are served as if it had not been there (review57).
+            if worker is not None and not _still_holds(worker):
+                break
             continue
         allocation = capacity.allocate(need)
         if allocation is None and standalone:

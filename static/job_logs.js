@@ -98,25 +98,42 @@
   document.addEventListener("htmx:confirm", function (event) {
     if (paused && event.detail.elt.id === "log-tail") event.preventDefault();
   });
+  // Once the job has ended its tail comes back without a refresh (no hx-trigger): there is
+  // nothing left to pause, and the button goes (review57: it stayed, pressable, doing nothing).
+  // Focus on it goes to the log box, not to the page's top.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    const target = event.detail.target;
+    const tail = document.getElementById("log-tail");
+    if (!pause || pause.hidden || !target || (target.id !== "log-panel" && target.id !== "log-tail")) return;
+    if (!tail || tail.hasAttribute("hx-trigger")) return;
+    const focused = document.activeElement === pause;
+    pause.hidden = true;
+    if (focused && logs()) logs().focus();
+  });
 
   // A screen reader hears nothing of lines drawn into the box: each refresh that brings some
   // says how many, once, through a polite live region beside the heading ("新增 5 行"); one
   // that brings none says nothing, and a paused tail asks for nothing. The new tail is the
   // old one with its oldest lines dropped and the new ones after it: the new lines are those
-  // past the longest run of the old tail's last lines that the new one starts with.
+  // past the longest run of the old tail's last lines that the new one starts with. The old
+  // tail's last line may have been read before its end (a platform's log read mid-line): by the
+  // next refresh it has grown, and is the same line if the new one at its place begins with it
+  // (review57: no run matched, and the whole tail was said to be new).
   function sayNewLines(pre, answer) {
     const said = document.getElementById("log-new-lines");
     const drawn = document.createElement("template");
     drawn.innerHTML = answer;
     const box = drawn.content.getElementById("log-lines");
     if (!said || !box) return;
-    const texts = (root) => Array.from(root.querySelectorAll(".log-line"), (line) => line.textContent);
+    const texts = (root) => Array.from(
+      root.querySelectorAll(".log-line"), (line) => line.textContent.replace(/\n$/, ""),
+    );
     const before = texts(pre);
     const now = texts(box);
+    const same = (text, i, run) =>
+      now[i] === text || (i === run.length - 1 && (now[i] || "").startsWith(text));
     let kept = before.length;
-    while (kept > 0 && !before.slice(before.length - kept).every((text, i) => now[i] === text)) {
-      kept--;
-    }
+    while (kept > 0 && !before.slice(before.length - kept).every(same)) kept--;
     const count = now.length - kept;
     if (count <= 0) return;
     said.textContent = count === 1 ? said.dataset.one : said.dataset.many.replace("%(n)s", count);

@@ -429,3 +429,42 @@ def test_saving_a_deactivated_user_counts_their_drafts_and_active_api_keys_and_l
     assert "1 个草稿、1 个有效 API 密钥" in chinese
     assert " keeps " not in kept  # bob has neither
     assert alice.api_keys.filter(revoked_at__isnull=True).count() == 1
+
+
+@pytest.mark.parametrize(
+    ("drafts", "keys", "said"),
+    [
+        (
+            0,
+            2,
+            "The account alice keeps 2 active API keys. Its API keys are refused while it is "
+            "inactive and work again once it is active: revoke them if they should end.",
+        ),
+        (1, 0, "The account alice keeps 1 draft.</li>"),
+    ],
+)
+def test_saving_a_deactivated_user_names_only_what_they_keep_and_keys_only_when_they_have_some(
+    alice, superuser, drafts, keys, said
+):
+    """review57: it said "keeps 0 drafts, 2 active API keys", and told of API keys to revoke
+    to an account that had none."""
+    from jobs.api_keys import api_key_create
+    from jobs.models import Draft
+
+    for _ in range(drafts):
+        Draft.objects.create(owner=alice)
+    for _ in range(keys):
+        api_key_create(owner=alice)
+    client = Client(headers={"Accept-Language": "en"})
+    client.force_login(superuser)
+
+    saved = client.post(
+        reverse("admin:auth_user_change", args=[alice.pk]),
+        user_form(alice, is_active=""),
+        follow=True,
+    ).content.decode()
+
+    message = saved.split("The account alice keeps", 1)[1].split("</li>", 1)[0]
+    assert said in saved
+    assert " 0 " not in message
+    assert ("API key" in message) == bool(keys)

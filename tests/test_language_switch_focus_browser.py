@@ -4,6 +4,8 @@ again from its top)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -13,12 +15,15 @@ from .test_wizard_browser import start
 pytestmark = pytest.mark.browser
 
 
-@pytest.mark.parametrize("where", ["job list", "wizard step"])
+@pytest.mark.parametrize("where", ["job list", "wizard step", "drafts page"])
 def test_the_language_pressed_has_focus_on_the_page_that_comes_back_in_it(logged_in_page, where):
     page = logged_in_page
     if where == "wizard step":
         start(page)
         page.fill("#id_name", "bert-large")
+    if where == "drafts page":  # review57: its buttons were drawn without aria-pressed
+        page.click("#nav-create-job")
+        page.wait_for_url(re.compile(r"/create/$"))
     tab_to(page, "button[data-language=en]")
 
     page.keyboard.press("Enter")

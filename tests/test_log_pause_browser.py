@@ -69,3 +69,56 @@ def test_a_paused_log_asks_for_nothing_and_pressed_again_catches_up_with_the_new
     expect(page.locator("#log-lines")).not_to_have_text(lines)
     assert log_requests
     expect(status).to_have_text(re.compile(said))
+
+
+def test_the_pause_button_goes_once_the_job_has_ended_and_its_tail_no_longer_refreshes(
+    logged_in_page,
+    alice,
+    worker_thread,  # noqa: F811
+):
+    """review57: the ended job's tail came back without its refresh, and 暂停刷新 stayed,
+    pressable, pausing nothing."""
+    page = logged_in_page
+    job = submitted(alice, "short", command="echo hello; sleep 3")
+    page.goto(f"/jobs/{job.public_id}/")
+    pause = page.locator("#log-pause")
+    expect(pause).to_be_visible()
+
+    expect(page.locator("#log-tail")).not_to_have_attribute("hx-trigger", re.compile("."))
+
+    expect(pause).to_be_hidden()
+    expect(page.locator("#log-lines")).to_contain_text("hello")
+
+
+def test_a_last_line_read_before_its_end_and_grown_since_is_not_said_to_be_new_lines(
+    logged_in_page,
+    alice,
+    worker_thread,  # noqa: F811
+):
+    """review57: a platform's log read mid-line has a last line that grows by the next
+    refresh; no run of the old tail was found in the new one, and every line was said new.
+    Here the line read mid-line is made in the page: the old tail's last line cut short."""
+    page = logged_in_page
+    job = submitted(alice, "quiet", command="for i in 1 2 3 4 5; do echo line-$i; done; sleep 60")
+    page.goto(f"/jobs/{job.public_id}/")
+    lines = page.locator("#log-lines .log-line")
+    expect(page.locator("#log-lines")).to_contain_text("line-5")
+    pause = page.locator("#log-pause")
+    pause.click()  # no refresh draws over the line cut short below
+    expect(pause).to_have_attribute("aria-pressed", "true")
+    with page.expect_request(re.compile(r"/live/")):
+        pass  # a refresh on its way when it was pressed is drawn before this
+    page.evaluate("() => document.getElementById('log-new-lines').textContent = ''")
+    last = lines.last.inner_text()
+    page.evaluate(
+        """() => { const lines = document.querySelectorAll('#log-lines .log-line');
+      const last = lines[lines.length - 1];
+      last.textContent = last.textContent.replace(/5\\n$/, '\\n'); }"""
+    )
+    expect(lines.last).not_to_have_text(last)
+
+    with page.expect_response(re.compile(r"/logs/")):
+        pause.click()  # pressed again, the tail asks at once
+
+    expect(lines.last).to_have_text(last)  # the refresh has been drawn
+    expect(page.locator("#log-new-lines")).to_have_text("")

@@ -933,6 +933,20 @@ def test_without_javascript_a_step_of_a_draft_discarded_elsewhere_comes_back_as_
     assert 'value="llm-train"' in english.content.decode()
 
 
+def test_the_language_chosen_on_a_discarded_draft_comes_back_pressed_for_focus_to_return_to_it(
+    alice_client,
+):
+    # review57: the page drew its 中文/EN without aria-pressed, which console.js looks for to
+    # put focus back on the language pressed.
+    draft = discarded_draft(alice_client)
+
+    english = post_step(alice_client, draft, W.BASIC, basic_data(), action="language-en")
+
+    page = english.content.decode()
+    assert re.search(r'<button[^>]*data-language="en"[^>]*aria-pressed="true"', page)
+    assert re.search(r'<button[^>]*data-language="zh-hans"[^>]*aria-pressed="false"', page)
+
+
 @pytest.mark.parametrize("step", W.FORM_STEPS)
 def test_every_step_of_a_discarded_draft_comes_back_with_its_fields_as_sent(alice_client, step):
     draft = discarded_draft(alice_client)
