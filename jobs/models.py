@@ -162,6 +162,11 @@ class Job(models.Model):
     # create or the latest read answered it (a restart's new resource has another); "" until
     # then and off Kubernetes. AIHC's GetJob answers it as k8sUID (qa105).
     k8s_uid = models.CharField(max_length=64, blank=True, default="", editable=False)
+    # AIHC: the job's BCCL check as AIHC's GetJob last answered it (enableBcclStatus: success,
+    # failed or unknown; enableBcclErrorReason), answered again by the console's GetJob
+    # (jobs.api_views.bccl_fields); "" until AIHC answered one, and off AIHC.
+    bccl_status = models.CharField(max_length=16, blank=True, default="", editable=False)
+    bccl_error_reason = models.TextField(blank=True, default="", editable=False)
     # AIHC: until when the worker looks on AIHC for another job carrying this job's id label
     # (jobs.backends.aihc.AihcBackend.stop_duplicates): a create that got no clear answer, or
     # that a worker died sending, may land after the job was created again or ended here.
