@@ -241,6 +241,13 @@ class Job(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
+    # Its card time (jobs.usage) leaves out the time it spent back in Queued after its first
+    # start (jobs.services.job_transition: a Kubernetes job restarted as a whole whose new pods
+    # wait to be placed holds no cards meanwhile): `waiting_since` is when it last went back
+    # (None once it runs again or ends), and `card_time_from` when its card time counts from,
+    # its first start moved later by each wait once over (None: never waited, started_at).
+    waiting_since = models.DateTimeField(null=True, blank=True, editable=False)
+    card_time_from = models.DateTimeField(null=True, blank=True, editable=False)
     # When the worker deletes it for its retention (任务退出后自动删除): stored when it ends
     # (jobs.services.job_transition), so the worker finds those due by this index rather
     # than by reading every finished job's spec (qa107). None: never (jobs.worker.deletes_at).
@@ -1160,7 +1167,10 @@ class UsageRecord(models.Model):
     # Cards per card type, as the report splits them (summing to total_cards; {}: CPU only).
     cards = models.JSONField(default=dict, editable=False)
     started_at = models.DateTimeField(_("started"), editable=False)
-    # Its finish, or the deletion when it was deleted before it finished.
+    # When its card time counts from, as its job's (Job.card_time_from; None: started_at).
+    card_time_from = models.DateTimeField(null=True, blank=True, editable=False)
+    # Its finish, or the deletion when it was deleted before it finished (when it went back
+    # to waiting, if it was waiting to run again then: Job.waiting_since).
     ended_at = models.DateTimeField(_("ended"), editable=False)
     deleted_at = models.DateTimeField(_("deleted"), editable=False)
 
