@@ -346,7 +346,7 @@ def job_item(job: Job, *, detail: bool) -> dict[str, Any]:
     if body:
         # Answered when unset too, as v1's DescribeJob does (jobs.api_views.job_view).
         item["enableBccl"] = bool(body.get("enableBccl"))
-        item.update(bccl_fields(body))
+        item.update(bccl_fields(job, body))
         # JobItem's flag string, "" when the job has no fault tolerance settings (qa105).
         item.setdefault("faultToleranceArgs", "")
         item.setdefault("labels", [])

@@ -467,8 +467,9 @@ def placement_fields(job: Job) -> dict[str, Any]:
     as its page shows it (queue_position), null when it is not waiting there (review56: AIHC's
     Go type is *int with omitempty, which its CLI shows null; 0 read as a place in a line);
     `k8sNamespace` the namespace of a Kubernetes pool's job and
-    `k8sUID` its resource's uid as the API server last answered it ("" before its create,
-    and both "" off Kubernetes)."""
+    `k8sUID` its resource's uid as the API server last answered it ("" before its create),
+    or an AIHC job's as AIHC's GetJob last answered it (fix128; "" until then, and with
+    v2, whose JobItem has none); the namespace "" off Kubernetes."""
     return {
         "scheduledAt": _time(job.started_at),
         "queueingSequence": queue_position(job) or None,
@@ -477,12 +478,16 @@ def placement_fields(job: Job) -> dict[str, Any]:
     }
 
 
-def bccl_fields(body: Mapping[str, Any]) -> dict[str, str]:
-    """AIHC's BCCL check result keys (v1 GetJob, v2 JobItem): `enableBcclStatus` is AIHC's
-    success/failed/unknown of a job with BCCL on, "" with it off (decided, review56: the
-    reference gives those three for a check that ran; a job with BCCL off has none, and a Go
-    or Python client reading an absent string gets "" too); the console learns no result of
-    BCCL's injection, so a job with it on is "unknown", with no error reason."""
+def bccl_fields(job: Job, body: Mapping[str, Any]) -> dict[str, str]:
+    """AIHC's BCCL check result keys (v1 GetJob, v2 JobItem). An AIHC job's are AIHC's own,
+    as its GetJob last answered them to the worker (Job.bccl_status: success, failed or
+    unknown, and its error reason; fix128: they were the placeholders below). Any other job,
+    or an AIHC job not read yet: `enableBcclStatus` "unknown" with BCCL on, "" with it off
+    (decided, review56: the reference gives those three for a check that ran; a job with BCCL
+    off has none, and a Go or Python client reading an absent string gets "" too); the
+    console learns no result of BCCL's injection itself, so no error reason."""
+    if job.bccl_status:
+        return {"enableBcclStatus": job.bccl_status, "enableBcclErrorReason": job.bccl_error_reason}
     return {
         "enableBcclStatus": "unknown" if body.get("enableBccl") else "",
         "enableBcclErrorReason": "",
@@ -540,7 +545,7 @@ def job_view(job: Job, *, detail: bool) -> dict[str, Any]:
         view["datasources"] = body.get("datasources") or []
         view["enableFaultTolerance"] = bool(body.get("faultTolerance"))
         view["enableBccl"] = bool(body.get("enableBccl"))
-        view.update(bccl_fields(body))
+        view.update(bccl_fields(job, body))
         # AIHC's GetJob answers the fault tolerance settings in both its forms: the log
         # patterns as a list and the flag string v2 and AIHC's Go SDK send (qa105).
         config = body.get("faultToleranceConfig") or {}

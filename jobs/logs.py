@@ -84,6 +84,19 @@ def unmarked(line: str) -> str:
     return line.replace(CONSOLE_MARK, "")
 
 
+class TailLine(str):
+    """A line of a log file's tail (tail_lines), with `at`: the byte offset where it starts
+    in the file. A str, so anything taking lines takes it as it is."""
+
+    at: int | None = None
+
+    @classmethod
+    def at_offset(cls, text: str, at: int) -> TailLine:
+        line = cls(text)
+        line.at = at
+        return line
+
+
 class ShownLine(str):
     """A line as a page shows it; `console`: the runner's own line, not the job's output.
     A str, so the API and anything else taking lines take it as it is."""
@@ -92,6 +105,8 @@ class ShownLine(str):
     # Its stamp as shown ("" without one) and its text after it.
     stamp: str = ""
     text: str = ""
+    # Where it starts in its log file (TailLine.at); None for a line a platform returned.
+    at: int | None = None
 
     @property
     def said(self) -> str:
@@ -484,7 +499,9 @@ def shown_lines(
     for line in lines:
         found, text, console = _shown_text(line, secrets)
         stamp = _utc_stamp(found) if utc else _shown_stamp(found)
-        shown.append(ShownLine.of(stamp, cut_for_page(text), console=console))
+        shown_line = ShownLine.of(stamp, cut_for_page(text), console=console)
+        shown_line.at = getattr(line, "at", None)
+        shown.append(shown_line)
     return shown
 
 
@@ -604,9 +621,20 @@ def tail_lines(path: Path, n: int, *, max_bytes: int = MAX_TAIL_BYTES) -> list[s
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
+    # Where each line starts in the file: the job page tells new lines from those it shows
+    # by it (static/job_logs.js), the text of a line printed again being no guide.
+    starts = []
+    at = position
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
     if position > 0 and lines:
         lines.pop(0)  # the first one is probably cut
-    return [log_text(line) for line in lines[-n:]]
+        starts.pop(0)
+    return [
+        TailLine.at_offset(log_text(line), at)
+        for line, at in zip(lines[-n:], starts[-n:], strict=True)
+    ]
 
 
 def line_time(line: str) -> datetime | None:

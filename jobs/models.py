@@ -162,6 +162,11 @@ class Job(models.Model):
     # create or the latest read answered it (a restart's new resource has another); "" until
     # then and off Kubernetes. AIHC's GetJob answers it as k8sUID (qa105).
     k8s_uid = models.CharField(max_length=64, blank=True, default="", editable=False)
+    # AIHC: the job's BCCL check as AIHC's GetJob last answered it (enableBcclStatus: success,
+    # failed or unknown; enableBcclErrorReason), answered again by the console's GetJob
+    # (jobs.api_views.bccl_fields); "" until AIHC answered one, and off AIHC.
+    bccl_status = models.CharField(max_length=16, blank=True, default="", editable=False)
+    bccl_error_reason = models.TextField(blank=True, default="", editable=False)
     # AIHC: until when the worker looks on AIHC for another job carrying this job's id label
     # (jobs.backends.aihc.AihcBackend.stop_duplicates): a create that got no clear answer, or
     # that a worker died sending, may land after the job was created again or ended here.
@@ -236,6 +241,13 @@ class Job(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
+    # Its card time (jobs.usage) leaves out the time it spent back in Queued after its first
+    # start (jobs.services.job_transition: a Kubernetes job restarted as a whole whose new pods
+    # wait to be placed holds no cards meanwhile): `waiting_since` is when it last went back
+    # (None once it runs again or ends), and `card_time_from` when its card time counts from,
+    # its first start moved later by each wait once over (None: never waited, started_at).
+    waiting_since = models.DateTimeField(null=True, blank=True, editable=False)
+    card_time_from = models.DateTimeField(null=True, blank=True, editable=False)
     # When the worker deletes it for its retention (任务退出后自动删除): stored when it ends
     # (jobs.services.job_transition), so the worker finds those due by this index rather
     # than by reading every finished job's spec (qa107). None: never (jobs.worker.deletes_at).
@@ -1155,7 +1167,10 @@ class UsageRecord(models.Model):
     # Cards per card type, as the report splits them (summing to total_cards; {}: CPU only).
     cards = models.JSONField(default=dict, editable=False)
     started_at = models.DateTimeField(_("started"), editable=False)
-    # Its finish, or the deletion when it was deleted before it finished.
+    # When its card time counts from, as its job's (Job.card_time_from; None: started_at).
+    card_time_from = models.DateTimeField(null=True, blank=True, editable=False)
+    # Its finish, or the deletion when it was deleted before it finished (when it went back
+    # to waiting, if it was waiting to run again then: Job.waiting_since).
     ended_at = models.DateTimeField(_("ended"), editable=False)
     deleted_at = models.DateTimeField(_("deleted"), editable=False)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -195,6 +195,12 @@ def job_transition(
     if to == JobStatus.RUNNING and job.started_at is None:
         # The caller's, when it knows when the job began (a platform's running time), else now.
         updates.setdefault("started_at", now)
+    if current == JobStatus.RUNNING and to == JobStatus.QUEUED and job.started_at is not None:
+        # Back to waiting after its first start (a Kubernetes job restarted as a whole whose
+        # new pods the cluster has not placed, a platform's Pending again): it holds no cards
+        # until it runs again, and its card time stops here (jobs.usage). The local runner's
+        # restarts keep their cards and the job Running, so they count.
+        updates["waiting_since"] = now
     if to in FINAL_STATUSES:
         finished = min(ended_at, now) if ended_at else now
         # A command that exits within the instant the worker marks it Running can have an
@@ -210,6 +216,13 @@ def job_transition(
             updates["deletes_at"] = retention_ends(
                 backend=job.backend, status=to, finished_at=finished, spec=job.spec
             )
+    if job.waiting_since is not None and (to == JobStatus.RUNNING or to in FINAL_STATUSES):
+        # Its wait to run again is over: its card time counts from that much later
+        # (card_time_from), so it leaves the wait out (jobs.usage).
+        until = updates.get("finished_at", now)
+        waited = max(until - job.waiting_since, timedelta(0))
+        updates["card_time_from"] = (job.card_time_from or job.started_at or until) + waited
+        updates["waiting_since"] = None
     with transaction.atomic():
         changed = Job.objects.filter(pk=job.pk, status=current).update(**updates)
         if changed and event:

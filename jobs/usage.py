@@ -4,10 +4,15 @@ included.
 
 How a job counts (decisions; README "Review, roles and security"):
 - Its running time is started → finished, or → now for a job not finished yet. `started_at`
-  is stamped when it first runs and `finished_at` when it reaches a final status, so a job
-  restarted by fault tolerance (Running → Queued → Running) counts as running continuously
-  from its first start, the time it waited to run again included: its cards were held or
-  asked for throughout, and the rows hold no per-attempt times to subtract.
+  is stamped when it first runs and `finished_at` when it reaches a final status. A job
+  that went back to Queued after its first start (a Kubernetes job restarted as a whole
+  whose new pods the cluster has not placed; fix128: that wait was counted) holds no cards
+  until it runs again, and the wait is left out: its time counts from `card_time_from`, its
+  first start moved later by each wait once over, and while it waits, up to when it went
+  back (`waiting_since`). So over a period holding its whole run the waits are left out
+  exactly; one that ran across the period's start has them taken from its earliest part.
+  The local runner's fault-tolerance restarts keep their cards and the job Running: they
+  count.
 - Only the part of that time inside the period counts; a job that never started counts 0
   and is not among the jobs counted.
 - Card-hours are its cards (`total_cards`, fixed at submit) × those hours. A job with no
@@ -185,13 +190,14 @@ def _microseconds(sql: str) -> str:
     return f"({seconds} * 1000000 + CAST(substr({sql}, 21, 6) AS INTEGER))"
 
 
-def _overlapping(rows: QuerySet[Any], period: Period, *, started: str, ended: Any) -> QuerySet[Any]:
+def _overlapping(rows: QuerySet[Any], period: Period, *, started: Any, ended: Any) -> QuerySet[Any]:
     """The rows (jobs or usage records) that ran during the period, with `run_time`: how
-    long, inside it. `ended` is the expression of when each stopped running."""
+    long, inside it. `started` and `ended` are the expressions of when each began and
+    stopped counting."""
     start = Value(period.starts_at, output_field=DateTimeField())
     end = Value(period.ends_at, output_field=DateTimeField())
     return (
-        rows.alias(run_from=Greatest(F(started), start), run_to=Least(ended, end))
+        rows.alias(run_from=Greatest(started, start), run_to=Least(ended, end))
         .filter(run_to__gt=F("run_from"))
         .alias(run_time=Elapsed(F("run_to"), F("run_from")))
         .order_by()
@@ -220,7 +226,12 @@ def _running(period: Period, now: datetime, *, owner_id: int | None = None) -> Q
             | Q(owner_id=owner_id, finished_at__gt=period.starts_at)
         )
     jobs = jobs.filter(started_at__isnull=False)
-    return _overlapping(jobs, period, started="started_at", ended=Coalesce(F("finished_at"), until))
+    return _overlapping(
+        jobs,
+        period,
+        started=Coalesce(F("card_time_from"), F("started_at")),
+        ended=Coalesce(F("finished_at"), F("waiting_since"), until),
+    )
 
 
 def _kept(period: Period) -> QuerySet[UsageRecord]:
@@ -229,7 +240,12 @@ def _kept(period: Period) -> QuerySet[UsageRecord]:
     records = UsageRecord.objects.filter(
         ended_at__gt=period.starts_at, started_at__lt=period.ends_at
     )
-    return _overlapping(records, period, started="started_at", ended=F("ended_at"))
+    return _overlapping(
+        records,
+        period,
+        started=Coalesce(F("card_time_from"), F("started_at")),
+        ended=F("ended_at"),
+    )
 
 
 # -- keeping deleted jobs' usage -------------------------------------------------------
@@ -263,7 +279,8 @@ def usage_record_keep(*, job: Job, using: str = DEFAULT_DB_ALIAS) -> UsageRecord
         total_cards=job.total_cards,
         cards=job.cards,  # as the report split the job's hours while it was there
         started_at=job.started_at,
-        ended_at=job.finished_at or now,
+        card_time_from=job.card_time_from,
+        ended_at=job.finished_at or job.waiting_since or now,
         deleted_at=now,
     )
 
@@ -525,11 +542,13 @@ def usage_jobs(
 
 def job_usage(*, job: Job, now: datetime | None = None) -> Figures | None:
     """What the job has used (None: it never started), as the report counts it over a period
-    holding its whole run: its cards × first start to finish, or to `now` while it runs;
+    holding its whole run: its cards × first start to finish, or to `now` while it runs,
+    less its waits to run again (card_time_from; while it waits, up to waiting_since);
     CPU-only job-hours instead when it has no cards. No query."""
     if job.started_at is None:
         return None
-    run_time = max((job.finished_at or now or timezone.now()) - job.started_at, timedelta(0))
+    ended = job.finished_at or job.waiting_since or now or timezone.now()
+    run_time = max(ended - (job.card_time_from or job.started_at), timedelta(0))
     if job.total_cards == 0:
         return Figures(jobs=1, cpu_time=run_time)
     return Figures(card_time=run_time * job.total_cards, jobs=1)

@@ -74,6 +74,7 @@
       pre.before(node);
     }
     pre.replaceChildren(...lines.childNodes);
+    pre.dataset.cut = lines.dataset.cut;  // as its lines' places are read (sayNewLines)
     toBottom();
     toPlace();
   }
@@ -113,28 +114,47 @@
 
   // A screen reader hears nothing of lines drawn into the box: each refresh that brings some
   // says how many, once, through a polite live region beside the heading ("新增 5 行"); one
-  // that brings none says nothing, and a paused tail asks for nothing. The new tail is the
-  // old one with its oldest lines dropped and the new ones after it: the new lines are those
-  // past the longest run of the old tail's last lines that the new one starts with. The old
-  // tail's last line may have been read before its end (a platform's log read mid-line): by the
-  // next refresh it has grown, and is the same line if the new one at its place begins with it
-  // (review57: no run matched, and the whole tail was said to be new).
+  // that brings none says nothing, and a paused tail asks for nothing. A log file's lines say
+  // where each starts in it (data-at): the new ones are those after the old tail's last line,
+  // which may have been read before its end and grown since, and is still that line (review57).
+  // By text, a job printing the same line again and again made the new tail look like the
+  // old one, and its new lines were not counted (fix128). A cut of the file (data-cut changed)
+  // moves its lines, and a platform's lines carry no place: then by text, below.
   function sayNewLines(pre, answer) {
     const said = document.getElementById("log-new-lines");
     const drawn = document.createElement("template");
     drawn.innerHTML = answer;
     const box = drawn.content.getElementById("log-lines");
     if (!said || !box) return;
-    const texts = (root) => Array.from(
-      root.querySelectorAll(".log-line"), (line) => line.textContent.replace(/\n$/, ""),
-    );
-    const before = texts(pre);
-    const now = texts(box);
-    const same = (text, i, run) =>
-      now[i] === text || (i === run.length - 1 && (now[i] || "").startsWith(text));
+    const lines = (root) => Array.from(root.querySelectorAll(".log-line"), (line) => ({
+      text: line.textContent.replace(/\n$/, ""),
+      at: line.dataset.at === undefined ? null : Number(line.dataset.at),
+    }));
+    const before = lines(pre);
+    const now = lines(box);
+    const count = pre.dataset.cut === box.dataset.cut ? newByPlace(before, now) : null;
+    sayCount(said, count === null ? newByText(before, now) : count);
+  }
+  function newByPlace(before, now) {
+    const last = before[before.length - 1];
+    if (!last || last.at === null || now.some((line) => line.at === null)) return null;
+    const at = now.findIndex((line) => line.at === last.at);
+    if (at >= 0) return now.length - 1 - at;
+    return now.every((line) => line.at > last.at) ? now.length : null;
+  }
+  // The new tail is the old one with its oldest lines dropped and the new ones after it: the
+  // new lines are those past the longest run of the old tail's last lines that the new one
+  // starts with. The old tail's last line may have been read before its end (a platform's log
+  // read mid-line): by the next refresh it has grown, and is the same line if the new one at
+  // its place begins with it (review57: no run matched, and the whole tail was said to be new).
+  function newByText(before, now) {
+    const same = (line, i, run) => now[i] !== undefined && (now[i].text === line.text
+      || (i === run.length - 1 && now[i].text.startsWith(line.text)));
     let kept = before.length;
     while (kept > 0 && !before.slice(before.length - kept).every(same)) kept--;
-    const count = now.length - kept;
+    return now.length - kept;
+  }
+  function sayCount(said, count) {
     if (count <= 0) return;
     said.textContent = count === 1 ? said.dataset.one : said.dataset.many.replace("%(n)s", count);
   }

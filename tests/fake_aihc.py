@@ -54,6 +54,8 @@ METRIC_TYPES = {
     "CpuTime",
     "MemoryAllocation",
 }
+# enableBcclStatus's values (reference: JobItem, "enableBcclStatus (success/failed/unknown)").
+BCCL_STATUSES = {"success", "failed", "unknown"}
 UTILISATIONS = {"GpuUsage", "GpuMemoryUsage", "CpuUsage", "MemoryUsage", "GpuPipeTensorUsage"}
 DEFAULT_SIGNED = {"host", "content-length", "content-type", "content-md5"}
 # Pod logs come a page at a time, as AIHC's log pages document (DescribeJobLogs,
@@ -308,6 +310,14 @@ class FakeJob:
     # When it first went Running (set_job_status): v1's runningAt, v2's jobTimeLine entry.
     running_at: str = ""
     pods: list[dict[str, Any]] = field(default_factory=list)
+    # The uid of the job's resource in the pool's Kubernetes cluster: v1 GetJob's k8sUID
+    # (v2's JobItem has none, reference: Get job, JobItem).
+    k8s_uid: str = field(default_factory=lambda: str(uuid.uuid4()))
+    # Its BCCL check, which v1 GetJob and v2's JobItem answer as enableBcclStatus (one of
+    # BCCL_STATUSES: "unknown" until set_bccl_status, as AIHC's own GetJob example has it for
+    # a job with BCCL off too) and enableBcclErrorReason.
+    bccl_status: str = "unknown"
+    bccl_error_reason: str = ""
     events: list[dict[str, Any]] = field(default_factory=list)
     logs: dict[str, list[str]] = field(default_factory=dict)
     # pod name -> the unix second each of its log lines was written (add_logs' `at`; None:
@@ -472,6 +482,14 @@ class FakeAihc:
                 pod["restartCount"] = restarts
                 pod["nodeName"] = "node-10-0-0-1" if phase != "Pending" else ""
             job.events.append(self._event(status, f"Job {job.name} is {status}"))
+
+    def set_bccl_status(self, job_id: str, status: str, reason: str = "") -> None:
+        """The job's BCCL check as AIHC reports it (one of BCCL_STATUSES, and why it failed)."""
+        if status not in BCCL_STATUSES:
+            raise ValueError(f"enableBcclStatus is one of {sorted(BCCL_STATUSES)}, not {status!r}")
+        with self.lock:
+            job = self.jobs[job_id]
+            job.bccl_status, job.bccl_error_reason = status, reason
 
     def create_external(self, pool: str, body: dict[str, Any]) -> FakeJob:
         """A job created on AIHC directly (or by a create whose answer never arrived)."""
@@ -837,7 +855,13 @@ class FakeAihc:
                 *(job.body.get("labels") or []),
                 {"key": "aijob.cce.baidubce.com/create-from-aihcp-api", "value": "true"},
             ],
+            "enableBccl": bool(job.body.get("enableBccl")),
+            "enableBcclStatus": job.bccl_status,
+            "enableBcclErrorReason": job.bccl_error_reason,
         }
+        if not v2:  # v1's keys of the job's Kubernetes resource (reference: Get job)
+            view["k8sUID"] = job.k8s_uid
+            view["k8sNamespace"] = "default"
         # When it began running: v1 gives runningAt (empty before), v2 a jobTimeLine of the
         # conditions it went through (reference: Get job, JobItem).
         if v2:

@@ -129,6 +129,41 @@ def test_describe_job_answers_bccl_labels_and_mounts_of_a_job_that_set_none_as_o
     assert job["faultToleranceArgs"] == ""
 
 
+def test_an_aihc_jobs_get_job_answers_aihcs_own_k8s_uid_and_bccl_check_v1_and_v2(api, fake):
+    # fix128: they were the console's placeholders ("" and "unknown") for a job run on AIHC.
+    created = api.request(
+        "POST",
+        "/api/v1/aijobs",
+        params=[("resourcePoolId", "cce-pool1")],
+        body=v1.SEED_001,
+        idempotent=False,
+    )["result"]
+    job = Job.objects.get(public_id=created["jobId"])
+    worker = Worker()
+    worker.dispatch_remote()
+    job.refresh_from_db()
+    reason = "BCCL 注入失败：节点 node-10-0-0-1 没有 RDMA 网卡"
+    fake.set_job_status(job.external_id, "Running")
+    fake.set_bccl_status(job.external_id, "failed", reason)
+    worker.sync_remote()
+
+    described = v1.get(api, f"/api/v1/aijobs/{job.public_id}", resourcePoolId="cce-pool1")
+    item = action(api, "DescribeJob", resourcePoolId="cce-pool1", body={"jobId": job.public_id})
+
+    assert described["k8sUID"] == fake.jobs[job.external_id].k8s_uid != ""
+    assert (described["enableBcclStatus"], described["enableBcclErrorReason"]) == ("failed", reason)
+    assert (item["job"]["enableBcclStatus"], item["job"]["enableBcclErrorReason"]) == (
+        "failed",
+        reason,
+    )
+    job.refresh_from_db()
+    assert (job.k8s_uid, job.bccl_status, job.bccl_error_reason) == (
+        fake.jobs[job.external_id].k8s_uid,
+        "failed",
+        reason,
+    )
+
+
 def test_a_describe_job_answers_empty_fault_tolerance_args_sent_back_make_the_same_job(api):
     first = api.create_job(pool="local", body=v2_body(), version=V2)["jobId"]
     answered = action(api, "DescribeJob", resourcePoolId="local", body={"jobId": first})["job"]

@@ -3703,6 +3703,73 @@ def test_a_restart_whose_pods_the_cluster_refuses_is_queued_saying_why_until_the
     assert "cannot create" not in job.status_reason
 
 
+def queued_by_refused_pods(fake, k8s, job: Job) -> Job:
+    """The job failed, restarted as a whole, and back in Queued: its new pods refused."""
+    failed_on_kubernetes(fake, job)
+    for _ in range(3):  # the restart begun, created again, its pods being made
+        k8s.sync(job)
+    refusal = f'Error creating: pods "{job.external_id}-master-0" is forbidden: exceeded quota'
+    fake.add_event("PyTorchJob", job.external_id, "FailedCreatePod", refusal, type="Warning")
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    return job
+
+
+def test_a_restarted_job_waiting_again_for_its_pods_counts_no_card_time_until_they_run(
+    fake, k8s, alice
+):
+    """fix128: My usage and the job's 卡时 counted cards × first start to finish, the time
+    spent back in Queued (holding no cards) included."""
+    from jobs.usage import Period, job_usage, usage_report
+
+    job = running(fake, k8s, tolerant(alice, k8s, 2))
+    cards = job.total_cards
+    # It first ran an hour before it went back to Queued, where it then waited two hours.
+    job = queued_by_refused_pods(fake, k8s, job)
+    waited_from = job.waiting_since
+    Job.objects.filter(pk=job.pk).update(
+        started_at=waited_from - timedelta(hours=3), waiting_since=waited_from - timedelta(hours=2)
+    )
+    job.refresh_from_db()
+    later = timezone.now() + timedelta(hours=5)
+
+    while_waiting = job_usage(job=job, now=later)
+
+    assert cards > 0
+    assert while_waiting.card_time == timedelta(hours=1) * cards  # no more while it waits
+
+    resumed_from = timezone.now()
+    job = running(fake, k8s, job)
+    resumed_to = timezone.now()
+    now = timezone.now()
+    period = Period.this_month(today=timezone.localdate(now))
+    shown = job_usage(job=job, now=now).card_time
+    reported = usage_report(period=period, now=now, owner=alice).total.card_time
+
+    # An hour, and what it has run since its pods ran: the two hours' wait left out.
+    assert timedelta(hours=1) * cards + (now - resumed_to) * cards <= shown
+    assert shown <= timedelta(hours=1) * cards + (now - resumed_from) * cards
+    assert reported == shown
+    assert job.waiting_since is None
+    assert job.card_time_from - job.started_at >= timedelta(hours=2)
+
+
+def test_a_restarted_job_deleted_while_waiting_for_its_pods_keeps_usage_up_to_its_wait(
+    fake, k8s, alice
+):
+    from jobs.models import UsageRecord
+
+    job = running(fake, k8s, tolerant(alice, k8s, 2))
+    job = queued_by_refused_pods(fake, k8s, job)
+    waited_from = job.waiting_since
+
+    Job.objects.filter(pk=job.pk).delete()
+
+    record = UsageRecord.objects.get(public_id=job.public_id)
+    assert (record.started_at, record.ended_at) == (job.started_at, waited_from)
+
+
 def test_a_job_that_ran_and_failed_between_two_syncs_is_restarted_and_one_past_its_limit_not(
     fake, k8s, alice
 ):

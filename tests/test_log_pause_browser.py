@@ -122,3 +122,61 @@ def test_a_last_line_read_before_its_end_and_grown_since_is_not_said_to_be_new_l
 
     expect(lines.last).to_have_text(last)  # the refresh has been drawn
     expect(page.locator("#log-new-lines")).to_have_text("")
+
+
+def test_new_lines_repeating_the_lines_shown_are_counted_by_their_place_in_the_log(
+    logged_in_page,
+    alice,
+    worker_thread,  # noqa: F811
+):
+    """fix128: the new lines were those past the old tail's last lines found again, by text,
+    in the new one: a job printing the same line again and again (its stamp the same within a
+    millisecond, a platform's line without any) made the new tail read as the old one, and its
+    new lines went unsaid. Here the old tail is given the new tail's very text in the page, as
+    such a job's would have it; where each line starts in the log stays the server's."""
+    page = logged_in_page
+    page.context.add_cookies([{"name": "django_language", "value": "en", "url": page.url}])
+    job = submitted(
+        alice,
+        "repeats",
+        command=(
+            "for i in $(seq 1 200); do echo line-$i; done; sleep 12; "
+            "for i in 201 202 203; do echo line-$i; done; sleep 60"
+        ),
+    )
+    page.goto(f"/jobs/{job.public_id}/")
+    box = page.locator("#log-lines")
+    expect(box).to_contain_text("line-200")
+    pause = page.locator("#log-pause")
+    pause.click()
+    expect(pause).to_have_attribute("aria-pressed", "true")
+    with page.expect_request(re.compile(r"/live/")):
+        pass  # a refresh on its way when it was pressed is drawn before this
+    assert "line-201" not in box.inner_text()  # the three lines are not shown yet
+    assert page.locator("#log-lines .log-line").count() == 200
+    # The tail as the next refresh will draw it (the same request as the tail's own).
+    page.evaluate(
+        """() => { window.nextTail = async () => {
+      const url = document.getElementById('log-tail').getAttribute('hx-get');
+      const answer = await fetch(url, {headers: {'HX-Request': 'true', 'HX-Target': 'log-tail'}});
+      const drawn = document.createElement('template');
+      drawn.innerHTML = await answer.text();
+      return Array.from(drawn.content.querySelectorAll('.log-line'), (l) => l.textContent); }; }"""
+    )
+    for _ in range(120):  # once the job has printed its three lines more
+        if "line-203" in "".join(page.evaluate("() => window.nextTail()")):
+            break
+        page.wait_for_timeout(500)
+    page.evaluate(
+        """async () => { const texts = await window.nextTail();
+      const lines = document.querySelectorAll('#log-lines .log-line');
+      if (texts.length !== lines.length) throw new Error('tails of different lengths');
+      lines.forEach((line, i) => { line.textContent = texts[i]; });
+      document.getElementById('log-new-lines').textContent = ''; }"""
+    )
+
+    with page.expect_response(re.compile(r"/logs/")):
+        pause.click()  # pressed again, the tail asks at once
+
+    expect(box).to_contain_text("line-203")
+    expect(page.locator("#log-new-lines")).to_have_text("3 new lines")

@@ -60,14 +60,16 @@ def test_a_job_printing_the_runners_exit_line_shows_as_its_own_output_on_the_job
 
     # The job's lines, both of them, as plain output: no badge, no console class, and the
     # mark the second one began with is gone.
-    plain = re.findall(rf'<span class="log-line">({TIME})\[console\] (.*)', tail)
+    plain = re.findall(rf'<span class="log-line" data-at="\d+">({TIME})\[console\] (.*)', tail)
     assert [text for _, text in plain] == [
         "exited with code 0",
         "exited with code 0",
         "master-0 attempt 9 starting",
     ]
     # The runner's own lines: its banner and the real exit code, badged as the console's.
-    console = re.findall(rf'<span class="log-line log-console">{TIME}{CONSOLE}(.*)', tail)
+    console = re.findall(
+        rf'<span class="log-line log-console" data-at="\d+">{TIME}{CONSOLE}(.*)', tail
+    )
     # After the badge without "[console]", which said it twice; the exit line names its
     # replica as the banner does (copy edit).
     assert console == ["master-0 第 1 次运行开始", "master-0 已退出，退出码 3"]
@@ -163,5 +165,7 @@ def test_an_exit_line_written_before_it_named_its_replica_is_still_said_in_the_p
 
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
 
-    assert '<span class="log-line log-console">2026-11-30 17:00:02.000 ' in tail_of(page)
+    assert '<span class="log-line log-console" data-at="0">2026-11-30 17:00:02.000 ' in tail_of(
+        page
+    )
     assert "Console</span> exited with code 0\n" in tail_of(page)

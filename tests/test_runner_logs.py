@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
-from jobs.logs import MAX_TAIL_BYTES, lines_since, shown_lines, tail_lines
+from jobs.logs import BLOCK, MAX_TAIL_BYTES, lines_since, shown_lines, tail_lines
 
 
 def test_the_tail_of_a_large_log_is_its_last_lines(tmp_path):
@@ -34,6 +34,29 @@ def test_a_missing_log_has_no_lines_and_a_partial_last_line_is_kept(tmp_path):
     path = tmp_path / "partial.log"
     path.write_bytes(b"a\nb\nhalf")
     assert tail_lines(path, 2) == ["b", "half"]
+
+
+def test_each_tail_line_says_where_it_starts_in_the_file_and_a_shown_line_keeps_it(tmp_path):
+    # The job page tells new lines from shown ones by it, a repeated line's text being no guide.
+    path = tmp_path / "repeats.log"
+    path.write_bytes(b"same\n" * 3 + "één\n".encode() + b"half")
+    with open(path, "ab") as f:
+        f.write(b"x" * (4 * BLOCK))  # far from the start: the tail begins mid-file
+        f.write(b"\nsame\nsame\n")
+    size = path.stat().st_size
+
+    assert [line.at for line in tail_lines(path, 2)] == [size - 10, size - 5]
+    path.write_bytes(b"same\n" * 3 + "één\n".encode() + b"half")
+    tail = tail_lines(path, 5)
+    assert [(line, line.at) for line in tail] == [
+        ("same", 0),
+        ("same", 5),
+        ("same", 10),
+        ("één", 15),
+        ("half", 21),
+    ]
+    assert [line.at for line in shown_lines(tail)] == [0, 5, 10, 15, 21]
+    assert [line.at for line in shown_lines(["a platform's line"])] == [None]
 
 
 def test_lines_since_a_time_are_selected_by_their_timestamps(tmp_path):

@@ -790,7 +790,10 @@ def _running_at(raw: dict[str, Any]) -> str:
 
 def normalise_job(raw: dict[str, Any]) -> dict[str, Any]:
     """One shape for v1 jobs and v2 JobItems: jobId, name, status, createdAt, runningAt,
-    labels, pods."""
+    labels, pods, and what AIHC says of the job beside them: k8sUID (its Kubernetes
+    resource's uid; v1 only, "" in a v2 JobItem, which has none), enableBcclStatus and
+    enableBcclErrorReason (its BCCL check's result: success, failed or unknown; both "" when
+    not answered)."""
     pods = []
     raw_pods = raw.get("pods")
     if raw_pods is None:
@@ -821,4 +824,12 @@ def normalise_job(raw: dict[str, Any]) -> dict[str, Any]:
         "runningAt": _running_at(raw),
         "labels": {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
         "pods": pods,
+        "k8sUID": _text(raw.get("k8sUID")),
+        "enableBcclStatus": _text(raw.get("enableBcclStatus")),
+        "enableBcclErrorReason": _text(raw.get("enableBcclErrorReason")),
     }
+
+
+def _text(value: Any) -> str:
+    """A string AIHC answered, "" for anything else (absent, null, a value of another type)."""
+    return value.strip() if isinstance(value, str) else ""

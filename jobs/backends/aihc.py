@@ -1568,6 +1568,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 )
                 return
             raise _sync_error(exc, secrets) from None
+        self._keep_answered(job, remote, secrets)
         # An events or usage read that gets no answer ends the sync there (raised, as the
         # job read's): AIHC stopped answering, and the worker's round leaves its other jobs
         # for the next one (review 36: the round went on to wait on the next job). Decided:
@@ -1624,6 +1625,26 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             raise unanswered
         if job.status == JobStatus.RUNNING:
             self._sample_usage(job, client, version, remote["pods"], secrets, config.key())
+
+    @staticmethod
+    def _keep_answered(job: Job, remote: dict[str, Any], secrets: list[str]) -> None:
+        """Keeps what AIHC's GetJob says of the job that the console's GetJob answers again:
+        its Kubernetes resource's uid (k8sUID; a v2 JobItem has none, and one not answered
+        leaves the one kept) and its BCCL check (enableBcclStatus, enableBcclErrorReason;
+        the reason scrubbed of the job's secrets, as AIHC's other words are). Saved only when
+        changed: a sync every few seconds writes nothing otherwise."""
+        changed: dict[str, str] = {}
+        uid = remote["k8sUID"][: Job._meta.get_field("k8s_uid").max_length]
+        if uid and uid != job.k8s_uid:
+            changed["k8s_uid"] = uid
+        status = remote["enableBcclStatus"][: Job._meta.get_field("bccl_status").max_length]
+        reason = scrub(remote["enableBcclErrorReason"], secrets) if status else ""
+        if status and (status, reason) != (job.bccl_status, job.bccl_error_reason):
+            changed |= {"bccl_status": status, "bccl_error_reason": reason}
+        if changed:
+            Job.objects.filter(pk=job.pk).update(**changed)
+            for name, value in changed.items():
+                setattr(job, name, value)
 
     def _began(self, job: Job, remote: dict[str, Any]) -> datetime | None:
         """When AIHC says the job began running (v1's runningAt, v2's jobTimeLine), the start
