@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from django.test import Client
 
 from jobs import spec as S
@@ -285,11 +286,16 @@ def test_a_custom_filters_field_is_filtered_only_by_that_filters_own_parameter(
 def test_a_number_past_the_databases_integers_in_a_lists_filter_gets_the_filter_page_not_a_500(
     superuser, url, lookup, value
 ):
-    """SQLite cannot take it (OverflowError) and PostgreSQL refuses it (CI runs this file on
-    it) when the list counts its rows: the page names the parameter, never its value."""
+    """SQLite cannot take it when the list counts its rows (OverflowError): the page names
+    the parameter, never its value. PostgreSQL (CI runs this file on it) compares it as a
+    numeric: no row has it, and the list is empty."""
     r = logged_in(superuser).get(url, {"o": "1", lookup: value})
 
     body = r.content.decode()
+    if connection.vendor != "sqlite":
+        assert r.status_code == 200
+        assert r.context["cl"].result_count == 0
+        return
     assert r.status_code == 400
     assert f"地址中“{lookup}”的数字超出了数据库整数的范围" in body
     assert f"The number in “{lookup}” in the address is past the database's integers" in body
