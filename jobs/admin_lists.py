@@ -10,6 +10,7 @@ from django.contrib.admin import SimpleListFilter
 from django.contrib.admin.exceptions import DisallowedModelAdminLookup
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import IGNORED_PARAMS
 from django.contrib.auth.models import User
 from django.core.exceptions import FieldDoesNotExist, PermissionDenied
 from django.db.models import QuerySet
@@ -150,9 +151,13 @@ LARGEST_INTEGER = 2**63 - 1
 
 
 def out_of_range_parameter(request: HttpRequest) -> str:
-    """The first parameter of the list's address holding a number past SQLite's integers
-    (one of a list's comma-separated values, as Django reads `__in`), or ""."""
+    """The first filter in the list's address holding a number past SQLite's integers (one
+    of a list's comma-separated values, as Django reads `__in`), or "". Not the search, the
+    order and the list's other parameters Django reads apart (a search for a long number is
+    no filter's)."""
     for name, values in request.GET.lists():
+        if name in IGNORED_PARAMS:
+            continue
         for value in values:
             for part in value.split(","):
                 try:
