@@ -7,8 +7,10 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.admin import SimpleListFilter
+from django.contrib.admin.exceptions import DisallowedModelAdminLookup
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import IGNORED_PARAMS
 from django.contrib.auth.models import User
 from django.core.exceptions import FieldDoesNotExist, PermissionDenied
 from django.db.models import QuerySet
@@ -85,7 +87,25 @@ class FilteredLookupsOnlyMixin:
     model that no filter names is refused as Django refuses one across a relation it does not
     filter on (400, logged by django.security.DisallowedModelAdminLookup), and so is a
     regular expression on any field (REGEX_LOOKUPS). A parameter that is no field (a custom
-    filter's own, `?pool=`) is left to the filters, as before."""
+    filter's own, `?pool=`) is left to the filters, as before. A custom filter whose
+    parameter is a field's lookup (OwnerFilter's `owner__id__exact`, QueueGroupFilter's
+    `group`) lets that parameter through, not every lookup on its field: `?owner=` and
+    `?owner__gt=` went to the database as they were (qa111).
+
+    A number past SQLite's integers in a filter the list offers (`?groups=` and 23 digits on
+    the user list, `?user__in=1,…` on the card quotas) is refused with the same page: SQLite
+    cannot take it (OverflowError when the list counts its rows, a 500 until qa111).
+    PostgreSQL compares it as a numeric and lists nothing, as for any id no row has: psycopg
+    writes it into the query as a number literal, which raises no error (checked on
+    PostgreSQL 15)."""
+
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        try:
+            return super().get_changelist_instance(request)  # type: ignore[misc]
+        except OverflowError as exc:
+            request.refused_admin_lookup = out_of_range_parameter(request)  # type: ignore[attr-defined]
+            request.admin_lookup_out_of_range = True  # type: ignore[attr-defined]
+            raise DisallowedModelAdminLookup("A number out of the database's range") from exc
 
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         allowed = self._lookup_allowed(lookup, value, request)
@@ -105,21 +125,48 @@ class FilteredLookupsOnlyMixin:
         except FieldDoesNotExist:
             pass
         else:
-            if first not in self._filtered_fields(request):
+            fields, parameters = self._filtered_fields(request)
+            if first not in fields and lookup not in parameters:
                 return False
         return super().lookup_allowed(lookup, value, request)  # type: ignore[misc,no-any-return]
 
-    def _filtered_fields(self, request: HttpRequest) -> set[str]:
+    def _filtered_fields(self, request: HttpRequest) -> tuple[set[str], set[str]]:
+        """The fields Django's own filters (and the date drill-down) filter on, whose every
+        lookup they make; and the parameters of the custom filters, each read by its filter
+        alone."""
         fields = {self.date_hierarchy} if self.date_hierarchy else set()  # type: ignore[attr-defined]
+        parameters = set()
         for item in self.get_list_filter(request):  # type: ignore[attr-defined]
             if isinstance(item, type) and issubclass(item, SimpleListFilter):
-                # Its field, if its parameter is a lookup (`owner__id__exact`: the owner).
-                fields.add(item.parameter_name.split(LOOKUP_SEP, 1)[0])
+                parameters.add(item.parameter_name)
             elif isinstance(item, list | tuple):
                 fields.add(str(item[0]).split(LOOKUP_SEP, 1)[0])
             else:
                 fields.add(str(item).split(LOOKUP_SEP, 1)[0])
-        return fields
+        return fields, parameters
+
+
+# SQLite's integers are signed 64-bit.
+LARGEST_INTEGER = 2**63 - 1
+
+
+def out_of_range_parameter(request: HttpRequest) -> str:
+    """The first filter in the list's address holding a number past SQLite's integers (one
+    of a list's comma-separated values, as Django reads `__in`), or "". Not the search, the
+    order and the list's other parameters Django reads apart (a search for a long number is
+    no filter's)."""
+    for name, values in request.GET.lists():
+        if name in IGNORED_PARAMS:
+            continue
+        for value in values:
+            for part in value.split(","):
+                try:
+                    number = int(part)  # as Django reads an integer field's value
+                except ValueError:
+                    continue
+                if abs(number) > LARGEST_INTEGER:
+                    return name
+    return ""
 
 
 def address_id(value: str | None) -> int | None:

@@ -93,14 +93,20 @@ class UnsafeDestination(Exception):
 # reach: NAT64 (RFC 6052's well-known prefix, and RFC 8215's local-use one), the address in
 # the last 32 bits. ipaddress counts 64:ff9b::/96 as global (qa90: https://[64:ff9b::a9fe:a9fe]/
 # is 169.254.169.254, the cloud's metadata service, behind a NAT64 gateway).
-NAT64_PREFIXES = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+# So is SIIT's IPv4-translated prefix (RFC 2765, ::ffff:0:a.b.c.d; qa111: [::ffff:0:7f00:1]
+# was let through as global).
+NAT64_PREFIXES = (
+    ipaddress.IPv6Network("64:ff9b::/96"),
+    ipaddress.IPv6Network("64:ff9b:1::/48"),
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),
+)
 
 
 def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     """The IPv4 address an IPv6 address stands for, where it carries one: IPv4-mapped
     (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d, deprecated, but Linux still routes
-    ::127.0.0.1 to loopback: qa90), NAT64, 6to4 (2002::/16) and Teredo (2001::/32, its client's
-    address). None for any other."""
+    ::127.0.0.1 to loopback: qa90), NAT64 and IPv4-translated (::ffff:0:a.b.c.d), 6to4
+    (2002::/16) and Teredo (2001::/32, its client's address). None for any other."""
     if ip.ipv4_mapped:
         return ip.ipv4_mapped
     if ip.sixtofour:

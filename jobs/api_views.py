@@ -1944,10 +1944,14 @@ def client_token(query: Params, document: Any) -> tuple[str, Any]:
     """CreateJob's clientToken and the body without it. AIHC's clients send it in the query;
     a body may carry it too, as v2 takes any other action's parameters from the query or the
     body (the query's wins when both give it). Found in QA 57: a token in the body was named
-    as a field "not known to this console" and not used, so each retry made one more job."""
+    as a field "not known to this console" and not used, so each retry made one more job.
+    A boolean is refused as a list is (text_param reads it as "true": qa111 found `true`
+    taken, then matched by the string "true")."""
     token = text_param(query, "clientToken")
     if not isinstance(document, dict) or "clientToken" not in document:
         return token, document
+    if isinstance(document["clientToken"], bool):
+        raise param_refused("clientToken", "clientToken must be a string or a number.")
     given = text_param(document, "clientToken")
     rest = {key: value for key, value in document.items() if key != "clientToken"}
     return token or given, rest

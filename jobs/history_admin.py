@@ -152,11 +152,12 @@ class DeletedJobAdmin(ReadOnlyAdmin):
         return _("Deleted by its owner (the job's page or list, or the API with their key)")
 
     @admin.display(description=gettext_lazy("late AIHC jobs"))
-    def late_creates(self, obj: DeletedJob) -> str | None:
+    def late_creates(self, obj: DeletedJob) -> str:
         """What the watch for an AIHC create landing after the deletion found and did
-        (DeletedJob.duplicates_found), in the page's language; None (shown "-"): not watched."""
+        (DeletedJob.duplicates_found), in the page's language; the admin's dash when not
+        watched (a read-only field shows None as "None": qa111)."""
         if obj.duplicate_watch_until is None:
-            return None
+            return self.get_empty_value_display()
         lines = []
         for found in obj.duplicates_found or []:
             at = parse_datetime(str(found.get("at") or ""))

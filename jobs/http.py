@@ -274,8 +274,8 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
     """Django's 400 page (templates/400.html), except for a request by a host name or address
     ALLOWED_HOSTS does not list: that page spoke of a form over 2.5 MB, which left someone who
     opened the console by its IP address (HOST=0.0.0.0) with nothing to go on; nor for a
-    filter an admin list refuses (400_admin_lookup.html names it and links to the whole
-    list). All are in both languages, as 400.html is: they are drawn without the request's
+    filter an admin list refuses, or a number in one past the database's integers
+    (400_admin_lookup.html names it and links to the whole list). All are in both languages, as 400.html is: they are drawn without the request's
     language (nothing of the request that Django refused is trusted), and the host is shown
     as sent, escaped.
 
@@ -301,8 +301,10 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
         # links to the list's own address without its query (request.path, a resolved admin
         # list; the refused value is not shown).
         lookup = getattr(request, "refused_admin_lookup", "")[:200]
+        out_of_range = getattr(request, "admin_lookup_out_of_range", False)
         body = loader.render_to_string(
-            "400_admin_lookup.html", {"lookup": lookup, "list_url": request.path}
+            "400_admin_lookup.html",
+            {"lookup": lookup, "out_of_range": out_of_range, "list_url": request.path},
         )
     else:
         body = loader.render_to_string("400.html")

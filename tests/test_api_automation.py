@@ -264,6 +264,29 @@ def test_a_client_token_in_the_body_is_read_not_named_and_one_not_text_is_refuse
     assert refused.value.message == "clientToken must be a string or a number."
 
 
+@pytest.mark.parametrize("token", [True, False])
+def test_a_client_token_that_is_a_boolean_is_refused_in_v1_and_v2_and_makes_no_job(
+    api, alice, token
+):
+    """Read as "true" it was taken, and a later create with the string "true" was its retry
+    (qa111)."""
+    with pytest.raises(AihcError) as v2:
+        api._v2(
+            "CreateJob",
+            pool="local",
+            queue="default",
+            body={**v2_body(), "clientToken": token},
+            idempotent=False,
+        )
+    with pytest.raises(AihcError) as v1:
+        api.create_job(pool="local", body={**printing("echo hi"), "clientToken": token})
+
+    for refused in (v2, v1):
+        assert (refused.value.status, refused.value.code) == (400, "InvalidParameter")
+        assert refused.value.message == "clientToken must be a string or a number."
+    assert not Job.objects.filter(owner=alice).exists()
+
+
 def test_paging_in_creation_order_lists_each_job_once_while_new_jobs_arrive(api, alice):
     """README "Paging while jobs come and go": with order=asc a job made between two pages
     lands on a later page, so a script walking pageNo sees every job once (with the default,

@@ -216,6 +216,30 @@ def test_a_superuser_finds_who_deleted_a_job_and_when_in_the_deleted_jobs_list(
 
 
 @pytest.mark.usefixtures("runner_settings")
+def test_a_deleted_jobs_page_shows_a_dash_for_late_aihc_jobs_when_none_were_watched_for(
+    alice, alice_client, superuser
+):
+    # qa111: a local job's page said "迟到的百舸 AIHC 任务: None".
+    from jobs.models import DeletedJob
+    from jobs.services import jobs_submit
+
+    from .runner_helpers import make_spec
+
+    job = jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key="del-2", backend="local")[
+        0
+    ]
+    alice_client.post(f"/jobs/{job.public_id}/delete/", {"confirmed": "1"})
+    deleted = DeletedJob.objects.get(public_id=job.public_id)
+
+    page = client_for(superuser).get(f"{DELETED}{deleted.pk}/change/").content.decode()
+
+    row = page[page.index("迟到的百舸 AIHC 任务") :]
+    row = row[: row.index("</div>\n")]
+    assert '<div class="readonly">—' in row
+    assert "None" not in row
+
+
+@pytest.mark.usefixtures("runner_settings")
 def test_the_deleted_jobs_list_names_a_queue_groups_task_with_its_place_in_the_group(
     alice, alice_client, superuser
 ):

@@ -10,7 +10,7 @@ from django.utils import translation
 from jobs import spec as S
 from jobs.backends.kubernetes import kept_log_file
 from jobs.kubernetes import manifests as M
-from jobs.logs import shown_lines
+from jobs.logs import MAX_TAIL_BYTES, shown_lines
 from jobs.models import JobStatus
 from tests.test_kubernetes_backend import (  # noqa: F401
     english,
@@ -241,6 +241,32 @@ def test_the_current_runs_banner_is_its_pods_and_stamped_when_it_started(
     assert lines[0].startswith("2026-01-02T03:04:05.000000Z ")
     assert shown(lines) == ["Console: master-0 attempt 2 starting", "epoch 1 again"]
     assert pod["metadata"]["labels"][M.RESTART_LABEL] == "1"
+
+
+def test_a_secret_the_kept_tails_cut_falls_in_is_kept_in_no_part(
+    fake,  # noqa: F811
+    k8s,  # noqa: F811
+    alice,
+):
+    """Of a failed run's log longer than MAX_TAIL_BYTES only its last are kept, and the cut
+    can fall inside a secret: its second half, which no mask matches, would be kept in the
+    clear. The kept tail starts at the first line that starts in it (qa111 checked it)."""
+    job = running(fake, k8s, tolerant(alice, k8s))
+    master = f"{job.external_id}-master-0"
+    cut_line_rest = "et_value, step 40"  # of "token hf_secret_value, step 40", cut after hf_secr
+    filler = "y" * 999
+    # The answer's last MAX_TAIL_BYTES: the cut line's rest, then whole lines.
+    count, last = divmod(MAX_TAIL_BYTES - len(cut_line_rest) - 1, len(filler) + 1)
+    after_cut = [*[filler] * count, "z" * (last - 1)]
+    assert len(cut_line_rest) + 1 + sum(len(line) + 1 for line in after_cut) == MAX_TAIL_BYTES
+    fake.add_logs(master, ["epoch 1", f"token hf_secr{cut_line_rest}", *after_cut])
+
+    job = restarted(fake, k8s, job)
+
+    kept = kept_log_file(job.public_id, "master-0").read_text().splitlines()
+    assert "et_value" not in "".join(kept) and "hf_secr" not in "".join(kept)
+    assert kept[1:] == after_cut  # after the run's banner, from the first whole line on
+    assert not job.events.filter(reason="LogsNotKept").exists()
 
 
 def test_kept_logs_are_readable_by_the_console_only(fake, k8s, alice):  # noqa: F811

@@ -344,6 +344,9 @@ PRIVATE_WEBHOOKS = [
     "https://[::ffff:169.254.169.254]/",  # IPv4-mapped
     "https://[2002:a9fe:a9fe::1]/",  # 6to4
     "https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",  # Teredo, its client 127.0.0.1
+    # IPv4-translated (RFC 2765, qa111: let through as global)
+    "https://[::ffff:0:7f00:1]:8199/x",  # 127.0.0.1
+    "https://[::ffff:0:a9fe:a9fe]/",  # 169.254.169.254
 ]
 
 
@@ -372,7 +375,7 @@ def test_a_host_name_resolving_to_a_private_address_is_refused_at_send_time(sett
         resolve_webhook(url)
 
 
-@pytest.mark.parametrize("address", ["::127.0.0.1", "64:ff9b::a9fe:a9fe"])
+@pytest.mark.parametrize("address", ["::127.0.0.1", "64:ff9b::a9fe:a9fe", "::ffff:0:7f00:1"])
 def test_a_name_resolving_to_an_ipv6_form_of_a_private_ipv4_address_is_refused_at_send_time(
     settings, monkeypatch, address
 ):
@@ -394,6 +397,7 @@ def test_a_public_ipv6_address_and_a_nat64_of_a_public_ipv4_one_are_still_allowe
 
     assert webhook_url_error("https://[2606:4700::1111]/hook") is None
     assert webhook_url_error("https://[64:ff9b::808:808]/hook") is None
+    assert webhook_url_error("https://[::ffff:0:808:808]/hook") is None
 
 
 @pytest.mark.parametrize(
