@@ -34,7 +34,13 @@ Rules (decisions):
   answer, which goes on to its submit's look (jobs.worker: dispatch_remote).
 - No job starts while the worker cannot make the network namespaces of
   LOCAL_JOB_NETWORK=isolated (its start-up check): as for disk, each job that would start
-  now says so and blocks its queue.
+  now says so and blocks its queue. Nor while bubblewrap is missing at LOCAL_BWRAP
+  (SANDBOX_UNAVAILABLE, asked once a pass): a fact of the machine that installing it mends,
+  where failing would fail every queued job in turn (fix126).
+- A job refused at start (jobs.runner.start_refusal: a volume it may no longer mount, a mount
+  over a file of this machine, more cards than have their device nodes...) fails from Queued
+  before it is given any cards or a running-jobs slot: the jobs behind it are served as if it
+  had not been there (review57, fix126).
 - Standalone jobs (独立任务) come first: each pass starts the Queued standalone jobs, in
   submit order, before any queue task, whatever the queue tasks' queues and priorities. The
   wizard, Run again, Copy & edit and the API admit a standalone job only when this pass
@@ -202,7 +208,8 @@ def dispatch_local(
 
     `network_problem`: why the worker cannot make the network namespaces of
     LOCAL_JOB_NETWORK=isolated (its start-up check, jobs.worker.checked_identity). Then no
-    job starts: each that would start now says so and keeps its place, as for disk."""
+    job starts: each that would start now says so and keeps its place, as for disk, and as
+    for bubblewrap missing."""
     from .runner import (
         bwrap_missing_message,
         current_capacity,
