@@ -100,8 +100,9 @@ def local_jobs_run_as_root(app_configs: Any = None, **kwargs: Any) -> list[check
 def card_nodes_missing(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """Said by `manage.py check --deploy`, at the start of `serve` and in the worker's start
     log (as W002): the local pool offers `nvidia.com/gpu` cards (LOCAL_ACCELERATORS, on a
-    machine whose nvidia-smi found none) whose device nodes do not exist. Each job given one
-    is refused at its start (jobs.runner.launch_attempt); until qa95 each replica failed in
+    machine whose nvidia-smi found none) whose device nodes do not exist. Such a card is not
+    offered, and a job needing more cards than have their nodes is refused before it starts
+    (jobs.runner.current_capacity, card_nodes_short); until qa95 each replica failed in
     bwrap ("Can't find source path /dev/nvidia0"), the job's reason only its exit code.
     Other card types are demo cards, with no node to find."""
     from .backends.local import NVIDIA_RESOURCE, detected_accelerators, missing_card_nodes
@@ -116,8 +117,9 @@ def card_nodes_missing(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
     return [
         checks.Warning(
             f"The local pool offers {count} {NVIDIA_RESOURCE} cards, but {len(missing)} of their "
-            f"device nodes do not exist on this machine ({shown}): each local job given such a "
-            f"card is refused at its start, naming the missing node.",
+            f"device nodes do not exist on this machine ({shown}): such a card is given to no "
+            f"local job, and a job needing more cards than have their nodes is refused, naming "
+            f"the missing nodes.",
             hint=(
                 "Install the NVIDIA driver, or give demo cards another card type in "
                 "LOCAL_ACCELERATORS (baidu.com/a800_80g_cgpu=8): a type other than "

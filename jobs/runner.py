@@ -68,6 +68,7 @@ from .backends.local import (
     FILE_IN_THE_WAY,
     NVIDIA_RESOURCE,
     accelerator_devices,
+    cards_without_node,
     detected_accelerators,
     host_file_in_the_way_of,
     host_volumes,
@@ -1321,10 +1322,13 @@ def current_capacity() -> Capacity:
             exclusive.update(cpus)
         else:
             shared_running = True
-    free_devices = {
-        card: [i for i in range(total) if i not in used.get(card, set())]
-        for card, total in detected_accelerators().items()
-    }
+    # A card whose device node is missing is not offered (missing_card_nodes): a job given
+    # it could not start, and one whose cards are all there would wait for another card whose
+    # node is (start_refusal refuses one that needs more cards than have nodes).
+    free_devices = {}
+    for card, total in detected_accelerators().items():
+        unusable = used.get(card, set()) | set(cards_without_node(card, range(total)))
+        free_devices[card] = [i for i in range(total) if i not in unusable]
     cores = machine_cpus()
     shared = [c for c in cores if c not in exclusive]
     return Capacity(
@@ -1398,20 +1402,10 @@ def volume_mounts(
             raise SandboxError(joined(*(m for messages in refused.values() for m in messages)))
     roots = {v.name: v.root for v in host_volumes()}
     state = [os.path.realpath(path) for path in console_state_paths()]
-    # Checked at submit too (LocalBackend.check_spec) on the web server's files: a job
-    # queued before that check, or whose machine changed since, failed with bwrap's
-    # "Can't mkdir /etc/passwd: Not a directory". Before any folder is made for it.
-    dests = [ds.mount_path for ds in spec.datasources]
-    for ds in spec.datasources:
-        if in_the_way := host_file_in_the_way_of(ds.mount_path, dests):
-            raise SandboxError(
-                recorded(
-                    gettext_noop("The mount %(mount)s (volume %(volume)s): %(reason)s"),
-                    mount=ds.mount_path,
-                    volume=ds.name,
-                    reason=recorded(FILE_IN_THE_WAY, path=in_the_way),
-                )
-            )
+    # Before any folder is made for it (start_refusal asked before the job started; this is
+    # a relaunch, or a fault-tolerance restart).
+    if problem := mount_over_host_file(spec):
+        raise SandboxError(problem)
     mounts: list[Mount] = []
     try:
         for ds in spec.datasources:
@@ -1475,6 +1469,67 @@ def volume_mounts(
     return mounts
 
 
+def mount_over_host_file(spec: JobSpec) -> str | None:
+    """Why a mount of `spec` cannot be made: a file of this machine (not a folder) is where
+    it would go. Checked at submit too (LocalBackend.check_spec) on the web server's files: a
+    job queued before that check, or whose machine changed since, failed with bwrap's
+    "Can't mkdir /etc/passwd: Not a directory"."""
+    dests = [ds.mount_path for ds in spec.datasources]
+    for ds in spec.datasources:
+        if in_the_way := host_file_in_the_way_of(ds.mount_path, dests):
+            return recorded(
+                gettext_noop("The mount %(mount)s (volume %(volume)s): %(reason)s"),
+                mount=ds.mount_path,
+                volume=ds.name,
+                reason=recorded(FILE_IN_THE_WAY, path=in_the_way),
+            )
+    return None
+
+
+def bwrap_missing_message() -> str | None:
+    """Why no replica can start on this machine now: bubblewrap is not at LOCAL_BWRAP (the
+    worker refuses to start without it, jobs.checks.bwrap_problems; this is one removed since)."""
+    if os.access(settings.LOCAL_BWRAP, os.X_OK):
+        return None
+    return recorded(
+        gettext_noop("bubblewrap is not installed at %(path)s (apt-get install bubblewrap)"),
+        path=settings.LOCAL_BWRAP,
+    )
+
+
+def card_nodes_refusal(devices: dict[str, list[int]]) -> str | None:
+    """Why a job given `devices` cannot start: the device node of one of its cards does not
+    exist. Before any replica starts: bwrap would fail each one binding a node that is not
+    there, the job's reason only "worker-0 exited with code 1" (qa95)."""
+    missing = [path for card, cards in devices.items() for path in missing_card_nodes(card, cards)]
+    return _no_device_node_message(missing) if missing else None
+
+
+def card_nodes_short(spec: JobSpec) -> str | None:
+    """Why a queued job can never be given its cards: it needs more of a type than the local
+    pool has cards whose device node is there (the others are not offered, current_capacity).
+    Names the missing nodes."""
+    totals = detected_accelerators()
+    for card, wanted in spec.accelerators_by_type().items():
+        missing = missing_card_nodes(card, range(totals.get(card, 0)))
+        if missing and wanted > totals.get(card, 0) - len(missing):
+            return _no_device_node_message(missing)
+    return None
+
+
+def _no_device_node_message(missing: list[str]) -> str:
+    return recorded(
+        gettext_noop(
+            "this machine has no device node %(nodes)s for its %(card)s cards "
+            "(LOCAL_ACCELERATORS offers them, but no NVIDIA driver made their nodes "
+            "here). Ask the administrator to install the driver, or to name demo cards "
+            "by another card type"
+        ),
+        nodes=Words(tuple(missing)),
+        card=NVIDIA_RESOURCE,
+    )
+
+
 def _opened_or_made(root: Path, ds: Any, *, as_user: tuple[int, int] | None) -> tuple[int, str]:
     """The mount's source folder opened and checked (open_in_root); a read-write mount's
     missing one made first, as the kubelet makes a missing subPath (make_in_root)."""
@@ -1535,32 +1590,10 @@ def launch_attempt(
 
     Raises SandboxError or OSError when the job cannot start at all.
     """
-    if not os.access(settings.LOCAL_BWRAP, os.X_OK):
-        raise SandboxError(
-            recorded(
-                gettext_noop(
-                    "bubblewrap is not installed at %(path)s (apt-get install bubblewrap)"
-                ),
-                path=settings.LOCAL_BWRAP,
-            )
-        )
-    # Before any replica starts: bwrap would fail each one binding a node that is not there,
-    # the job's reason only "worker-0 exited with code 1" (qa95).
-    if missing := [
-        path for card, cards in run.devices.items() for path in missing_card_nodes(card, cards)
-    ]:
-        raise SandboxError(
-            recorded(
-                gettext_noop(
-                    "this machine has no device node %(nodes)s for its %(card)s cards "
-                    "(LOCAL_ACCELERATORS offers them, but no NVIDIA driver made their nodes "
-                    "here). Ask the administrator to install the driver, or to name demo cards "
-                    "by another card type"
-                ),
-                nodes=Words(tuple(missing)),
-                card=NVIDIA_RESOURCE,
-            )
-        )
+    # The scheduling pass asked both before the job started (jobs.scheduler.dispatch_local);
+    # asked again for a relaunch or a fault-tolerance restart, and for what changed meanwhile.
+    if problem := bwrap_missing_message() or card_nodes_refusal(run.devices):
+        raise SandboxError(problem)
     launched = any(
         read_state(replica_state_dir(job.public_id, run.attempt, ref.label)).phase != "unlaunched"
         for ref in replica_refs(spec)
@@ -2355,16 +2388,24 @@ def _exclusive_cpus_in_use() -> set[int]:
 def start_refusal(*, job: Job, spec: JobSpec) -> str | None:
     """Why a queued job cannot start, of what can be known before it takes its cards and is
     marked Running: a volume its owner may no longer mount (or made read-only since), a
-    mount path or replica count refused since it was queued, a TensorFlow job that would never
-    end. launch_attempt asks again (a relaunch, a fault-tolerance restart); what only
-    starting tells (bubblewrap, device nodes, the owner's uid, a folder) fails it there."""
+    mount path or replica count refused since it was queued, a mount over a file of this
+    machine, more cards of a type than have their device node, a TensorFlow job that would
+    never end. launch_attempt asks again (a relaunch, a fault-tolerance restart). Bubblewrap
+    missing holds every job Queued instead (jobs.scheduler); what only starting tells (the
+    owner's uid, a folder the job cannot reach) fails it in launch_attempt."""
     refused = volume_refusals(spec=spec, owner=job.owner, at_start=True)
     if refused:
         return joined(*(m for messages in refused.values() for m in messages))
     for ds in spec.datasources:
         if problem := runner_path_problem(ds.mount_path, framework=spec.framework):
             return problem
-    return too_many_replicas(spec) or tensorflow_without_end(spec) or None
+    return (
+        mount_over_host_file(spec)
+        or card_nodes_short(spec)
+        or too_many_replicas(spec)
+        or tensorflow_without_end(spec)
+        or None
+    )
 
 
 def refuse_start(*, job: Job, spec: JobSpec, worker: WorkerIdentity | None = None) -> bool:

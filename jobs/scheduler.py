@@ -34,7 +34,13 @@ Rules (decisions):
   answer, which goes on to its submit's look (jobs.worker: dispatch_remote).
 - No job starts while the worker cannot make the network namespaces of
   LOCAL_JOB_NETWORK=isolated (its start-up check): as for disk, each job that would start
-  now says so and blocks its queue.
+  now says so and blocks its queue. Nor while bubblewrap is missing at LOCAL_BWRAP
+  (SANDBOX_UNAVAILABLE, asked once a pass): a fact of the machine that installing it mends,
+  where failing would fail every queued job in turn (fix126).
+- A job refused at start (jobs.runner.start_refusal: a volume it may no longer mount, a mount
+  over a file of this machine, more cards than have their device nodes...) fails from Queued
+  before it is given any cards or a running-jobs slot: the jobs behind it are served as if it
+  had not been there (review57, fix126).
 - Standalone jobs (独立任务) come first: each pass starts the Queued standalone jobs, in
   submit order, before any queue task, whatever the queue tasks' queues and priorities. The
   wizard, Run again, Copy & edit and the API admit a standalone job only when this pass
@@ -132,10 +138,13 @@ LINE_ORDER = (
 QUOTA_EXCEEDED = "QuotaExceeded"
 DISK_PRESSURE = "DiskPressure"
 NETWORK_UNAVAILABLE = "NetworkUnavailable"
+SANDBOX_UNAVAILABLE = "SandboxUnavailable"
 IN_QUEUE = "WaitingInQueue"
 STANDALONE_WAITING = "StandaloneWaiting"
 OWNER_DEACTIVATED = "OwnerDeactivated"
-HELD_REASONS = frozenset({QUOTA_EXCEEDED, DISK_PRESSURE, NETWORK_UNAVAILABLE, OWNER_DEACTIVATED})
+HELD_REASONS = frozenset(
+    {QUOTA_EXCEEDED, DISK_PRESSURE, NETWORK_UNAVAILABLE, SANDBOX_UNAVAILABLE, OWNER_DEACTIVATED}
+)
 WAITING_REASONS = HELD_REASONS | {IN_QUEUE, STANDALONE_WAITING}
 ALERT_REASONS = ("AlertSent", "AlertFailed", "AlertNotSent")
 IN_QUEUE_MESSAGE = gettext_noop(
@@ -146,6 +155,10 @@ NETWORK_UNAVAILABLE_MESSAGE = gettext_noop(
     "Waiting for isolated networking: this machine refuses to create the network namespace "
     "each local job gets (LOCAL_JOB_NETWORK=isolated): %(reason)s. It starts by itself once "
     "a worker that can create one runs. Please contact an administrator."
+)
+SANDBOX_UNAVAILABLE_MESSAGE = gettext_noop(
+    "Waiting for bubblewrap, which sandboxes every replica of a local job: %(reason)s. It "
+    "starts by itself once it is installed again. Please contact an administrator."
 )
 NETWORK_UNAVAILABLE_OUTBOUND_MESSAGE = gettext_noop(
     "Waiting for isolated networking: this machine cannot set up the network namespace with "
@@ -195,8 +208,10 @@ def dispatch_local(
 
     `network_problem`: why the worker cannot make the network namespaces of
     LOCAL_JOB_NETWORK=isolated (its start-up check, jobs.worker.checked_identity). Then no
-    job starts: each that would start now says so and keeps its place, as for disk."""
+    job starts: each that would start now says so and keeps its place, as for disk, and as
+    for bubblewrap missing."""
     from .runner import (
+        bwrap_missing_message,
         current_capacity,
         disk_pressure_message,
         refuse_start,
@@ -208,6 +223,8 @@ def dispatch_local(
     capacity = current_capacity()
     held: str | None = None  # why no job may start for want of disk space
     disk_measured = False
+    no_sandbox: str | None = None  # bubblewrap missing: no job may start
+    sandbox_looked = False
     group_running = _group_running()
     group_caps: dict[int, int] = {}
     usage = local_usage()  # per owner, kept current as this pass starts jobs
@@ -285,6 +302,20 @@ def dispatch_local(
             blocked.add(queue)
             if said in HELD_REASONS:  # no longer held for its quota or disk, but for room
                 held_for(job, IN_QUEUE, recorded(IN_QUEUE_MESSAGE))
+            continue
+        if not sandbox_looked:  # once a pass, and only when a job would start
+            no_sandbox, sandbox_looked = bwrap_missing_message(), True
+        if no_sandbox:
+            # Held, not failed: bubblewrap is a fact of this machine, not of the job, and
+            # failing would fail every queued job in turn, each to be submitted again, when
+            # installing it again lets them all start. The worker refuses to start without
+            # it (jobs.checks.bwrap_problems): this is bubblewrap removed under a running
+            # worker. It keeps its place, as for the network below.
+            held_for(
+                job, SANDBOX_UNAVAILABLE, recorded(SANDBOX_UNAVAILABLE_MESSAGE, reason=no_sandbox)
+            )
+            if not standalone:
+                blocked.add(queue)
             continue
         if network_problem:
             # Failing it would only repeat the kernel's refusal on every job in turn. A
@@ -826,6 +857,11 @@ def why_waiting(job: Job, *, worker: WorkerState | None = None) -> str | None:
         plan = next_pass()
         if plan.standalone_waits and plan.left is not None and plan.left.shortfall(need):
             now = standalone_waiting_message(need, plan.left)
+    elif said == SANDBOX_UNAVAILABLE:
+        from .runner import bwrap_missing_message
+
+        missing = bwrap_missing_message()
+        now = recorded(SANDBOX_UNAVAILABLE_MESSAGE, reason=missing) if missing else None
     elif said == NETWORK_UNAVAILABLE:
         # The active worker's finding now (another worker may have taken over since).
         now = network_waiting_message(worker.network_problem) if worker.network_problem else None

@@ -104,12 +104,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 @pytest.fixture
-def local_pool_without_bubblewrap(settings, tmp_path):
-    """The local pool as the scheduling tests start jobs on it for real, on a machine without
-    bubblewrap: each start fails at once, before any process, and the job keeps the cards it
-    was given until the worker ends it, as it would. The test sets LOCAL_ACCELERATORS and
-    LOCAL_QUEUES on the settings it is given."""
-    settings.LOCAL_BWRAP = str(tmp_path / "no-bwrap")
+def local_pool_failing_at_launch(settings):
+    """The local pool as the scheduling tests start jobs on it for real, each start failing
+    at once, before any process, for want of a uid for its owner (LOCAL_JOB_UID_BASE too high:
+    what only launching tells, jobs.runner.launch_attempt), and the job keeps the cards it was
+    given until the worker ends it, as it would. The test sets LOCAL_ACCELERATORS and
+    LOCAL_QUEUES on the settings it is given. (Until fix126 bubblewrap was missing, which now
+    holds every job Queued.)"""
+    from jobs.job_users import HIGHEST_UID
+
+    settings.LOCAL_JOB_UID_BASE = HIGHEST_UID
     settings.LOCAL_DISK_MIN_FREE_GB = 0
     settings.LOCAL_DISK_EVICT_FREE_GB = 0
     settings.LANGUAGE_CODE = "en"

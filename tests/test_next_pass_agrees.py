@@ -9,7 +9,7 @@ Pending review, remote jobs, stopping jobs still holding cards, two card types, 
 CPU-exclusive roles, card quotas, the running-jobs limit, standalone jobs among queue tasks)
 and must agree on the cards left; and no queue task starts while a standalone job waits for
 room (standalone jobs start first, sched26).
-The pass starts its jobs for real, on a machine without bubblewrap: each start fails at
+The pass starts its jobs for real, each failing at launch: each start fails at
 once, and the job keeps the cards it was given until the worker ends it, as it would."""
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ QUEUES = ["default", "Research", "q2", "b.batch"]
 
 
 @pytest.fixture(autouse=True)
-def seven_cards_of_two_types(local_pool_without_bubblewrap):
-    settings = local_pool_without_bubblewrap
+def seven_cards_of_two_types(local_pool_failing_at_launch):
+    settings = local_pool_failing_at_launch
     settings.LOCAL_ACCELERATORS = ",".join(f"{card}={n}" for card, n in TOTALS.items())
     settings.LOCAL_QUEUES = QUEUES
 

@@ -11,7 +11,7 @@ task of `research`, its page saying "Position 1 in the queue", wait while a low 
 (they start first), then the queue tasks of every queue ahead of it in that order, less
 those set aside for their owner's quota or their queue group's cap (they do not hold it).
 
-The pass starts its jobs for real, on a machine without bubblewrap: each start fails at once,
+The pass starts its jobs for real, each failing at launch: each start fails at once,
 and the job keeps the cards it was given until the worker ends it, as it would."""
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ A800 = "baidu.com/a800_80g_cgpu"
 
 
 @pytest.fixture(autouse=True)
-def two_cards_without_bubblewrap(local_pool_without_bubblewrap):
-    local_pool_without_bubblewrap.LOCAL_ACCELERATORS = f"{A800}=2"
-    local_pool_without_bubblewrap.LOCAL_QUEUES = ["default", "research", "vision"]
+def two_cards_failing_at_launch(local_pool_failing_at_launch):
+    local_pool_failing_at_launch.LOCAL_ACCELERATORS = f"{A800}=2"
+    local_pool_failing_at_launch.LOCAL_QUEUES = ["default", "research", "vision"]
 
 
 def _spec(name: str, cards: int, *, standalone: bool = False, **changes) -> S.JobSpec:

@@ -1918,13 +1918,36 @@ def test_a_stopped_job_is_kept_past_its_retention_period(alice, settings):
     assert status_of(stopped) == JobStatus.STOPPED  # kept, as AIHC keeps it
 
 
-def test_a_missing_sandbox_fails_the_job_with_a_clear_reason(alice, settings):
+def test_a_missing_sandbox_holds_the_job_queued_saying_why_until_it_is_installed_again(
+    alice, settings
+):
+    """fix126: bubblewrap gone under a running worker failed each queued job in turn, after
+    a Started event; it is a fact of the machine, which installing it again mends."""
+    from jobs.scheduler import SANDBOX_UNAVAILABLE, why_waiting
+
+    installed = settings.LOCAL_BWRAP
     settings.LOCAL_BWRAP = "/nonexistent/bwrap"
     job = submit(alice, make_spec("true"))
+    worker = Worker()
 
-    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+    run_until(worker, lambda: job.events.filter(reason=SANDBOX_UNAVAILABLE).exists())
+    worker.tick()
 
-    assert "未安装 bubblewrap" in job.status_reason
+    assert status_of(job) == JobStatus.QUEUED and job.started_at is None
+    assert not job.events.filter(reason__in=["Started", "StartFailed"]).exists()
+    assert why_waiting(job) == (
+        "等待 bubblewrap：本机任务的每个副本都在它的沙箱中运行：未安装 bubblewrap"
+        "（/nonexistent/bwrap；apt-get install bubblewrap）。重新安装后，任务会自动启动。请联系管理员。"
+    )
+    with translation.override("en"):
+        assert why_waiting(job) == (
+            "Waiting for bubblewrap, which sandboxes every replica of a local job: bubblewrap "
+            "is not installed at /nonexistent/bwrap (apt-get install bubblewrap). It starts by "
+            "itself once it is installed again. Please contact an administrator."
+        )
+
+    settings.LOCAL_BWRAP = installed
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
 
 
 def test_a_job_cannot_write_to_or_remount_the_host_file_system(alice):

@@ -423,25 +423,31 @@ def test_the_drivers_card_folder_lists_only_the_replicas_own_cards(alice, device
     assert len(list(driver_folder.iterdir())) == 3
 
 
-def test_a_job_given_cards_whose_nodes_are_missing_is_refused_at_start_naming_them(
-    alice, settings, tmp_path
+def test_a_job_needing_more_cards_than_have_their_nodes_is_failed_before_it_starts_naming_them(
+    alice, alice_client, settings, tmp_path
 ):
     # qa95: nvidia.com/gpu in LOCAL_ACCELERATORS on a machine without /dev/nvidia*: each
     # replica failed in bwrap ("Can't find source path /dev/nvidia0"), the job's reason only
-    # "worker-0 exited with code 1."
+    # "worker-0 exited with code 1." fix126: failed from Queued, never Started, not counted as
+    # a job run in My usage.
     folder = tmp_path / "dev"
     folder.mkdir()
-    (folder / "nvidia1").write_text("nvidia1")  # card 1's node is there, 0's and 2's not
+    for name in ("nvidia1", "nvidia3"):  # cards 1's and 3's nodes are there, 0's and 2's not
+        (folder / name).write_text(name)
     settings.LOCAL_DEVICE_DIR = str(folder)
     settings.LOCAL_ACCELERATORS = f"{GPU}=4"
     job = submit(alice, make_spec(REPORT, roles=[S.Role("master", 1, GPU, 3)]))
 
     run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+    page = alice_client.get("/account/usage/", HTTP_ACCEPT_LANGUAGE="en")
 
-    assert job.status == JobStatus.FAILED
-    assert job.events.filter(reason="StartFailed").exists()
+    assert page.context["report"].total.jobs == 0
+    assert job.status == JobStatus.FAILED and job.started_at is None
+    reasons = list(job.events.values_list("reason", flat=True))
+    assert "Started" not in reasons and reasons.count("StartFailed") == 1
     assert f"{folder}/nvidia0、{folder}/nvidia2" in job.status_reason
-    assert "nvidia.com/gpu" in job.status_reason and "nvidia1" not in job.status_reason
+    assert "nvidia.com/gpu" in job.status_reason
+    assert "nvidia1" not in job.status_reason and "nvidia3" not in job.status_reason
     with translation.override("en"):
         assert job.status_reason_shown == (
             f"Could not start: this machine has no device node {folder}/nvidia0, "
@@ -450,6 +456,32 @@ def test_a_job_given_cards_whose_nodes_are_missing_is_refused_at_start_naming_th
             "driver, or to name demo cards by another card type"
         )
     assert not any(" DEVICES " in line for line in log_text(job, "master-0").splitlines())
+
+
+def test_a_job_waits_for_cards_whose_nodes_are_there_rather_than_take_one_whose_node_is_missing(
+    alice, settings, tmp_path
+):
+    """fix126: card 0's node is missing, card 1's there but busy: the job waits for card 1
+    (card 0 is not offered), and starts on it once it is idle; it is not failed for card 0."""
+    folder = tmp_path / "dev"
+    folder.mkdir()
+    (folder / "nvidia1").write_text("nvidia1")
+    settings.LOCAL_DEVICE_DIR = str(folder)
+    settings.LOCAL_ACCELERATORS = f"{GPU}=2"
+    holder = submit(alice, make_spec(UNTIL_THE_GATE_OPENS, roles=[S.Role("master", 1, GPU, 1)]))
+    worker = Worker()
+    run_until(worker, lambda: status_of(holder) == JobStatus.RUNNING)
+    job = submit(alice, make_spec(REPORT, roles=[S.Role("master", 1, GPU, 1)]))
+    worker.tick()
+
+    assert status_of(job) == JobStatus.QUEUED
+    assert not job.events.filter(reason="StartFailed").exists()
+
+    open_gate(settings)
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert job.local_run.devices == {GPU: [1]}
 
 
 def test_the_start_checks_warn_of_offered_cards_whose_nodes_are_missing(settings, tmp_path):

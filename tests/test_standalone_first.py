@@ -7,7 +7,7 @@ first) cannot take its cards, also when the worker was down between the two subm
 that still cannot start waits first in line, says why with its numbers, and nothing behind
 it starts.
 
-The pass starts its jobs for real, on a machine without bubblewrap: each start fails at once,
+The pass starts its jobs for real, each failing at launch: each start fails at once,
 and the job keeps the cards it was given until the worker ends it, as it would."""
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ A800 = "baidu.com/a800_80g_cgpu"
 
 
 @pytest.fixture(autouse=True)
-def four_cards_without_bubblewrap(local_pool_without_bubblewrap):
-    local_pool_without_bubblewrap.LOCAL_ACCELERATORS = f"{A800}=4"
-    local_pool_without_bubblewrap.LOCAL_QUEUES = ["default", "a-first"]
+def four_cards_failing_at_launch(local_pool_failing_at_launch):
+    local_pool_failing_at_launch.LOCAL_ACCELERATORS = f"{A800}=4"
+    local_pool_failing_at_launch.LOCAL_QUEUES = ["default", "a-first"]
 
 
 def _spec(name: str, cards: int, *, queue_task: bool = False, **changes) -> S.JobSpec:

@@ -5,7 +5,7 @@ cards and its running-jobs slot stayed taken for the rest of the pass: a later j
 queue started ahead of the job behind it (the strict queue order broken), and a standalone job
 behind it said no card was idle.
 
-The pass starts its jobs for real, on a machine without bubblewrap: each start fails at once,
+The pass starts its jobs for real, each failing at launch: each start fails at once,
 and the job keeps the cards it was given until the worker ends it, as it would."""
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ A800 = "baidu.com/a800_80g_cgpu"
 
 
 @pytest.fixture(autouse=True)
-def three_cards_without_bubblewrap(local_pool_without_bubblewrap):
-    local_pool_without_bubblewrap.LOCAL_ACCELERATORS = f"{A800}=3"
-    local_pool_without_bubblewrap.LOCAL_QUEUES = ["default", "research"]
-    return local_pool_without_bubblewrap
+def three_cards_failing_at_launch(local_pool_failing_at_launch):
+    local_pool_failing_at_launch.LOCAL_ACCELERATORS = f"{A800}=3"
+    local_pool_failing_at_launch.LOCAL_QUEUES = ["default", "research"]
+    return local_pool_failing_at_launch
 
 
 def _submitted(owner, name: str, roles: list[S.Role], *, queue: str = "", **changes) -> Job:
@@ -36,6 +36,8 @@ def _submitted(owner, name: str, roles: list[S.Role], *, queue: str = "", **chan
     if queue:
         spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=1, concurrency=1)
         spec.queue = queue
+    for name, value in changes.items():
+        setattr(spec, name, value)
     return jobs_submit(owner=owner, spec=spec, submit_key=uuid.uuid4().hex)[0]
 
 
@@ -61,12 +63,12 @@ def _reasons(job: Job) -> list[str]:
 
 
 def test_a_job_refused_at_start_leaves_its_cards_to_the_next_of_its_queue_not_to_a_later_queue(
-    alice, bob, three_cards_without_bubblewrap
+    alice, bob, three_cards_failing_at_launch
 ):
     refused = _submitted(alice, "refused", _two_replicas_of_one_card(), queue="default")
     bobs = _submitted(bob, "bobs", _one_replica(3), queue="default")
     later = _submitted(alice, "later", _one_replica(1), queue="research")
-    three_cards_without_bubblewrap.LOCAL_MAX_REPLICAS = 1  # lowered after they were queued
+    three_cards_failing_at_launch.LOCAL_MAX_REPLICAS = 1  # lowered after they were queued
 
     assert dispatch_local() == [bobs]
     assert _status(later) == JobStatus.QUEUED
@@ -75,11 +77,11 @@ def test_a_job_refused_at_start_leaves_its_cards_to_the_next_of_its_queue_not_to
 
 
 def test_a_standalone_job_behind_one_refused_at_start_starts_without_saying_it_waits_for_cards(
-    alice, bob, three_cards_without_bubblewrap
+    alice, bob, three_cards_failing_at_launch
 ):
     refused = _submitted(alice, "refused", _two_replicas_of_one_card())
     bobs = _submitted(bob, "bobs", _one_replica(2))
-    three_cards_without_bubblewrap.LOCAL_MAX_REPLICAS = 1
+    three_cards_failing_at_launch.LOCAL_MAX_REPLICAS = 1
 
     assert dispatch_local() == [bobs]
     assert _status(refused) == JobStatus.FAILED
@@ -87,15 +89,140 @@ def test_a_standalone_job_behind_one_refused_at_start_starts_without_saying_it_w
 
 
 def test_jobs_refused_at_start_use_up_no_slot_of_the_running_jobs_limit(
-    alice, bob, three_cards_without_bubblewrap
+    alice, bob, three_cards_failing_at_launch
 ):
-    three_cards_without_bubblewrap.LOCAL_MAX_RUNNING_JOBS = 1
+    three_cards_failing_at_launch.LOCAL_MAX_RUNNING_JOBS = 1
     refused = [
         _submitted(alice, f"refused-{n}", _two_replicas_of_one_card(), queue="default")
         for n in range(2)
     ]
     bobs = _submitted(bob, "bobs", _one_replica(1), queue="research")
-    three_cards_without_bubblewrap.LOCAL_MAX_REPLICAS = 1
+    three_cards_failing_at_launch.LOCAL_MAX_REPLICAS = 1
 
     assert dispatch_local() == [bobs]
     assert [_status(job) for job in refused] == [JobStatus.FAILED, JobStatus.FAILED]
+
+
+# -- the checks that once ran after the job was marked Running (fix126) --------------------
+
+GPU = "nvidia.com/gpu"
+
+
+def _failed_as_never_started(job: Job) -> None:
+    """Failed from Queued: one StartFailed event, no Started, no start time."""
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.started_at is None
+    assert "Started" not in _reasons(job) and _reasons(job).count("StartFailed") == 1
+
+
+def test_a_job_mounting_over_a_file_of_this_machine_is_failed_before_it_takes_the_cards(
+    alice, bob, three_cards_failing_at_launch, tmp_path
+):
+    # Refused on the mount row since fix110: a job queued before that, or whose machine has
+    # the file since.
+    three_cards_failing_at_launch.LOCAL_VOLUMES = f"work={tmp_path}"
+    refused = _submitted(
+        alice,
+        "refused",
+        _one_replica(3),
+        queue="default",
+        datasources=[S.Datasource("hostpath", "work", mount_path="/etc/passwd")],
+    )
+    bobs = _submitted(bob, "bobs", _one_replica(3), queue="default")
+    later = _submitted(alice, "later", _one_replica(1), queue="research")
+
+    assert dispatch_local() == [bobs]
+    assert _status(later) == JobStatus.QUEUED
+    _failed_as_never_started(refused)
+    assert refused.status_reason_shown == (
+        "Could not start: The mount /etc/passwd (volume work): A local job sees this machine's "
+        "own files as its root, and there /etc/passwd is a file, not a folder: a volume cannot "
+        "be mounted over it. Mount it at a folder, or at a path not there yet, e.g. /workspace."
+    )
+
+
+@pytest.fixture
+def three_gpus_card_0_without_its_node(three_cards_failing_at_launch, tmp_path):
+    """Three nvidia.com/gpu cards, the nodes of cards 1 and 2 there, card 0's missing."""
+    folder = tmp_path / "dev"
+    folder.mkdir()
+    for name in ("nvidia1", "nvidia2"):
+        (folder / name).write_text(name)
+    three_cards_failing_at_launch.LOCAL_DEVICE_DIR = str(folder)
+    three_cards_failing_at_launch.LOCAL_ACCELERATORS = f"{GPU}=3"
+    return folder
+
+
+def _gpus(cards: int) -> list[S.Role]:
+    return [S.Role("master", 1, accelerator_type=GPU, accelerators=cards, cpu=1)]
+
+
+def test_a_job_given_a_card_without_its_node_is_failed_before_it_takes_them_and_the_next_gets_them(
+    alice, bob, three_gpus_card_0_without_its_node, settings
+):
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    refused = _submitted(
+        alice,
+        "refused",
+        _gpus(3),
+        queue="default",
+        alert=S.AlertConfig(items=["jobFailed"], emails=["ops@example.com"]),
+    )
+    bobs = _submitted(bob, "bobs", _gpus(2), queue="default")
+    later = _submitted(alice, "later", _gpus(1), queue="research")
+
+    assert dispatch_local() == [bobs]
+    assert _status(later) == JobStatus.QUEUED
+    _failed_as_never_started(refused)
+    folder = three_gpus_card_0_without_its_node
+    assert refused.status_reason_shown == (
+        f"Could not start: this machine has no device node {folder}/nvidia0 for its "
+        "nvidia.com/gpu cards (LOCAL_ACCELERATORS offers them, but no NVIDIA driver made their "
+        "nodes here). Ask the administrator to install the driver, or to name demo cards by "
+        "another card type"
+    )
+    from django_tasks_db.models import DBTaskResult
+
+    (alert,) = DBTaskResult.objects.all()
+    assert alert.args_kwargs["kwargs"]["item"] == "jobFailed"
+    assert alert.args_kwargs["kwargs"]["job_id"] == refused.pk
+
+
+def test_a_job_is_given_the_idle_cards_whose_nodes_are_there_not_one_whose_node_is_missing(
+    alice, three_gpus_card_0_without_its_node
+):
+    job = _submitted(alice, "two", _gpus(2))
+
+    assert dispatch_local() == [job]
+    job.refresh_from_db()
+    assert job.local_run.devices == {GPU: [1, 2]}
+    assert "no device node" not in job.status_reason
+
+
+def test_without_bubblewrap_jobs_wait_in_their_place_and_start_once_it_is_there_again(
+    alice, bob, three_cards_failing_at_launch, tmp_path
+):
+    from jobs.scheduler import SANDBOX_UNAVAILABLE
+
+    installed = three_cards_failing_at_launch.LOCAL_BWRAP
+    three_cards_failing_at_launch.LOCAL_BWRAP = str(tmp_path / "no-bwrap")
+    first = _submitted(alice, "first", _one_replica(3), queue="default")
+    behind = _submitted(bob, "behind", _one_replica(1), queue="default")
+
+    assert dispatch_local() == []
+    assert dispatch_local() == []  # said once
+    assert [_status(first), _status(behind)] == [JobStatus.QUEUED, JobStatus.QUEUED]
+    assert _reasons(first).count(SANDBOX_UNAVAILABLE) == 1
+    assert "Started" not in _reasons(first) and first.started_at is None
+    assert SANDBOX_UNAVAILABLE not in _reasons(behind)  # behind it in its queue
+    event = JobEvent.objects.get(job=first, reason=SANDBOX_UNAVAILABLE)
+    assert event.message_shown == (
+        f"Waiting for bubblewrap, which sandboxes every replica of a local job: bubblewrap is "
+        f"not installed at {tmp_path}/no-bwrap (apt-get install bubblewrap). It starts by "
+        "itself once it is installed again. Please contact an administrator."
+    )
+
+    three_cards_failing_at_launch.LOCAL_BWRAP = installed
+
+    assert dispatch_local() == [first]

@@ -362,15 +362,20 @@ def test_the_walk_makes_nothing_where_the_jobs_user_may_not_write(tmp_path):
 
 
 def test_a_job_queued_with_a_mount_over_a_file_of_this_machine_fails_at_start_in_the_consoles_words(
-    alice, settings
+    alice, alice_client, settings
 ):
     """fix116: the mount row refuses /etc/passwd since fix110; a job queued before (or whose
     machine changed since) failed with bubblewrap's "Can't mkdir /etc/passwd: Not a
-    directory". The runner checks again before it makes or mounts anything."""
+    directory". The runner checks again before it makes or mounts anything; since fix126
+    before the job is marked Running: no start time, and My usage counts no job."""
     job = submit(alice, make_spec("true", datasources=[mount("runs/run-7", at="/etc/passwd")]))
 
     run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+    page = alice_client.get("/account/usage/", HTTP_ACCEPT_LANGUAGE="en")
 
+    assert page.context["report"].total.jobs == 0
+    assert job.started_at is None
+    assert not job.events.filter(reason="Started").exists()
     event = job.events.get(reason="StartFailed")
     assert (
         job.status_reason

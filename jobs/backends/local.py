@@ -228,6 +228,11 @@ def missing_card_nodes(
     return [path for path in paths if not os.path.exists(path)]
 
 
+def cards_without_node(card_type: str, cards: Iterable[int]) -> list[int]:
+    """Those of `cards` whose node missing_card_nodes finds missing."""
+    return [index for index in cards if missing_card_nodes(card_type, [index])]
+
+
 def _device_minor(information: str) -> int | None:
     """The "Device Minor" of a card's information file of the driver."""
     for line in information.splitlines():
