@@ -883,18 +883,27 @@ class FaultForm(StepForm):
         required=False,
         # Seed 000's two notes: the event, and BCCL's state in the log, which AIHC writes
         # (the image's BCCL does, when the platform asks; the local runner has no BCCL).
+        # What a hang then does, with fault tolerance and without (qa109: a hung job with
+        # fault tolerance on was only warned about; jobs.runner._restart_hung).
         help_text=_(
             "When the logs of all replicas stay silent for the threshold, the job is judged "
-            "hung and a hang event is recorded. On AIHC, when the training image includes "
-            "Baidu's BCCL collective-communication library, its communication state is also "
-            "written to the log when the job hangs, for diagnosing it."
+            "hung and a hang event is recorded. With fault tolerance on (below), a hung job "
+            "is then restarted as a failed one is, each restart one of its unconditional "
+            "retries, and fails once they are used up, freeing its cards; without it, the "
+            "job keeps running, holding its cards, until it writes again, ends or reaches "
+            "its time limit. On AIHC, when the training image includes Baidu's BCCL "
+            "collective-communication library, its communication state is also written to "
+            "the log when the job hangs, for diagnosing it."
         ),
     )
     hang_minutes = forms.IntegerField(label=_("Hang threshold (minutes)"), required=False)
     fault_tolerance = forms.BooleanField(
         label=_("Fault tolerance"),
         required=False,
-        help_text=_("Restarts the job on detected faults (PyTorch only)."),
+        help_text=_(
+            "Restarts the job on detected faults, a hang found by hang detection (above) "
+            "among them (PyTorch only)."
+        ),
     )
     retry_limit = forms.IntegerField(
         label=_("Unconditional retries"),
@@ -902,9 +911,9 @@ class FaultForm(StepForm):
         # Left empty, the local runner (jobs.runner.DEFAULT_RESTART_LIMIT) and the Kubernetes
         # manifest (jobs.kubernetes.manifests.retries) take 3; AIHC is sent no value (QA 44).
         help_text=_(
-            "Restarts after a failure of any cause (unconditional: no node fault need be "
-            "detected); at most 3. Left empty: 3 on the local and Kubernetes pools; an AIHC "
-            "pool is sent no value and uses its own default."
+            "Restarts after a failure of any cause, a detected hang included (unconditional: "
+            "no node fault need be detected); at most 3. Left empty: 3 on the local and "
+            "Kubernetes pools; an AIHC pool is sent no value and uses its own default."
         ),
     )
     custom_patterns = forms.CharField(
@@ -935,7 +944,17 @@ class FaultForm(StepForm):
         there, and which of the failed run's logs the console keeps (fix115)."""
         super().__init__(*args, **kwargs)
         _mark_required(self, "hang_minutes")
+        if kubeflow_v1_pool or trainer_pool:
+            # The pool refuses the switch (jobs.backends.kubernetes): said where it is.
+            self.fields["hang_detection"].help_text = _(
+                "Not on this pool: the console detects no hang of a job on a Kubernetes pool "
+                "yet. Leave it off."
+            )
         if kubeflow_v1_pool:
+            self.fields["fault_tolerance"].help_text = _(
+                "Restarts the job when it fails (PyTorch only). This pool detects no hang, so "
+                "a hang restarts nothing."
+            )
             self.fields["retry_limit"].help_text = _(
                 "On this pool a failed job is restarted whole: deleted from the cluster and "
                 "created again, every replica, up to this many times; at most 3, left empty "

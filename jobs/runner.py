@@ -2960,7 +2960,10 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     # The replicas still running: one that ended writes no more, and the runner's own "exited
     # with code 0" line in its log is not the job writing again (review28: it cleared a hang
     # warning while the others still hung).
-    _check_hang(job, run, spec, [r for r in replicas if states[r.pk].phase == "alive"], now)
+    alive = [r for r in replicas if states[r.pk].phase == "alive"]
+    if _check_hang(job, run, spec, alive, now):
+        run.refresh_from_db()
+        _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
 
 
 def tensorflow_result_replica(job: Job, replicas: list[JobReplica]) -> JobReplica | None:
@@ -3597,10 +3600,14 @@ def _hang_cleared_at_end(job: Job, run: LocalRun, replicas: list[JobReplica]) ->
 
 def _check_hang(
     job: Job, run: LocalRun, spec: JobSpec, replicas: list[JobReplica], now: datetime
-) -> None:
+) -> bool:
+    """Warns once per silence past the hang threshold (event, jobHang alert, a capture of the
+    stacks). With fault tolerance on, the warned silence then restarts the job (or fails it,
+    its restarts used up) once that capture is stored: True when that was decided, the job
+    to be torn down."""
     ftc = spec.fault_tolerance_config
     if not ftc or not ftc.enabled_hang_detection or not ftc.hang_detection_timeout_minutes:
-        return
+        return False
     last = run.attempt_started_at or now
     running = 0
     for replica in replicas:
@@ -3617,7 +3624,7 @@ def _check_hang(
             continue
         last = max(last, mtime)
     if not running:
-        return  # every command has ended: the job is ending, not hanging
+        return False  # every command has ended: the job is ending, not hanging
     threshold = ftc.hang_detection_timeout_minutes
     if run.hang_warned_at is not None and last > run.hang_warned_at:
         # A line since the warning: the silence it was about is over, and the page says so
@@ -3627,9 +3634,11 @@ def _check_hang(
             run.save(update_fields=["hang_warned_at"])
             job_event(job=job, reason="HangCleared", message=recorded(HANG_CLEARED))
     if now - last <= minutes(threshold):
-        return
+        return False
     if run.hang_warned_at is not None and run.hang_warned_at >= last:
-        return  # already warned about this silence
+        # Already warned about this silence: fault tolerance restarts the hung job, as AIHC's
+        # does (qa109: it was only warned about, holding its cards up to its time limit).
+        return spec.fault_tolerance and _restart_hung(job, run, spec, threshold)
     message = recorded_plural(
         ngettext_noop(
             "No replica has written a log line for %(minutes)s minute (the hang threshold); "
@@ -3651,6 +3660,40 @@ def _check_hang(
         from .stacks import capture_for_hang
 
         capture_for_hang(job=job)
+    return False
+
+
+def _restart_hung(job: Job, run: LocalRun, spec: JobSpec, threshold: int) -> bool:
+    """Decides a fault-tolerance restart of a job whose hang was warned about, as a failure's
+    (whole job, next attempt, Restarted event and jobFT alert), or its failure once its
+    restarts are used up, freeing its cards. Not before the hang's capture of the stacks is
+    stored: the restart ends the processes it reads. A hang counts toward the restart limit
+    (AIHC's 无条件重试, restarts without a detected node fault, which a hang is), so a job
+    that hangs at every attempt ends. True when decided here."""
+    from .stacks import capture_pending
+
+    if capture_pending(job=job):
+        return False
+    failure = recorded_plural(
+        ngettext_noop(
+            "The job hung: no replica wrote a log line for %(minutes)s minute (the hang "
+            "threshold).",
+            "The job hung: no replica wrote a log line for %(minutes)s minutes (the hang "
+            "threshold).",
+        ),
+        "minutes",
+        minutes=threshold,
+    )
+    if job.restarts < restart_limit(spec):
+        target, message = TARGET_RESTART, failure
+    else:
+        target, message = TARGET_FAILED, _restarts_used_up(spec, failure)
+    # Only if no stop was recorded since this tick read the run: a Stop or Delete wins.
+    return bool(
+        LocalRun.objects.filter(pk=run.pk, stop_target="").update(
+            stop_target=target, stop_message=message, stop_message_source=source_of(message)
+        )
+    )
 
 
 def _tear_down(

@@ -160,6 +160,11 @@ DEFAULT_SHARED_MEMORY_GI = 10
 DEFAULT_TIMEOUT_MINUTES = 30 * 24 * 60
 MAX_TIMEOUT_MINUTES = 365 * 24 * 60
 MAX_UNCONDITIONAL_RETRIES = 3
+# The hang threshold the wizard's field starts with (qa109: empty, with no example): AIHC's
+# own example, `--hang-detection-log-timeout-minutes=7`. No default: a request turning hang
+# detection on without a threshold is refused, in the API and the wizard alike (a field
+# cleared), as AIHC's default is not documented; stored jobs keep theirs.
+SUGGESTED_HANG_MINUTES = 7
 MAX_REPLICAS = 1000
 MAX_ACCELERATORS_PER_REPLICA = 64
 MAX_CPU = 1024

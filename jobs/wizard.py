@@ -865,7 +865,8 @@ def default_raw(step: str, state: WizardState) -> Raw:
         rows = [_row(type=volume.type, name=volume.name, access="rw")] if volume else []
         return with_rows(_row(storage_enabled=bool(volume)), "mounts", rows)
     if step == FAULT:
-        return {}
+        # Shown once hang detection is turned on; ignored while it is off.
+        return _row(hang_minutes=S.SUGGESTED_HANG_MINUTES)
     if step == ADVANCED:
         return _row(
             retention_value=7, retention_unit="d", timeout_minutes=S.DEFAULT_TIMEOUT_MINUTES
@@ -983,7 +984,10 @@ def raw_from_spec(spec: S.JobSpec) -> dict[str, Raw]:
     ftc = spec.fault_tolerance_config or S.FaultToleranceConfig()
     fault = _row(
         hang_detection=ftc.enabled_hang_detection,
-        hang_minutes=ftc.hang_detection_timeout_minutes,
+        # Hang detection off (no threshold): the field starts as a new job's does.
+        hang_minutes=ftc.hang_detection_timeout_minutes
+        if ftc.enabled_hang_detection
+        else S.SUGGESTED_HANG_MINUTES,
         fault_tolerance=spec.fault_tolerance,
         retry_limit=ftc.fault_tolerance_limit,
         custom_patterns="\n".join(ftc.custom_fault_tolerance_pattern) or None,

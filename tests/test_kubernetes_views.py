@@ -809,6 +809,29 @@ def test_run_again_of_a_job_a_trainer_cluster_now_refuses_says_to_change_it_in_a
     assert Job.objects.count() == 1
 
 
+def test_hang_detection_and_fault_tolerance_on_a_kubernetes_pool_say_no_hang_is_detected_there(
+    fake, alice_client
+):
+    # qa109: their help says a hang restarts a job with fault tolerance on, which holds on
+    # the local pool (and AIHC); a Kubernetes pool detects no hang and refuses the switch.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.FAULT, **k8s_steps())
+
+    hang = help_in_both_languages(alice_client, draft, W.FAULT, "hang_detection")
+    fault_tolerance = help_in_both_languages(alice_client, draft, W.FAULT, "fault_tolerance")
+
+    assert hang == (
+        "此资源池不支持：控制台暂不检测 Kubernetes 资源池上的任务是否 hang。请保持关闭。",
+        "Not on this pool: the console detects no hang of a job on a Kubernetes pool yet. "
+        "Leave it off.",
+    )
+    assert fault_tolerance == (
+        "任务失败时自动重启任务（仅支持 PyTorch）。此资源池不检测任务 hang，hang 不会触发重启。",
+        "Restarts the job when it fails (PyTorch only). This pool detects no hang, so a hang "
+        "restarts nothing.",
+    )
+
+
 def test_the_retry_limit_on_a_kubernetes_pool_says_the_job_is_restarted_whole_and_its_logs_go(
     fake, alice_client
 ):

@@ -75,6 +75,8 @@ def test_a_new_user_builds_a_pytorch_job_with_a_master_and_two_workers_and_submi
     # A switch's own settings appear when it is turned on.
     expect(page.locator("#id_hang_minutes")).to_be_hidden()
     page.check("#id_hang_detection")
+    # qa109: it came up empty; it starts at AIHC's example.
+    expect(page.locator("#id_hang_minutes")).to_have_value("7")
     page.fill("#id_hang_minutes", "30")
     next_step(page, "advanced")
     expect(page.locator("#id_retention_value")).to_be_hidden()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -859,11 +860,70 @@ def retry_help(client) -> str:
 def test_the_unconditional_retries_help_says_what_an_empty_value_means(en_client):
     # Found (QA 44): it said "at most 3", not that empty is 3 where the console decides.
     assert retry_help(en_client) == (
-        "Restarts after a failure of any cause (unconditional: no node fault need be detected); "
-        "at most 3. Left empty: 3 on the local and Kubernetes pools; an AIHC pool is sent no "
-        "value and uses its own default."
+        "Restarts after a failure of any cause, a detected hang included (unconditional: no "
+        "node fault need be detected); at most 3. Left empty: 3 on the local and Kubernetes "
+        "pools; an AIHC pool is sent no value and uses its own default."
     )
 
 
 def test_the_unconditional_retries_help_says_so_in_chinese_too(alice_client):
     assert "留空" in retry_help(alice_client) and "3 次" in retry_help(alice_client)
+
+
+def fault_step_page(client) -> str:
+    draft = draft_at(client, W.FAULT)
+    r = client.get(step_url(draft, W.FAULT))
+    assert r.status_code == 200
+    return r.content.decode()
+
+
+def help_of(page: str, field: str) -> str:
+    found = re.search(rf'id="id_{field}_helptext"[^>]*>([^<]*)<', page)
+    assert found, f"no help under {field}"
+    return html.unescape(found.group(1))
+
+
+def test_the_hang_threshold_starts_at_aihcs_example_of_7_minutes(alice_client):
+    # qa109: turned on, hang detection's threshold was empty, with no default or example.
+    page = fault_step_page(alice_client)
+
+    [field] = re.findall(r'<input[^>]*name="hang_minutes"[^>]*>', page)
+    assert 'value="7"' in field
+
+
+def test_a_cleared_hang_threshold_is_refused_as_the_api_refuses_none(alice_client):
+    draft = draft_at(alice_client, W.FAULT)
+
+    r = post_step(alice_client, draft, W.FAULT, {"hang_detection": "on", "hang_minutes": ""})
+
+    assert field_errors(r, "id_hang_minutes") == [
+        "hang 检测阈值须在 1 到 525600 分钟（365 天）之间。"
+    ]
+
+
+def test_hang_detection_and_fault_tolerance_say_what_a_hang_does_with_and_without_it(
+    alice_client, en_client
+):
+    # qa109: a hung job with fault tolerance on was only warned about; now it is restarted.
+    chinese, english = fault_step_page(alice_client), fault_step_page(en_client)
+
+    assert help_of(english, "hang_detection").startswith(
+        "When the logs of all replicas stay silent for the threshold, the job is judged hung "
+        "and a hang event is recorded. With fault tolerance on (below), a hung job is then "
+        "restarted as a failed one is, each restart one of its unconditional retries, and "
+        "fails once they are used up, freeing its cards; without it, the job keeps running, "
+        "holding its cards, until it writes again, ends or reaches its time limit."
+    )
+    assert help_of(chinese, "hang_detection").startswith(
+        "所有实例的日志在设定时间内都没有更新，则判定任务处于 hang 状态，并在任务事件中记录。"
+        "开启下方的容错时，hang 的任务随后会像失败的任务一样被重启，每次重启计入无条件重试次数，"
+        "次数用完后任务失败并释放其占用的卡；未开启容错时，任务继续运行并占用其卡，直到日志恢复"
+        "输出、任务结束或达到任务超时时间。"
+    )
+    assert help_of(english, "fault_tolerance") == (
+        "Restarts the job on detected faults, a hang found by hang detection (above) among "
+        "them (PyTorch only)."
+    )
+    assert help_of(chinese, "fault_tolerance") == (
+        "检测到故障时自动重启任务，包括任务hang检测（上方）判定的 hang（仅支持 PyTorch）。"
+    )
