@@ -512,7 +512,9 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # and a Kubernetes restart under way past 0055 (none: none was), a Kubernetes
     # resource's uid past 0056 and a Kubernetes replica's pod name past 0057 (none: read
     # again by the worker's next sync), and when a job is deleted for its retention past
-    # 0060 (filled again from its spec: none of these has one).
+    # 0060 (filled again from its spec: none of these has one), an AIHC job's BCCL check
+    # past 0061 ("": read again at the worker's next poll) and a job's wait to run again past
+    # 0062 (none: none of these waited).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -530,6 +532,10 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "restart_begun_at",
         "k8s_uid",
         "deletes_at",
+        "bccl_status",
+        "bccl_error_reason",
+        "waiting_since",
+        "card_time_from",
     }
     defaults = {
         "allow_self_approval": False,
@@ -543,6 +549,8 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "stop_reason": "",
         "k8s_uid": "",
         "pod_name": "",
+        "bccl_status": "",
+        "bccl_error_reason": "",
     }
     for name, rows in before.items():
         gone = dropped[name] - {"group_index", "cards", "image"}
