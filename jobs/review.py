@@ -410,7 +410,7 @@ def _ended_as_recorded(*, job: Job, reviewer: Any) -> bool:
     if end is None:
         return False
     user = reviewer.get_username()
-    if end.succeeded:
+    if end.succeeded and not end.why:  # a TensorFlow job's says what its chief decided
         message = recorded(
             gettext_noop(
                 "Marked as lost by %(user)s, and ended as it ended where it ran (another run "

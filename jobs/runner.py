@@ -427,10 +427,15 @@ def followed_here() -> Q:
 @dataclass(frozen=True)
 class RecordedEnd:
     """How a job that ran where no worker follows it ended, read from its replicas' exit
-    records (exits_recorded_where_it_ran): Succeeded, Failed or Timed out, why (None when it
-    succeeded), when (its time limit, when Timed out), each replica's record (by its row's
-    id), the replicas its worker's tear-down ended (their rows say Stopped, as supervise
-    records them), and whether it is a failure its fault tolerance restarts (restarts left)."""
+    records (recorded_end_where_it_ran): Succeeded, Failed or Timed out, why (None when it
+    succeeded with every replica's 0), when (its time limit, when Timed out), each replica's
+    record (by its row's id), the replicas a tear-down ended (their rows say Stopped, as
+    supervise records them), and whether it is a failure its fault tolerance restarts
+    (restarts left). `running`: the replicas still running there once the job's end is
+    decided by those that decide it (an MPI job's launcher, a TensorFlow job's chief), which
+    a worker there would now end (fix127): an MPI job's workers' agents, told by the `done`
+    file once its launcher exited 0 (`launcher_done`), a TensorFlow job's parameter servers,
+    stopped."""
 
     status: JobStatus
     why: str | None
@@ -438,6 +443,8 @@ class RecordedEnd:
     states: dict[int, ReplicaState]
     stopped: frozenset[int] = frozenset()
     restartable: bool = False
+    running: frozenset[int] = frozenset()
+    launcher_done: bool = False
 
     @property
     def succeeded(self) -> bool:
@@ -445,19 +452,32 @@ class RecordedEnd:
 
 
 def exits_recorded_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
+    """The job's end as its replicas recorded it where it ran, when every replica of its
+    attempt has an exit record there (recorded_end_where_it_ran, none still running); None
+    otherwise. What a reviewer's Mark as lost ends a job with: it sends nothing to the
+    replicas still running there (the worker does, holding that folder's lock)."""
+    end = recorded_end_where_it_ran(job, run)
+    return end if end is not None and not end.running else None
+
+
+def recorded_end_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
     """The job's end as its replicas recorded it in the run directory its worker started it
-    in, when that is on this host and every replica of its attempt has an exit record there
-    (none still holding its lock); None otherwise (another host, the folder gone, a replica
-    still running or lost, a restart its worker had decided). Found in QA (qa102): a job
-    running when a backup was taken and restored into another CONSOLE_VAR_DIR on the same
-    host, which finished meanwhile, could only be marked as lost, ending a succeeded job
-    Failed. Only the recorded folder is read: a restored copy of it (jobs.logs.job_dir's
-    fallback) was copied while the job ran.
+    in, when that is on this host and the replicas that decide it have an exit record there
+    (every replica; an MPI job's launcher, a TensorFlow job's chief or worker 0: those others
+    left running then are its `running`); None otherwise (another host, the folder gone, a
+    replica that decides it still running, one lost, a restart its worker had decided).
+    Found in QA (qa102): a job running when a backup was taken and restored into another
+    CONSOLE_VAR_DIR on the same host, which finished meanwhile, could only be marked as
+    lost, ending a succeeded job Failed. Only the recorded folder is read: a restored copy
+    of it (jobs.logs.job_dir's fallback) was copied while the job ran.
 
     It ends as its own worker would have ended it, had it looked then (supervise): a failure
     or restart that worker had already decided (its stop target) stands over the exit codes,
     since the replicas it stopped may well have caught the SIGTERM and exited 0 (review 54);
-    an end after the job's time limit is Timed out at the limit (left25)."""
+    an end after the job's time limit is Timed out at the limit (left25); the earliest exit
+    other than 0 is its failure, except from a replica a tear-down ended and, in a
+    TensorFlow job, one that ended after its chief's exit with 0 decided it (review 37); an
+    MPI job's work ended with its launcher (review 24)."""
     host, sep, run_dir = run.runner.partition(":")
     if not (sep and run_dir) or host != socket.gethostname():
         return None
@@ -479,44 +499,61 @@ def exits_recorded_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
             # the job's, and the later one's replicas are not the database's (review 53).
             return None
         states = {r.pk: read_state(attempt / f"{r.role}-{r.index}") for r in replicas}
+        # As _result_replicas tells it: its run folder says it is MPI, without the spec too.
+        launchers = [r for r in replicas if r.role == "master"]
+        mpi = bool(launchers) and (attempt / "mpi" / "launcher").is_dir()
     except OSError:
         # The old folder unreadable from here (another owner after the restore, a read-only
         # mount): the job is marked lost as before, never a 500 (review 53).
         return None
-    if any(state.phase != "exited" for state in states.values()):
+    result = tensorflow_result_replica(job, replicas)
+    deciding = launchers if mpi else [result] if result is not None else replicas
+    if any(states[r.pk].phase != "exited" for r in deciding):
         return None
-    try:
-        spec: JobSpec | None = job.job_spec()
-    except SpecError:
-        spec = None  # followed without it, as supervise does: no time limit, no restart
-    deadline = _deadline(job, run, spec, timezone.now())
-    # Those that ended once its worker's tear-down had signalled them (a grace period before
-    # kill_at): a TensorFlow job's parameter servers, the peers of a failed replica.
+    # Those that ended once a tear-down had signalled them (a grace period before kill_at):
+    # a TensorFlow job's parameter servers, the peers of a failed replica; by its own worker
+    # or, once it was gone, by this one (_end_the_rest_where_it_ran).
     grace = timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
-    signalled = run.kill_at - grace if run.stop_target and run.kill_at is not None else None
+    signalled = run.kill_at - grace if run.kill_at is not None else None
     stopped = frozenset(
         pk
         for pk, state in states.items()
         if signalled is not None and (state.exited_at is None or state.exited_at >= signalled)
     )
-    last_exit = last_exit_time(list(states.values()))
+    if any(s.phase not in ("exited", "alive") and pk not in stopped for pk, s in states.items()):
+        # Lost: a worker there would fail it, or restart it. (One a tear-down's SIGTERM found
+        # still starting, its shim not yet set to record the stop, ended lost: stopped.)
+        return None
+    running = frozenset(pk for pk, state in states.items() if state.phase == "alive")
+    launcher_done = mpi and all(states[r.pk].exit_code == 0 for r in launchers)
+    try:
+        spec: JobSpec | None = job.job_spec()
+    except SpecError:
+        spec = None  # followed without it, as supervise does: no time limit, no restart
+    deadline = _deadline(job, run, spec, timezone.now())
+    last_exit = last_exit_time([s for s in states.values() if s.phase == "exited"])
+
+    def ended(
+        status: JobStatus, why: str | None, at: datetime | None, *, restartable: bool = False
+    ) -> RecordedEnd:
+        return RecordedEnd(status, why, at, states, stopped, restartable, running, launcher_done)
+
     if run.stop_target == TARGET_FAILED:
         why = recorded(
             gettext_noop("its worker there had already decided that it fails: %(failure)s"),
             failure=restored(run.stop_message, run.stop_message_source),
         )
-        return RecordedEnd(S.FAILED, why, last_exit, states, stopped)
-    # A TensorFlow job's result is its chief's (or worker 0's): its parameter servers end
-    # only when stopped, never with 0 (tensorflow_result_replica).
-    result = tensorflow_result_replica(job, replicas)
-    deciding = [result] if result is not None else replicas
-    for replica in _in_order_of_failure(deciding, states):
+        return ended(S.FAILED, why, last_exit)
+    after_result = _after_result(job, replicas, states)
+    for replica in _in_order_of_failure(replicas, states):
         state = states[replica.pk]
-        if state.exit_code == 0:
+        if state.phase != "exited" or state.exit_code == 0:
             continue
+        if replica.pk in stopped or replica.pk in after_result:
+            continue  # the stop's doing, or after the job's result was decided
         if spec and deadline and state.exited_at is not None and state.exited_at > deadline:
             # Its time limit came first: a worker watching would have timed it out there.
-            return RecordedEnd(S.TIMED_OUT, _timed_out_message(spec), deadline, states, stopped)
+            return ended(S.TIMED_OUT, _timed_out_message(spec), deadline)
         label = f"{replica.role}-{replica.index}"
         code = state.exit_code or 0
         # Not _oom_failure: it reads this process's cgroups (a web server's, for Mark as
@@ -525,13 +562,30 @@ def exits_recorded_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
             spec and _read_only_failure(job, spec, label, code, runner=run.runner)
         ) or exit_message(label, code)
         restartable = spec is not None and job.restarts < restart_limit(spec)
-        return RecordedEnd(S.FAILED, failure, last_exit, states, stopped, restartable)
-    # Its work ended when the last replica that was not stopped did (a TensorFlow job's
-    # parameter servers are stopped after its chief's exit decided it).
-    ended_at = last_exit_time([s for pk, s in states.items() if pk not in stopped]) or last_exit
+        return ended(S.FAILED, failure, last_exit, restartable=restartable)
+    # Its work ended with its launcher (an MPI job: its workers' agents end once told), or
+    # when the last replica that was not stopped did (a TensorFlow job's parameter servers
+    # are stopped after its chief's exit decided it).
+    worked = [states[r.pk] for r in deciding] if mpi else []
+    worked = worked or [s for pk, s in states.items() if pk not in stopped | running]
+    ended_at = last_exit_time(worked) or last_exit
     if spec and deadline and ended_at is not None and ended_at > deadline:
-        return RecordedEnd(S.TIMED_OUT, _timed_out_message(spec), deadline, states, stopped)
-    return RecordedEnd(S.SUCCEEDED, None, ended_at, states, stopped)
+        return ended(S.TIMED_OUT, _timed_out_message(spec), deadline)
+    why = None
+    if result is not None and (stopped or running):
+        why = _tensorflow_ended_message(result, [r for r in replicas if r.pk in stopped | running])
+    return ended(S.SUCCEEDED, why, ended_at)
+
+
+def _tensorflow_ended_message(result: JobReplica, stopped: list[JobReplica]) -> RecordedText:
+    return recorded(
+        gettext_noop(
+            "%(replica)s exited with 0, which ends a TensorFlow job as Kubeflow's TFJob "
+            "does; the replicas still running were stopped: %(others)s."
+        ),
+        replica=f"{result.role}-{result.index}",
+        others=Words(tuple(sorted(f"{r.role}-{r.index}" for r in stopped))),
+    )
 
 
 def job_end_as_recorded(*, job: Job, end: RecordedEnd, message: str, actor: Any = None) -> bool:
@@ -583,16 +637,32 @@ def no_worker_runs_in(run_dir: str) -> Iterator[bool]:
         os.close(fd)  # and with it the lock
 
 
-def end_jobs_ended_where_they_ran() -> int:
+# How often the worker looks at another run directory of this machine for the jobs it does
+# not follow that ended there (end_jobs_ended_where_they_ran): at most once a minute each,
+# not on every tick, since one on a network file system that hangs holds the tick up (every
+# job's start, stop and timeout) until it answers.
+OTHER_RUN_DIR_LOOK_SECONDS = 60.0
+
+
+def end_jobs_ended_where_they_ran(*, looked_at: dict[str, float]) -> int:
     """Ends each Running local job this worker does not follow that ended where it ran: in
     another run directory of this host (a backup restored into another CONSOLE_VAR_DIR, a
-    changed LOCAL_RUN_DIR) where no worker runs now, every replica of its attempt having an
-    exit record there (exits_recorded_where_it_ran). As Mark as lost ends such a job (qa102),
-    without waiting for a reviewer: until then it held its cards and showed Running for ever.
+    changed LOCAL_RUN_DIR) where no worker runs now, as its replicas' exit records there say
+    (recorded_end_where_it_ran). As Mark as lost ends such a job (qa102), without waiting for
+    a reviewer: until then it held its cards and showed Running for ever. Those of its
+    replicas that wait for a worker there to end them once the job's end is decided (an MPI
+    job's workers' agents, a TensorFlow job's parameter servers) are ended first, as that
+    worker would (_end_the_rest_where_it_ran), and the job at a later look (fix127).
     A job whose folder has a worker (the old console's, or one standing by for this one) is
     that worker's to follow and end, and so is a restart its fault tolerance makes or would
-    make. Returns how many it ended."""
+    make. Each run directory is looked at once per OTHER_RUN_DIR_LOOK_SECONDS (`looked_at`:
+    the worker's, when it last looked at each, time.monotonic()). Returns how many it ended."""
     host = socket.gethostname()
+    now = time.monotonic()
+    for run_dir, at in list(looked_at.items()):
+        if now - at >= OTHER_RUN_DIR_LOOK_SECONDS:
+            del looked_at[run_dir]
+    recent = set(looked_at)
     candidates = (
         Job.objects.filter(backend="local", status=JobStatus.RUNNING)
         .exclude(followed_here())
@@ -602,6 +672,10 @@ def end_jobs_ended_where_they_ran() -> int:
     )
     ended = 0
     for job in candidates:
+        run_dir = job.local_run.runner.partition(":")[2]
+        if run_dir in recent:
+            continue
+        looked_at.setdefault(run_dir, now)  # its other jobs are looked at in this tick too
         try:
             ended += _end_as_ended_where_it_ran(job)
         except DatabaseError:
@@ -620,11 +694,15 @@ def _end_as_ended_where_it_ran(job: Job) -> bool:
         # Its files read outside the transaction (on SQLite that holds the database's write
         # lock): with no worker there, nothing but exit records is written in them, and the
         # job's row is checked again inside.
-        end = exits_recorded_where_it_ran(job, run) if free else None
+        end = recorded_end_where_it_ran(job, run) if free else None
         if end is None or end.restartable:
             # A failure its fault tolerance would restart: its worker may only be restarting
             # (systemd), and would start it again as the next attempt; or a reviewer's Mark
             # as lost ends it.
+            return False
+        if end.running:
+            # Still holding the folder's lock, so no worker starts there meanwhile.
+            _end_the_rest_where_it_ran(job, run, end)
             return False
         with transaction.atomic():
             # As job_mark_lost holds it: a reviewer marking it at once waits, then finds it
@@ -634,8 +712,8 @@ def _end_as_ended_where_it_ran(job: Job) -> bool:
             if (
                 locked is None
                 or current is None
-                or (locked.runner, locked.attempt, locked.stop_target)
-                != (run.runner, run.attempt, run.stop_target)
+                or (locked.runner, locked.attempt, locked.stop_target, locked.kill_at)
+                != (run.runner, run.attempt, run.stop_target, run.kill_at)
                 or current.status != JobStatus.RUNNING
             ):
                 return False
@@ -652,8 +730,92 @@ def _end_as_ended_where_it_ran(job: Job) -> bool:
     return done
 
 
-def _ended_where_it_ran_message(end: RecordedEnd) -> RecordedText:
+def _end_the_rest_where_it_ran(job: Job, run: LocalRun, end: RecordedEnd) -> None:
+    """Ends the replicas still running where the job ran once its end is decided (`end`), as
+    a worker there would (supervise), while no worker runs there: an MPI job's workers'
+    agents, waiting for a worker to see their launcher end, are told as _mpi_launcher_done
+    tells them (the `done` file; they exit 0), and stopped besides if the job did not
+    succeed (a failure, its time limit); any other (a TensorFlow job's parameter servers,
+    which serve until stopped) is stopped as _tear_down stops them: SIGTERM, recorded as the
+    run's kill_at a grace period ahead, and SIGKILL at a look after it, recorded as 137. The
+    job ends once every one has an exit record (a later look)."""
+    attempt = Path(run.runner.partition(":")[2]) / job.public_id / f"attempt-{run.attempt}"
+    if end.launcher_done:
+        done = attempt / "mpi" / "launcher" / "done"
+        if not done.exists():
+            done.touch()
+        if end.succeeded:
+            return
+    every = list(job.replicas.all())
+    replicas = [r for r in every if r.pk in end.running]
+    now = timezone.now()
+    if run.kill_at is None:
+        result = tensorflow_result_replica(job, every)
+        if end.succeeded and result is not None:
+            try:
+                spec: JobSpec | None = job.job_spec()
+            except SpecError:
+                spec = None
+            deadline = _deadline(job, run, spec, now)
+            decided_at = end.states[result.pk].exited_at
+            if _workers_given_time(every, end.states, decided_at, deadline, now):
+                return  # left to end by themselves first, as supervise leaves them
+        kill_at = now + timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
+        # Only while nothing changed it (a reviewer's Mark as lost ended it meanwhile).
+        if not LocalRun.objects.filter(
+            pk=run.pk, kill_at=None, stop_target=run.stop_target, job__status=JobStatus.RUNNING
+        ).update(kill_at=kill_at):
+            return
+        if not run.stop_target:  # else its worker said it as it decided
+            _said_where_it_ran(job, end, result, replicas)
+        for replica in replicas:
+            _signal_where_it_ran(attempt / f"{replica.role}-{replica.index}", signal.SIGTERM)
+    elif now >= run.kill_at:
+        for replica in replicas:
+            state = attempt / f"{replica.role}-{replica.index}"
+            if _signal_where_it_ran(state, signal.SIGKILL):
+                _record_killed_in(state, job.public_id)
+
+
+def _said_where_it_ran(
+    job: Job, end: RecordedEnd, result: JobReplica | None, replicas: list[JobReplica]
+) -> None:
+    """The event supervise says as it stops the replicas still running: a TensorFlow job's
+    success decided by its chief (`result`: "Succeeding"), a failure ("ReplicaFailed")."""
     if end.succeeded:
+        if result is None:
+            return
+        job_event(
+            job=job,
+            reason="Succeeding",
+            message=recorded(
+                gettext_noop(
+                    "%(replica)s exited with 0, which ends a TensorFlow job: stopping the "
+                    "replicas still running (%(others)s) with SIGTERM, SIGKILL after "
+                    "%(seconds)s s."
+                ),
+                replica=f"{result.role}-{result.index}",
+                others=Words(tuple(sorted(f"{r.role}-{r.index}" for r in replicas))),
+                seconds=f"{settings.LOCAL_STOP_GRACE_SECONDS:g}",
+            ),
+        )
+    elif end.status == S.FAILED and end.why:
+        job_event(job=job, reason="ReplicaFailed", message=end.why, warning=True)
+
+
+def _signal_where_it_ran(state: Path, sig: int) -> bool:
+    """Signals the process group of the replica whose files are in `state`, found by the
+    lock its shim holds (live_shim): the pid its row has may be another console's, recorded
+    before a backup. Whether it was found alive."""
+    found = live_shim(state)
+    if found is None:
+        return False
+    signal_group(JobReplica(pid=found[0], process_start=found[1]), sig)
+    return True
+
+
+def _ended_where_it_ran_message(end: RecordedEnd) -> RecordedText:
+    if end.succeeded and not end.why:
         return recorded(
             gettext_noop(
                 "Ended as it ended where it ran (another run directory on this machine, "
@@ -3749,7 +3911,12 @@ def _tear_down(
 def _record_killed(job: Job, run: LocalRun, replica: JobReplica) -> None:
     """The SIGKILL ends the replica's shim too, before it can record an exit code: record
     the code a shell reports for it (137), unless the shim recorded the command's own."""
-    state = replica_state_dir(job.public_id, run.attempt, f"{replica.role}-{replica.index}")
+    label = f"{replica.role}-{replica.index}"
+    _record_killed_in(replica_state_dir(job.public_id, run.attempt, label), job.public_id)
+
+
+def _record_killed_in(state: Path, public_id: str) -> None:
+    """_record_killed, for the replica whose files are in `state` (where it ran)."""
     tmp = state / "exit.killed"
     try:
         tmp.write_text(json.dumps({"code": 128 + signal.SIGKILL, "time": time.time()}))
@@ -3757,7 +3924,7 @@ def _record_killed(job: Job, run: LocalRun, replica: JobReplica) -> None:
     except FileExistsError:
         pass
     except OSError as exc:
-        logger.warning("%s: could not record %s as killed: %s", job.public_id, replica, exc)
+        logger.warning("%s: could not record %s as killed: %s", public_id, state.name, exc)
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -396,6 +396,9 @@ class Worker:
         self.limits = cgroups.redetect()
         # Hang analysis: call stacks read in a thread of their own, off the tick.
         self.stacks = StackCollector()
+        # When it last looked at each other run directory of this machine (monotonic), for
+        # the jobs it does not follow that ended there: once a minute each, not every tick.
+        self.other_run_dirs_looked_at: dict[str, float] = {}
         # Processes first: a cgroup or a network namespace with processes in it stays.
         try:
             end_leftover_replicas()
@@ -434,7 +437,7 @@ class Worker:
         self.supervise_local()
         # Before dispatch, so the cards such a job held go to a job waiting in this very tick.
         try:
-            end_jobs_ended_where_they_ran()
+            end_jobs_ended_where_they_ran(looked_at=self.other_run_dirs_looked_at)
         except Exception:
             if not database_outage.failed():
                 logger.exception("ending jobs that ended where they ran failed")

@@ -10,22 +10,41 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import socket
 import time
+import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.utils import timezone, translation
 
 from jobs import spec as S
+from jobs.health import worker_stopped
 from jobs.models import Job, JobReplica, JobStatus, LocalRun
 from jobs.review import job_mark_lost
-from jobs.runner import TARGET_FAILED, TARGET_RESTART, TARGET_SUCCEEDED
+from jobs.runner import (
+    OTHER_RUN_DIR_LOOK_SECONDS,
+    TARGET_FAILED,
+    TARGET_RESTART,
+    TARGET_SUCCEEDED,
+    read_state,
+)
 from jobs.worker import Worker
 
 from .conftest import run_queued_tasks
-from .runner_helpers import runner_settings  # noqa: F401
+from .runner_helpers import (
+    CARD,
+    UNTIL_THE_GATE_OPENS,
+    make_spec,
+    open_gate,
+    processes_with,
+    run_until,
+    runner_settings,  # noqa: F401
+    submit,
+)
 from .test_lost_jobs import active_here, running_elsewhere
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
@@ -45,6 +64,13 @@ def ended_where_it_ran(job, run_dir, *, code: int | None) -> None:
 @pytest.fixture
 def old_run_dir(tmp_path):
     return tmp_path / "old-var" / "runs"
+
+
+def a_minute_on(worker: Worker) -> None:
+    """The worker's last look at each other run directory moved a minute back: it looks at
+    one only once a minute (OTHER_RUN_DIR_LOOK_SECONDS), and its next tick looks again."""
+    for run_dir in worker.other_run_dirs_looked_at:
+        worker.other_run_dirs_looked_at[run_dir] -= OTHER_RUN_DIR_LOOK_SECONDS
 
 
 def left_by_its_worker(run_dir) -> None:
@@ -218,6 +244,7 @@ def test_the_worker_leaves_a_job_whose_run_directory_has_a_live_worker_until_it_
         assert not job.events.filter(reason="Succeeded").exists()
     finally:
         os.close(held)
+    a_minute_on(worker)
 
     worker.tick()
 
@@ -586,3 +613,324 @@ def test_a_job_whose_records_the_database_cannot_hold_does_not_keep_the_worker_f
     newer.refresh_from_db()
     assert (older.status, newer.status) == (JobStatus.SUCCEEDED, JobStatus.RUNNING)
     assert f"{newer.public_id}: ending it as it ended where it ran failed" in caplog.text
+
+
+# -- replicas that wait for a worker to end them (fix127) -------------------------------------
+# An MPI job's workers' agents end once a worker has seen the launcher end, a TensorFlow job's
+# parameter servers once a worker stops them: with no worker where they run, they never exit,
+# and the job stayed Running until a reviewer marked it as lost (Failed). Real replicas,
+# started by a worker in the run directory that is then left (its worker gone), the worker
+# now running in another.
+
+
+def wait_for(condition, *, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def exited_there(run_dir, job, label: str) -> bool:
+    return read_state(run_dir / job.public_id / "attempt-1" / label).phase == "exited"
+
+
+def serving(run_dir, job, label: str) -> bool:
+    """Whether the MPI agent of the worker `label` serves (jobs/mpi_agent.py)."""
+    return (run_dir / job.public_id / "attempt-1" / label / "tmp" / ".mpi" / "agent.sock").exists()
+
+
+def left_running(job, settings, tmp_path):
+    """The job's replicas started by a worker in the run directory LOCAL_RUN_DIR names, that
+    worker gone (its worker.lock left as it leaves it), and LOCAL_RUN_DIR another: as after a
+    backup restored into another CONSOLE_VAR_DIR, or a worker restarted with another run
+    directory. Returns the old run directory and the worker running in the new one."""
+    first = Worker()
+    run_until(
+        first,
+        lambda: job.replicas.filter(status="running").count() == job.replicas.count(),
+        timeout=60,
+        what="every replica running",
+    )
+    worker_stopped(worker=first.identity)
+    old = Path(settings.LOCAL_RUN_DIR)
+    left_by_its_worker(old)
+    settings.LOCAL_RUN_DIR = tmp_path / "new-var" / "runs"
+    return old, Worker()
+
+
+MPI_ROLES = [S.Role("master", 1), S.Role("worker", 2, CARD, 1)]
+
+
+@pytest.mark.skipif(
+    shutil.which("mpiexec.hydra") is None, reason="needs MPICH (apt-get install mpich)"
+)
+def test_the_worker_ends_an_mpi_job_whose_launcher_exited_0_telling_its_agents_as_a_worker_would(
+    alice, settings, tmp_path
+):
+    ranks = f"mpiexec.hydra sh -c '{UNTIL_THE_GATE_OPENS}; echo rank $PMI_RANK done'"
+    job = submit(alice, make_spec(ranks, framework=S.MPI, roles=MPI_ROLES))
+    old, worker = left_running(job, settings, tmp_path)
+
+    worker.tick()  # the launcher still runs there: nothing is decided, nothing told
+
+    done = old / job.public_id / "attempt-1" / "mpi" / "launcher" / "done"
+    assert not done.exists()
+    open_gate(settings)
+    wait_for(lambda: exited_there(old, job, "master-0"), what="the launcher's exit")
+    a_minute_on(worker)
+
+    worker.tick()  # the agents are told, as a worker there tells them
+
+    wait_for(
+        lambda: exited_there(old, job, "worker-0") and exited_there(old, job, "worker-1"),
+        what="the agents' exit",
+    )
+    a_minute_on(worker)
+
+    worker.tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    with translation.override("en"):
+        assert job.status_reason_shown.endswith("all replicas exited with code 0.")
+    rows = {(r.role, r.index, r.status, r.exit_code) for r in job.replicas.all()}
+    assert rows == {
+        ("master", 0, "succeeded", 0),
+        ("worker", 0, "succeeded", 0),
+        ("worker", 1, "succeeded", 0),
+    }
+    # Its work ended with its launcher, not when the agents were told.
+    assert job.finished_at == job.replicas.get(role="master").finished_at
+    assert "rank 1 done" in (old / job.public_id / "logs" / "master-0.log").read_text()
+
+
+def test_the_worker_ends_an_mpi_job_whose_launcher_failed_stopping_its_agents_as_a_worker_would(
+    alice, settings, tmp_path
+):
+    launcher = f"{UNTIL_THE_GATE_OPENS}; exit 3"  # the workers run their agents, not this
+    job = submit(alice, make_spec(launcher, framework=S.MPI, roles=MPI_ROLES))
+    old, worker = left_running(job, settings, tmp_path)
+    wait_for(
+        lambda: serving(old, job, "worker-0") and serving(old, job, "worker-1"),
+        what="the agents serving",
+    )
+    open_gate(settings)
+    wait_for(lambda: exited_there(old, job, "master-0"), what="the launcher's exit")
+
+    worker.tick()  # the agents are stopped (SIGTERM), as a worker there stops them
+
+    wait_for(
+        lambda: exited_there(old, job, "worker-0") and exited_there(old, job, "worker-1"),
+        what="the agents' exit",
+    )
+    a_minute_on(worker)
+
+    worker.tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Ended as it ended where it ran (another run directory on this machine, where no "
+            "worker runs now): master-0 exited with code 3."
+        )
+    rows = {(r.role, r.index, r.status) for r in job.replicas.all()}
+    assert rows == {("master", 0, "failed"), ("worker", 0, "stopped"), ("worker", 1, "stopped")}
+    assert job.replicas.get(role="master").exit_code == 3
+    assert job.events.filter(reason="ReplicaFailed").count() == 1
+    assert job.events.filter(reason="Failed", actor=None).count() == 1
+
+
+def test_the_worker_ends_a_tensorflow_job_whose_chief_exited_0_stopping_its_parameter_server(
+    alice, settings, tmp_path
+):
+    tag = uuid.uuid4().hex[:8]
+    server = f"fix127-{tag}-ps 100000"  # in the parameter server's command line only
+    command = (
+        f'if [ "$AIHC_ROLE" = chief ]; then {UNTIL_THE_GATE_OPENS}; exit 0; fi; '
+        f'exec -a "fix127-{tag}-$AIHC_ROLE" sleep 100000'
+    )
+    roles = [S.Role("chief", 1), S.Role("ps", 1)]
+    job = submit(alice, make_spec(command, framework=S.TENSORFLOW, roles=roles))
+    old, worker = left_running(job, settings, tmp_path)
+    wait_for(lambda: processes_with(server), what="the parameter server serving")
+    open_gate(settings)
+    wait_for(lambda: exited_there(old, job, "chief-0"), what="the chief's exit")
+
+    worker.tick()  # the parameter server is stopped (SIGTERM), as a worker there stops it
+
+    wait_for(lambda: exited_there(old, job, "ps-0"), what="the parameter server's exit")
+    a_minute_on(worker)
+
+    worker.tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Ended as it ended where it ran (another run directory on this machine, where no "
+            "worker runs now): chief-0 exited with 0, which ends a TensorFlow job as "
+            "Kubeflow's TFJob does; the replicas still running were stopped: ps-0."
+        )
+    rows = {(r.role, r.status) for r in job.replicas.all()}
+    assert rows == {("chief", "succeeded"), ("ps", "stopped")}
+    assert processes_with(server) == []
+    # Its work ended with its chief, not when its parameter server was stopped.
+    assert job.finished_at == job.replicas.get(role="chief").finished_at
+    assert job.events.filter(reason="Succeeding").count() == 1
+
+
+def test_a_parameter_server_that_ignores_sigterm_is_killed_at_a_look_past_the_grace_137(
+    alice, settings, tmp_path
+):
+    tag = uuid.uuid4().hex[:8]
+    server = f"fix127-{tag}-ps 100000"  # in the parameter server's command line only
+    command = (
+        f'if [ "$AIHC_ROLE" = chief ]; then {UNTIL_THE_GATE_OPENS}; exit 0; fi; '
+        f"trap '' TERM; exec -a \"fix127-{tag}-$AIHC_ROLE\" sleep 100000"
+    )
+    roles = [S.Role("chief", 1), S.Role("ps", 1)]
+    job = submit(alice, make_spec(command, framework=S.TENSORFLOW, roles=roles))
+    old, worker = left_running(job, settings, tmp_path)
+    wait_for(lambda: processes_with(server), what="the parameter server ignoring SIGTERM")
+    open_gate(settings)
+    wait_for(lambda: exited_there(old, job, "chief-0"), what="the chief's exit")
+    worker.tick()  # SIGTERM, which it ignores
+    run = LocalRun.objects.get(job=job)
+    wait_for(lambda: timezone.now() >= run.kill_at, what="the grace to pass")
+    a_minute_on(worker)
+
+    worker.tick()  # SIGKILL
+
+    assert exited_there(old, job, "ps-0")
+    a_minute_on(worker)
+    worker.tick()
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    rows = {(r.role, r.status, r.exit_code) for r in job.replicas.all()}
+    assert rows == {("chief", "succeeded", 0), ("ps", "stopped", 137)}
+    assert processes_with(server) == []
+
+
+# -- the records alone ------------------------------------------------------------------------
+
+
+def test_a_marked_lost_mpi_job_ended_when_its_launcher_did_not_when_its_agents_were_told(
+    alice, reviewer, old_run_dir
+):
+    """As supervise's _work_ended (review 24): its agents end only once told."""
+    active_here()
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(hours=1))
+    JobReplica.objects.create(job=job, role="worker", index=0, status="running")
+    exited_where_it_ran(job, old_run_dir, "master-0", code=0, seconds_ago=600)
+    exited_where_it_ran(job, old_run_dir, "worker-0", code=0, seconds_ago=60)
+    (old_run_dir / job.public_id / "attempt-1" / "mpi" / "launcher").mkdir(parents=True)
+
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+    assert job.finished_at < timezone.now() - timedelta(minutes=9)
+
+
+def test_a_tensorflow_job_whose_worker_stopped_its_parameter_server_is_marked_lost_so_saying(
+    alice, reviewer, old_run_dir
+):
+    """Not "all replicas exited with code 0": the parameter server exited 143, stopped."""
+    active_here()
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    Job.objects.filter(pk=job.pk).update(framework=S.TENSORFLOW)
+    JobReplica.objects.filter(job=job).update(role="chief")
+    JobReplica.objects.create(job=job, role="ps", index=0, status="running")
+    decided_by_its_worker(job, TARGET_SUCCEEDED, "chief-0 exited with 0.")
+    exited_where_it_ran(job, old_run_dir, "chief-0", code=0, seconds_ago=180)
+    exited_where_it_ran(job, old_run_dir, "ps-0", code=143, seconds_ago=100)
+    job.refresh_from_db()
+
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Marked as lost by carol, and ended as it ended where it ran (another run directory "
+            "on this machine): chief-0 exited with 0, which ends a TensorFlow job as Kubeflow's "
+            "TFJob does; the replicas still running were stopped: ps-0."
+        )
+
+
+def test_a_tensorflow_worker_that_failed_before_its_chief_exited_0_fails_the_job(
+    alice, old_run_dir
+):
+    """As supervise fails it: the failure came before the chief's exit decided the result."""
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    Job.objects.filter(pk=job.pk).update(framework=S.TENSORFLOW)
+    JobReplica.objects.filter(job=job).update(role="chief")
+    JobReplica.objects.create(job=job, role="worker", index=0, status="running")
+    exited_where_it_ran(job, old_run_dir, "worker-0", code=3, seconds_ago=180)
+    exited_where_it_ran(job, old_run_dir, "chief-0", code=0, seconds_ago=60)
+    left_by_its_worker(old_run_dir)
+    job.refresh_from_db()
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.status_reason.endswith("worker-0 退出，退出码 3。"), job.status_reason
+
+
+def test_a_parameter_server_the_stop_found_still_starting_reads_stopped_not_lost(
+    alice, old_run_dir
+):
+    """The SIGTERM came before its shim was set to record it: it ended without an exit
+    record (lost), as a tear-down's stop ended it; the job ended for ever Running."""
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    Job.objects.filter(pk=job.pk).update(framework=S.TENSORFLOW)
+    JobReplica.objects.filter(job=job).update(role="chief")
+    JobReplica.objects.create(job=job, role="ps", index=0, status="running")
+    exited_where_it_ran(job, old_run_dir, "chief-0", code=0, seconds_ago=180)
+    ps = old_run_dir / job.public_id / "attempt-1" / "ps-0"
+    ps.mkdir()
+    for name in ("lock", "launched", "started"):
+        (ps / name).touch()
+    decided_by_its_worker(job, TARGET_SUCCEEDED, "chief-0 exited with 0.")
+    left_by_its_worker(old_run_dir)
+    job.refresh_from_db()
+
+    Worker().tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+    rows = {(r.role, r.status) for r in job.replicas.all()}
+    assert rows == {("chief", "succeeded"), ("ps", "stopped")}
+
+
+def test_the_worker_looks_at_another_run_directory_once_a_minute_not_on_every_tick(
+    alice, old_run_dir
+):
+    """One on a network file system that hangs holds up each tick that looks at it."""
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    ended_where_it_ran(job, old_run_dir, code=0)
+    left_by_its_worker(old_run_dir)
+    lock = old_run_dir / job.public_id / "attempt-1" / "master-0" / "lock"
+    shim = os.open(lock, os.O_RDWR)
+    worker = Worker()
+    try:
+        fcntl.flock(shim, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as its shim holds it: alive
+
+        worker.tick()
+    finally:
+        os.close(shim)  # it ended, with its exit record
+
+    worker.tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+    a_minute_on(worker)
+
+    worker.tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
