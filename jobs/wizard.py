@@ -80,7 +80,7 @@ from .scheduler import RANKS, NextPass, line_jumped, next_pass, queue_held_notes
 from .services import jobs_submit
 from .summary import SHOWN_REPLICAS, in_role_table_order, role_words, spec_changes
 from .texts import list_words
-from .volume_access import GroupNames, pool_for_user, volume_refusals
+from .volume_access import GroupNames, hostpath_row_hint, pool_for_user, volume_refusals
 
 Raw = dict[str, list[str]]
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -2277,6 +2277,13 @@ def pool_refusals(
                 del errors[key]
         for path, messages in refused.items():
             errors.setdefault(path, []).extend(messages)
+    if owner is not None and pool.backend == "local":
+        # A row of cloud storage (an AIHC body's pfs): which volumes to use instead, and how.
+        for i, ds in enumerate(spec.datasources):
+            if ds.type != "hostpath" and f"datasources[{i}].type" in errors:
+                errors[f"datasources[{i}].type"].append(
+                    hostpath_row_hint(owner=owner, mount_path=ds.mount_path, groups=owner_groups)
+                )
     # Idle figures a backend could not read are unknown, not zero: the worker retries later.
     standalone = spec.submission.mode == S.SUBMIT_STANDALONE and idle_cards_now
     local = pool.backend == "local" and spec.counts_in_range()
@@ -3784,6 +3791,23 @@ def group_request_note(spec: S.JobSpec, pool: Pool | None) -> str:
         "starts, the same but for AIHC_GROUP_TASK_INDEX in its envs: task N's is N-1 (0 to "
         "%(last)d), so to run task N by hand, set it to N-1."
     ) % {"total": total, "last": total - 1}
+
+
+def console_api_request_note(backend: str) -> str:
+    """What the review and the job's page say above the local pool's request: it is for this
+    console's API (its curl goes there), with fields AIHC does not take, and moving the job to
+    AIHC takes a draft on an AIHC pool, whose review shows AIHC's request and checks it (qa109:
+    a team from AIHC read the local pool's request as AIHC's and sent it there). "" for a
+    remote pool, whose request is its platform's own."""
+    if backend != "local":
+        return ""
+    return _(
+        "This request is for this console's API (at %(endpoint)s, as the API keys page gives "
+        "it), not AIHC's: its body may use what only the console takes (console, a hostpath "
+        "mount without sourcePath, alertConfig without instanceId and notifyRuleId, "
+        "retentionPeriod, tensorboardConfig in v1). To move the job to AIHC, make its draft on "
+        "an AIHC pool: that draft's review shows AIHC's request."
+    ) % {"endpoint": settings.SITE_URL}
 
 
 def roles_request_note(spec: S.JobSpec, backend: str) -> str:
