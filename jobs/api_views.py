@@ -116,6 +116,7 @@ from .pools import QueueCounts, queue_counts
 from .scheduler import queue_position, queues_held
 from .services import FIELDS_NOT_READ, fields_not_read, jobs_submit, signed_with
 from .texts import sentence_ended
+from .volume_access import hostpath_row_hint
 
 logger = logging.getLogger(__name__)
 
@@ -907,6 +908,14 @@ def job_create(
     for path, messages in [*rules, *refusals.items()]:
         errors.setdefault(path, []).extend(messages)
     alerts_said_where_sent(errors, document=document, owner=owner)
+    if pool.backend == "local":
+        # A row of cloud storage (seed 001's pfs): which volumes to write instead, and how, in
+        # the body's JSON (the wizard's mount rows offer the pool's volumes themselves).
+        for i, ds in enumerate(spec.datasources):
+            if ds.type != "hostpath" and f"datasources[{i}].type" in errors:
+                errors[f"datasources[{i}].type"].append(
+                    hostpath_row_hint(owner=owner, mount_path=ds.mount_path)
+                )
     if errors or misplaced:
         raise refused(errors)
     if token:

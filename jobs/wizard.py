@@ -80,7 +80,7 @@ from .scheduler import RANKS, NextPass, line_jumped, next_pass, queue_held_notes
 from .services import jobs_submit
 from .summary import SHOWN_REPLICAS, in_role_table_order, role_words, spec_changes
 from .texts import list_words
-from .volume_access import GroupNames, hostpath_row_hint, pool_for_user, volume_refusals
+from .volume_access import GroupNames, pool_for_user, volume_refusals
 
 Raw = dict[str, list[str]]
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -2277,13 +2277,6 @@ def pool_refusals(
                 del errors[key]
         for path, messages in refused.items():
             errors.setdefault(path, []).extend(messages)
-    if owner is not None and pool.backend == "local":
-        # A row of cloud storage (an AIHC body's pfs): which volumes to use instead, and how.
-        for i, ds in enumerate(spec.datasources):
-            if ds.type != "hostpath" and f"datasources[{i}].type" in errors:
-                errors[f"datasources[{i}].type"].append(
-                    hostpath_row_hint(owner=owner, mount_path=ds.mount_path, groups=owner_groups)
-                )
     # Idle figures a backend could not read are unknown, not zero: the worker retries later.
     standalone = spec.submission.mode == S.SUBMIT_STANDALONE and idle_cards_now
     local = pool.backend == "local" and spec.counts_in_range()

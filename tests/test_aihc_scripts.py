@@ -131,8 +131,9 @@ def test_aihc_alert_items_without_console_channels_are_refused_on_alert_items_wi
     errors = field_messages(r)
     assert r.status_code == 400
     assert list(errors) == ["alertConfig.alertItems"]
-    assert '"console": {"alertChannels": {"emails": ["alice@example.com"]}}' in (
-        errors["alertConfig.alertItems"]
+    assert (
+        '"console": {"alertChannels": {"emails": ["alice@example.com"]}}'
+        in (errors["alertConfig.alertItems"])
     )
     assert r.json()["message"].startswith("alertConfig.alertItems: These alerts would reach nobody")
     assert not Job.objects.exists()
