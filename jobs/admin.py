@@ -134,7 +134,7 @@ from .review import (
     markable_lost,
     policy_queues,
 )
-from .runtime_env import group_task_of, replica_refs, with_group_task
+from .runtime_env import group_task_of, replica_refs, shown_request_spec
 from .scheduler import queue_position, why_waiting
 from .services import EVENTS_SHOWN
 from .summary import environment_job_id, replica_environments, sent_request, spec_sections
@@ -1804,7 +1804,7 @@ class JobAdmin(
         # Said at the top of the page, not only among the spec's fields: it is what a
         # reviewer must not miss.
         context["privileged"] = spec.privileged
-        shown = with_group_task(spec, job).copy()  # a queue task's as it is sent (review29)
+        shown = shown_request_spec(spec, job).copy()  # as the job's page shows it (review29)
         shown.alert.webhooks = [webhook_shown(url) for url in spec.alert.webhooks]
         request_line, request_body = sent_request(
             shown,

@@ -259,13 +259,12 @@ def alert_destination_refusals(alert: AlertConfig) -> list[tuple[str, str]]:
                 )
             )
     if alert.items and not (alert.emails or alert.webhooks):
-        refusals.append(
-            (
-                "alert.emails",
-                _("These alerts would reach nobody: add an email address or a webhook."),
-            )
-        )
+        refusals.append(("alert.emails", _(NO_RECIPIENT)))
     return refusals
+
+
+# Said on the alert step's emails; the API says it where its body has the alerts (jobs.api_views).
+NO_RECIPIENT = gettext_noop("These alerts would reach nobody: add an email address or a webhook.")
 
 
 def webhook_shown(url: str) -> str:

@@ -102,6 +102,7 @@ from .api_views import (
 from .backends import AcceleratorStock, Pool
 from .models import Job, JobGroup
 from .pools import QueueCounts, queue_counts
+from .texts import sentence_ended
 from .wizard import available_pools, find_pool, unreachable_pool
 
 # AIHC's pool types; the console's pools are all self-managed ("common").
@@ -255,7 +256,7 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         problems = {path: [message] for path, message in exc.problems}
         raise invalid_fields(problems, misplaced=misplaced) from None
     except ValueError as exc:
-        faults = {"faultToleranceArgs": [f"{exc}."]}
+        faults = {"faultToleranceArgs": [sentence_ended(str(exc))]}
         raise invalid_fields(faults, misplaced=misplaced) from None
     job = job_create(
         owner=owner,

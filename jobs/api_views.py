@@ -86,6 +86,7 @@ from .actions import (
     stop_looked_for,
 )
 from .aihc.mapping import fault_tolerance_args, v1_fault_tolerance_args
+from .alerts import NO_RECIPIENT
 from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
 from .backends import local as local_backend
@@ -114,6 +115,8 @@ from .plain_secrets import secrets_in_plain_text
 from .pools import QueueCounts, queue_counts
 from .scheduler import queue_position, queues_held
 from .services import FIELDS_NOT_READ, fields_not_read, jobs_submit, signed_with
+from .texts import sentence_ended
+from .volume_access import hostpath_row_hint
 
 logger = logging.getLogger(__name__)
 
@@ -909,6 +912,15 @@ def job_create(
     rules = [*console_rules(spec).items(), *template_job_rules(spec).items()]
     for path, messages in [*rules, *refusals.items()]:
         errors.setdefault(path, []).extend(messages)
+    alerts_said_where_sent(errors, document=document, owner=owner)
+    if pool.backend == "local":
+        # A row of cloud storage (seed 001's pfs): which volumes to write instead, and how, in
+        # the body's JSON (the wizard's mount rows offer the pool's volumes themselves).
+        for i, ds in enumerate(spec.datasources):
+            if ds.type != "hostpath" and f"datasources[{i}].type" in errors:
+                errors[f"datasources[{i}].type"].append(
+                    hostpath_row_hint(owner=owner, mount_path=ds.mount_path)
+                )
     if errors or misplaced:
         raise refused(errors)
     if token:
@@ -952,6 +964,32 @@ def job_create(
             unread_fields=unread,
         )
     return created[0]
+
+
+def alerts_said_where_sent(errors: dict[str, list[str]], *, document: Any, owner: Any) -> None:
+    """An AIHC body's alertConfig.alertItems with no console.alertChannels is refused there,
+    with the JSON that adds a channel, not on console.alertChannels.emails, which the script
+    never sent (qa109). AIHC's alertConfig names a monitoring instance and a notify rule
+    (instanceId, notifyRuleId), which say who is told there; this console sends its alerts by
+    mail and webhook, to the channels its own key lists."""
+    console = document.get("console") if isinstance(document, dict) else None
+    if isinstance(console, dict) and "alertChannels" in console:
+        return  # the body has the channels' key: the message is said on it
+    said = _(NO_RECIPIENT)
+    if said not in errors.get("alert.emails", []):
+        return
+    errors["alert.emails"].remove(said)
+    if not errors["alert.emails"]:
+        del errors["alert.emails"]
+    example = {"console": {"alertChannels": {"emails": [owner.email or "name@example.com"]}}}
+    errors.setdefault("alertConfig.alertItems", []).append(
+        _(
+            "These alerts would reach nobody: this console sends them to the email addresses "
+            "and webhooks in console.alertChannels, which the body does not have. Add it at "
+            'the top of the body, e.g. %(json)s (or "webhooks": [...]), or leave alertConfig out.'
+        )
+        % {"json": json.dumps(example, ensure_ascii=False)[1:-1]}
+    )
 
 
 # Said after a body's field errors when some values could not be read at all: the checks that
@@ -1075,7 +1113,9 @@ def fault_tolerance_args_read(
     try:
         return v1_fault_tolerance_args(document)
     except ValueError as exc:
-        raise invalid_fields({"faultToleranceArgs": [f"{exc}."]}, misplaced=misplaced) from None
+        raise invalid_fields(
+            {"faultToleranceArgs": [sentence_ended(str(exc))]}, misplaced=misplaced
+        ) from None
 
 
 def _fields_said(
@@ -1094,7 +1134,8 @@ def _fields_said(
 
 # Messages end with a full stop of their own, after which "; " read badly ("…字符。;
 # jobSpec.image: …", qa97; "…1001.; name: …", qa101): a Chinese sentence is followed by the
-# next directly, an English one after a space.
+# next directly, an English one after a space. So are a field's own messages (qa109: "…或
+# Custom。 “pytorch”…" had a space after the 。).
 _SENTENCE_ENDS_CHINESE = ("。", "！", "？", "）")
 _SENTENCE_ENDS = (".", "!", "?")
 
@@ -1114,7 +1155,7 @@ def _errors_message(errors: Mapping[str, Sequence[str]], rename: Callable[[str],
     """One part per field path as the client's body names it (_fields_said)."""
     return _joined_parts(
         [
-            f"{path}: {' '.join(messages)}" if path else " ".join(messages)
+            f"{path}: {_joined_parts(messages)}" if path else _joined_parts(messages)
             for path, messages in _fields_said(errors, rename).items()
         ]
     )
@@ -1139,7 +1180,9 @@ def invalid_fields(
         place.extend(m for m in messages if m not in place)
     message = _errors_message(said)
     listed = [
-        {"field": path, "message": " ".join(messages)} for path, messages in said.items() if path
+        {"field": path, "message": _joined_parts(messages)}
+        for path, messages in said.items()
+        if path
     ]
     return ApiError(
         400, "InvalidParameter", message, extensions={"errors": listed} if listed else {}

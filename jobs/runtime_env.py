@@ -193,13 +193,19 @@ class TaskPlace:
 
 
 def task_place(job: Job, envs: Callable[[], Any]) -> TaskPlace | None:
-    """The one answer to which task of its group `job` is (None for a job of no group).
+    """The one answer to which task of its group `job` is (None for a job of no group, and
+    for a queue task of one that runs no sweep's task again).
     `envs` gives its envs as stored, asked only of a queue task of one (a list of jobs reads
     them in its query, a job page from its spec)."""
     if job.group_id is None or job.group_index is None:
         return None
-    if job.group.total == 1 and (pinned := pinned_task(envs())):
-        return TaskPlace(pinned[0] + 1, pinned[1], again=True)
+    if job.group.total == 1:
+        # A queue task of one names no place: "1/1" told nothing, and every local job the API
+        # makes is one (qa109: each script's job read "name 1/1", a wizard's standalone job
+        # nothing), as DescribeJob gives it no group keys (group_fields). But a sweep's task
+        # run again, whose envs pin the task it runs as.
+        pinned = pinned_task(envs())
+        return TaskPlace(pinned[0] + 1, pinned[1], again=True) if pinned else None
     return TaskPlace(job.group_index, job.group.total)
 
 
@@ -224,6 +230,20 @@ def with_group_task(spec: JobSpec, job: Job) -> JobSpec:
     one value N times. An env of the job's own of either name wins, as on the local pool."""
     task = group_task_of(job)
     return spec if task is None else with_group_envs(spec, task)
+
+
+def shown_request_spec(spec: JobSpec, job: Job) -> JobSpec:
+    """The spec whose create request a job's page and the admin show: a remote job's as it is
+    sent (with_group_task); a local job's, which is sent nowhere (its runner sets the group's
+    variables in each replica's environment), with them only for a task of a group of 2 or
+    more, so its request imported runs that task again (review29). A local queue task of one,
+    which every local job the API makes is, shows the request as its script sent it, as
+    DescribeJob answers it (qa109: the page listed AIHC_GROUP_TASK_INDEX=0 and
+    AIHC_GROUP_TASK_TOTAL=1, which the script never sent)."""
+    task = group_task_of(job)
+    if task is None or (job.backend == "local" and task[1] < 2):
+        return spec
+    return with_group_envs(spec, task)
 
 
 def with_group_envs(spec: JobSpec, task: tuple[object, int]) -> JobSpec:

@@ -305,7 +305,10 @@ def jobs_submit(
                     source_job=source_job,
                 )
                 key = signing_key()
-                if key and is_group:
+                # A queue task of one is named no place (runtime_env.task_place): "(1/1)" said a
+                # group that every local job the API makes is not (qa109).
+                placed = is_group and count > 1
+                if key and placed:
                     created = recorded(
                         gettext_noop("Job created (%(n)s/%(count)s) with API key %(key)s."),
                         n=n + 1,
@@ -314,7 +317,7 @@ def jobs_submit(
                     )
                 elif key:
                     created = recorded(gettext_noop("Job created with API key %(key)s."), key=key)
-                elif is_group:
+                elif placed:
                     created = recorded(
                         gettext_noop("Job created (%(n)s/%(count)s)."), n=n + 1, count=count
                     )

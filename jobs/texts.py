@@ -31,6 +31,12 @@ def list_words(items: Iterable[str]) -> str:
     return pgettext("between list items", ", ").join(i for i in items if i)
 
 
+def sentence_ended(text: str) -> str:
+    """`text`, a clause, ended as a sentence in the reader's language ("…." ; 中文 "…。"): a
+    message made of parts that end one (qa109: "…）." on a Chinese answer)."""
+    return text + pgettext("end of a sentence", ".")
+
+
 # What stands between a text's lines where it is shown on one line (the job list's status
 # reasons): HTML runs them together with a space, which reads as one sentence (fix108: a
 # JobSet's JobCreationFailed, one Job's error a line, read as one run-on line).

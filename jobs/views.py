@@ -131,7 +131,7 @@ from .runner import (
     STOP_WAITS_MESSAGE,
     outbound_lost_notice,
 )
-from .runtime_env import group_task_of, with_group_task
+from .runtime_env import group_task_of, shown_request_spec
 from .scheduler import queue_position, why_waiting
 from .selection import (
     MAX_CARRIED,
@@ -155,7 +155,12 @@ from .summary import (
 from .tensorboard import training_metrics
 from .texts import list_words
 from .volume_access import mount_folders
-from .wizard import available_pools, mpi_hostfile_preview, roles_request_note
+from .wizard import (
+    available_pools,
+    console_api_request_note,
+    mpi_hostfile_preview,
+    roles_request_note,
+)
 from .worker import deletes_at, kept_for_alerts
 
 logger = logging.getLogger(__name__)
@@ -1391,7 +1396,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
         # A queue task's with its own AIHC_GROUP_TASK_* (as AIHC and Kubernetes are sent it):
         # the page's request, imported, runs that task again, not index 0's (review29).
         request_line, request_body = sent_request(
-            with_group_task(spec, job),
+            shown_request_spec(spec, job),
             job.backend,
             job_id=job.public_id,
             training_api=job.training_api,
@@ -1407,6 +1412,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
                 "spec": spec,
                 "aiak_words": aiak_words(spec),
                 # The request shown cannot make this job's roles: said as the review says it.
+                "console_api_note": console_api_request_note(job.backend),
                 "roles_request_note": roles_request_note(spec, job.backend),
             }
         )

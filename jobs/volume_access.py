@@ -278,6 +278,39 @@ def read_only_message(name: str) -> str:
     )
 
 
+def hostpath_row_hint(*, owner: Any, mount_path: str, groups: GroupNames | None = None) -> str:
+    """What to write instead of a mount row of cloud storage on the local pool: the volumes
+    `owner` may mount (never another team's: mountable_volumes) and the row's JSON with the
+    first of them at the row's own mount path (qa109: seed 001's pfs row was told only that
+    a cloud pool was needed, not what this pool has nor how a row of it is written)."""
+    import json
+
+    from django.utils.translation import gettext as _
+
+    from .backends.local import host_volumes
+    from .texts import list_words
+
+    volumes = mountable_volumes(user=owner, volumes=host_volumes(), groups=groups)
+    if not volumes:
+        return _(
+            "This pool offers you no volume: leave the row out, or ask the administrator for "
+            "one (LOCAL_VOLUMES)."
+        )
+    first = volumes[0]
+    row: dict[str, Any] = {"type": "hostpath", "name": first.name, "mountPath": mount_path}
+    if first.read_only:
+        row["options"] = {"readOnly": True}
+    return _(
+        "This pool's volumes you may mount: %(volumes)s. Write the row as %(row)s (add "
+        "sourcePath for a folder inside the volume)."
+    ) % {
+        "volumes": list_words(
+            _("%(name)s (read-only)") % {"name": v.name} if v.read_only else v.name for v in volumes
+        ),
+        "row": json.dumps(row, ensure_ascii=False),
+    }
+
+
 def volume_refusals(
     *, spec: JobSpec, owner: Any, groups: GroupNames | None = None, at_start: bool = False
 ) -> dict[str, list[str]]:

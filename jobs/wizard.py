@@ -3790,6 +3790,23 @@ def group_request_note(spec: S.JobSpec, pool: Pool | None) -> str:
     ) % {"total": total, "last": total - 1}
 
 
+def console_api_request_note(backend: str) -> str:
+    """What the review and the job's page say above the local pool's request: it is for this
+    console's API (its curl goes there), with fields AIHC does not take, and moving the job to
+    AIHC takes a draft on an AIHC pool, whose review shows AIHC's request and checks it (qa109:
+    a team from AIHC read the local pool's request as AIHC's and sent it there). "" for a
+    remote pool, whose request is its platform's own."""
+    if backend != "local":
+        return ""
+    return _(
+        "This request is for this console's API (at %(endpoint)s, as the API keys page gives "
+        "it), not AIHC's: its body may use what only the console takes (console, a hostpath "
+        "mount without sourcePath, alertConfig without instanceId and notifyRuleId, "
+        "retentionPeriod, tensorboardConfig in v1). To move the job to AIHC, make its draft on "
+        "an AIHC pool: that draft's review shows AIHC's request."
+    ) % {"endpoint": settings.SITE_URL}
+
+
 def roles_request_note(spec: S.JobSpec, backend: str) -> str:
     """What the review says above the local pool's request when AIHC's v1 body, which it
     shows, cannot carry the job's roles (a TensorFlow job's chief, ps and evaluator; a master

@@ -94,7 +94,7 @@ from .api_views import (
 from .models import Draft
 from .plain_secrets import PlainSecret, secrets_in_plain_text
 from .services import FIELDS_NAMED, FIELDS_NOT_READ_MORE, fields_not_read
-from .texts import list_words
+from .texts import list_words, sentence_ended
 
 # A CreateJob body is a few KB; 256 KB leaves room for long commands and many envs, and is
 # well under Django's form limit (DATA_UPLOAD_MAX_MEMORY_SIZE, 2.5 MB), so a paste over it is
@@ -776,7 +776,7 @@ def read_body(
         raise ImportRefusedError(errors, shown_text(text), v2) from None
     except ValueError as exc:
         # The box shown again with its secrets masked, as after any refusal (it was not).
-        errors = [("body", f"faultToleranceArgs: {exc}.")]
+        errors = [("body", f"faultToleranceArgs: {sentence_ended(str(exc))}")]
         raise ImportRefusedError(errors, shown_text(text), v2) from None
     v1, framework = framework_read(v1, rename)
     secrets = secret_values(document, v1) + list(restored or [])

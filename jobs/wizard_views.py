@@ -1064,6 +1064,9 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "body": body,
         "curl": curl,
         "group_request_note": W.group_request_note(spec, state.pool),
+        "console_api_note": W.console_api_request_note(
+            state.pool.backend if state.pool else "local"
+        ),
         "roles_request_note": W.roles_request_note(
             spec, state.pool.backend if state.pool else "local"
         ),

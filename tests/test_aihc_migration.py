@@ -291,7 +291,7 @@ def test_aihcs_documented_fault_tolerance_flags_the_console_does_not_run_are_nam
 
     page = error_texts(import_body(alice_client, body, pool=POOL, follow=True))
 
-    assert "faultToleranceArgs: --enable-replace 不是本控制台执行的选项：请删除它" in page
+    assert "faultToleranceArgs: --enable-replace 不是本控制台执行的选项：请删除（" in page
     assert "is not one the console runs" not in page
     assert not Draft.objects.exists()
 

@@ -207,6 +207,8 @@ def test_the_review_shows_the_secret_then_the_pytorchjob_and_a_bearer_token_curl
     )
     assert "Authorization: Bearer <token>" in curl and "bce-auth" not in curl
     assert "hf_typed_secret" not in page
+    # The cluster's own requests, to its API server: not said to be for this console's API.
+    assert 'id="request-console-api-note"' not in page
     # Each pod's environment, with the operator's addresses and what the manifest sets.
     envs = html.unescape(page[page.index('id="env-preview"') :])
     name = body["metadata"]["name"]

@@ -442,10 +442,13 @@ def test_a_task_run_again_shows_as_that_task_again_in_the_list_and_on_its_page(a
 
     def badge(html_text: str, job) -> str:
         row = html_text[html_text.index(f'<tr data-job="{job.public_id}"') :]
-        return re.search(r'class="badge text-bg-light border group-task"[^>]*>([^<]*)<', row)[1]
+        row = row[: row.index("</tr>")]
+        found = re.search(r'class="badge text-bg-light border group-task"[^>]*>([^<]*)<', row)
+        return found[1] if found else ""
 
-    # Not "1/1": the place its page says it was copied from (local-test 2/3).
+    # Not "1/1": the place its page says it was copied from (local-test 2/3). A queue task
+    # of one of its own names no place (qa109: "1/1" named a group it is not).
     assert badge(listed, again) == "2/3 (again)"
-    assert badge(listed, tasks[1]) == "2/3" and badge(listed, alone) == "1/1"
+    assert badge(listed, tasks[1]) == "2/3" and badge(listed, alone) == ""
     assert re.search(r'id="group-task"[^>]*>2/3 \(again\)<', page)
     assert re.search(r'id="source-job">local-test 2/3<', page)

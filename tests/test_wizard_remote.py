@@ -177,6 +177,8 @@ def test_a_v1_aihc_pool_previews_the_v1_create_request_with_secrets_masked(fake,
     assert "hf-very-secret" not in page
     assert f"{fake.url}/api/v1/aijobs?resourcePoolId={POOL}" in curl
     assert "X-API-Version" not in page
+    # AIHC's request, to AIHC: not said to be for this console's API, as the local pool's is.
+    assert 'id="request-console-api-note"' not in page
 
 
 def test_a_v2_aihc_pool_previews_the_action_style_request_it_really_sends(

@@ -26,8 +26,10 @@ import shlex
 from typing import Any
 
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from jobs import spec as spec_module
+from jobs.texts import list_words
 
 V2_TF_ROLE_KEYS = {"chief": "Chief", "worker": "Worker", "ps": "PS", "evaluator": "Evaluator"}
 
@@ -68,18 +70,29 @@ def fault_tolerance_config(args: str) -> dict[str, Any]:
                 "without a lone \\"
             )
         ) from None
+    unknown = list(
+        dict.fromkeys(
+            flag
+            for flag in (token.partition("=")[0] for token in tokens)
+            if flag != _PATTERN_FLAG and flag not in by_flag
+        )
+    )
+    if unknown:
+        # Found in QA 54: said in English on a Chinese page, where a team bringing AIHC's
+        # documented example (--enable-replace, ...) over reads it. All at once (qa109: one
+        # a try, --enable-replace, then --hang-detection-startup-toleration-minutes, ...).
+        raise ValueError(
+            ngettext(
+                "%(flags)s is not one the console runs: remove it (the console runs %(known)s)",
+                "%(flags)s are not ones the console runs: remove them (the console runs %(known)s)",
+                len(unknown),
+            )
+            % {"flags": list_words(unknown), "known": list_words([*by_flag, _PATTERN_FLAG])}
+        )
     for token in tokens:
         flag, equals, value = token.partition("=")
         if flag == _PATTERN_FLAG:
             patterns.append(value)
-        elif flag not in by_flag:
-            known = ", ".join([*by_flag, _PATTERN_FLAG])
-            # Found in QA 54: said in English on a Chinese page, where a team bringing
-            # AIHC's documented example (--enable-replace, ...) over reads it.
-            raise ValueError(
-                _("%(flag)s is not one the console runs: remove it (the console runs %(known)s)")
-                % {"flag": flag, "known": known}
-            )
         elif by_flag[flag] == "enabledHangDetection":
             if value not in ("true", "false") and equals:
                 raise ValueError(_("%(flag)s is true or false") % {"flag": flag})

@@ -445,12 +445,17 @@ class Backend(ABC):
         (local) shows. `training_api`: a Kubernetes job's Job.training_api, the Kubeflow API
         it was created under ("": not created yet, the pool's setting); other backends have
         one API and ignore it. `owner`: the job's owner's user name, which Kubernetes objects
-        carry (an annotation); ignored elsewhere."""
+        carry (an annotation); ignored elsewhere. Its endpoint is this console's API (SITE_URL,
+        as the API keys page gives it), which takes the body: AIHC's host has no such pool
+        (qa109: the local pool's curl went to aihc.bj.baidubce.com)."""
+        from django.conf import settings
+
         return RequestPreview(
             method="POST",
             path=f"/api/v1/aijobs?resourcePoolId={quote(spec.resource_pool_id, safe='')}",
             headers={"Content-Type": "application/json"},
             body=spec.to_v1_body(masked=True),
+            endpoint=settings.SITE_URL,
         )
 
     def environment_preview(
