@@ -2091,7 +2091,10 @@ def test_a_source_path_climbing_out_with_dot_dot_is_told_so_once(alice_client):
 
 @pytest.mark.parametrize(
     "typed, message",
-    [("", "请填写容器挂载路径，例如 /workspace。"), ("data", "挂载路径须以 / 开头，例如 /workspace/data。")],
+    [
+        ("", "请填写容器挂载路径，例如 /workspace。"),
+        ("data", "挂载路径须以 / 开头，例如 /workspace/data。"),
+    ],
     ids=["empty", "relative"],
 )
 def test_a_second_mount_row_without_an_absolute_path_is_refused_on_its_field_not_a_server_error(
