@@ -412,10 +412,13 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # Hashed names and gzipped copies, written by the collectstatic `manage.py serve` runs
+    # (console/static_storage.py): WhiteNoise sends them compressed, cached for a year.
+    "staticfiles": {"BACKEND": "console.static_storage.ConsoleStaticFilesStorage"},
 }
-# Serve straight from the app and STATICFILES_DIRS folders, so `make run` needs no
-# collectstatic step and a fresh clone serves its CSS and htmx with DEBUG off.
+# Before any collectstatic (the tests, a gunicorn started by hand), files are served straight
+# from the app and STATICFILES_DIRS folders, so a fresh clone serves its CSS and htmx with
+# DEBUG off all the same, uncompressed.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 

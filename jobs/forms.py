@@ -512,6 +512,8 @@ class ResourcesForm(StepForm):
         label=_("Shared memory (GiB)"),
         required=False,  # optional in both consoles: empty means the default, 10Gi
         widget=forms.NumberInput(attrs={"placeholder": "10"}),
+        # Not Django's "输入整数。" (qa108: 0.5 was refused without saying in what unit).
+        error_messages={"invalid": _("Shared memory must be a whole number of GiB.")},
         help_text=_(
             "Size of /dev/shm, used by processes on one node to exchange data; 10 GiB by default."
         ),

@@ -2124,6 +2124,12 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
             )
         elif FULL_WIDTH_SLASHES & set(ds.mount_path):
             err(f"{path}.mountPath", _full_width_slash_message())
+        elif not ds.mount_path.startswith("/"):
+            # A relative `data` was told of '..' and doubled '/', none of which it has (qa108).
+            err(
+                f"{path}.mountPath",
+                _("The mount path must start with /, e.g. /workspace/data."),
+            )
         elif normalised_mount_path(ds.mount_path) is None:
             err(
                 f"{path}.mountPath",

@@ -3576,7 +3576,17 @@ def first_incomplete(draft: Draft) -> str:
 
 
 def step_allowed(draft: Draft, step: str) -> bool:
-    return STEPS.index(step) <= STEPS.index(first_incomplete(draft))
+    """Each step up to the first unfinished one, and a later step still marked done when every
+    step before it is done or was tried and found wrong: a refused save on step 3 (共享内存
+    0.5) hid steps 4 to 8 from the stepper, done as they were (qa108). The review still needs
+    every step done."""
+    if STEPS.index(step) <= STEPS.index(first_incomplete(draft)):
+        return True
+    if step not in draft.completed_steps:
+        return False
+    attempted = draft.data.get("_attempted") or []
+    earlier = FORM_STEPS[: FORM_STEPS.index(step)]
+    return all(s in draft.completed_steps or s in attempted for s in earlier)
 
 
 def step_forms_for_display(state: WizardState, step: str, *, checked: bool = False) -> StepForms:

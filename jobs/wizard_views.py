@@ -713,7 +713,6 @@ def _autofocus_first_problem(forms: W.StepForms) -> None:
 
 
 def _stepper(draft: Draft, current: str) -> list[dict[str, Any]]:
-    first_open = W.STEPS.index(W.first_incomplete(draft))
     return [
         {
             "slug": slug,
@@ -722,7 +721,7 @@ def _stepper(draft: Draft, current: str) -> list[dict[str, Any]]:
             "url": _step_url(draft, slug),
             "current": slug == current,
             "done": slug in draft.completed_steps,
-            "allowed": i <= first_open,
+            "allowed": W.step_allowed(draft, slug),
         }
         for i, slug in enumerate(W.STEPS)
     ]

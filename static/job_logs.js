@@ -82,14 +82,18 @@
   // refresh is refused before it is sent), so a line stays put to be read; pressed again, the
   // tail asks at once (its log-resumed trigger) and catches up. The choice is this page's, kept
   // through a replica's tab (the new tail is paused too). Shown here: without JavaScript the
-  // page does not refresh itself.
+  // page does not refresh itself. While paused it says 继续刷新 (Resume updates, qa108: it kept
+  // its label, pressed or not). A button whose name says what it will do carries no
+  // aria-pressed: the ARIA authoring practices' toggle keeps one name, or "pressed" would be
+  // said with a name that no longer holds.
   const pause = document.getElementById("log-pause");
   let paused = false;
   if (pause) {
+    const pauseLabel = pause.textContent;
     pause.hidden = false;
     pause.addEventListener("click", function () {
       paused = !paused;
-      pause.setAttribute("aria-pressed", String(paused));
+      pause.textContent = paused ? pause.dataset.resumeLabel : pauseLabel;
       pause.classList.toggle("btn-secondary", paused);
       pause.classList.toggle("btn-outline-secondary", !paused);
       const tail = document.getElementById("log-tail");

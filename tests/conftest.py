@@ -21,6 +21,12 @@ def _isolated_var_dir(settings, tmp_path):
     """Each test gets its own run/log/volume folders under tmp_path."""
     settings.LOCAL_RUN_DIR = tmp_path / "runs"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # Pages link the static files as they are in static/, never by a manifest `make run`'s
+    # collectstatic left in the same var/ (files of before an edit, under their old hashes).
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
 
 
 @pytest.fixture(autouse=True)

@@ -2212,10 +2212,14 @@ def test_the_logs_page_links_a_download_of_the_whole_log_with_secrets_masked(ali
 
     page = client.get(f"{CHANGELIST}{job.pk}/logs/", {"replica": "worker-0"}).content.decode()
     link = f"{CHANGELIST}{job.pk}/logs/worker-0/download/"
-    assert f'href="{link}" id="log-download">下载日志</a>' in page
+    assert re.search(
+        f'href="{link}" id="log-download"[^>]*>下载日志</a> <span[^>]*>（时间为 UTC）', page
+    )
     client.cookies["django_language"] = "en"
     page = client.get(f"{CHANGELIST}{job.pk}/logs/", {"replica": "worker-0"}).content.decode()
-    assert f'href="{link}" id="log-download">Download log</a>' in page
+    assert re.search(
+        f'href="{link}" id="log-download"[^>]*>Download log</a> <span[^>]*>\\(times in UTC\\)', page
+    )
 
     download = client.get(link)
     assert download.status_code == 200

@@ -877,3 +877,39 @@ def test_a_head_answers_as_a_get_without_a_body_and_gunicorn_logs_no_warning_of_
         }, path
     assert [answers[p][1].status_code for p in anonymous] == [503, 200, 200, 404]
     assert "body bytes" not in log.read_text()
+
+
+def test_serve_sends_the_pages_static_files_compressed_and_cached_for_a_year(tmp_path):
+    """qa108: every page's first open was 440-495 KB: nothing ran collectstatic, so WhiteNoise
+    sent each file as written (bootstrap.min.css, 232 KB; 30 KB gzipped), cached a minute."""
+    import httpx
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("PORT", "SITE_URL")}
+    env.update(CONSOLE_VAR_DIR=str(tmp_path), DEBUG="0", PORT=str(port))
+    server = start_serve(env)
+    try:
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                page = client.get("/login/")
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, "serve exited"
+                assert time.monotonic() < deadline, "serve did not answer"
+                time.sleep(0.3)
+        css = re.search(r'href="(/static/vendor/bootstrap-[^"]+\.css)"', page.text)[1]  # type: ignore[index]
+        sent = client.get(css, headers={"Accept-Encoding": "gzip, br"})
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        server.wait(timeout=30)
+
+    assert "Content-Encoding" not in page.headers  # pages are not compressed (README: BREACH)
+    assert re.fullmatch(r"/static/vendor/bootstrap-5\.3\.9/bootstrap\.min\.[0-9a-f]{12}\.css", css)
+    assert sent.status_code == 200
+    assert sent.headers["Content-Encoding"] == "gzip"
+    assert int(sent.headers["Content-Length"]) < 40_000
+    assert "max-age=315360000" in sent.headers["Cache-Control"]
+    assert "immutable" in sent.headers["Cache-Control"]
+    assert ".container" in sent.text

@@ -4,6 +4,8 @@ in test_phone_keyboards.py.)"""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 from playwright.sync_api import expect
@@ -212,3 +214,48 @@ def test_on_a_phone_the_replicas_table_shows_a_shadow_at_the_edge_it_scrolls_pas
     # The rows let it through: their cells have no background of their own.
     cell = region.locator("td").first
     assert cell.evaluate("e => getComputedStyle(e).backgroundColor") == "rgba(0, 0, 0, 0)"
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_on_a_phone_turned_sideways_the_top_bar_is_one_row(
+    browser, live_server, alice, reviewer, language
+):
+    # qa108: at 844 by 390 the top bar took two rows, 168 of the screen's 390 pixels. The
+    # longest bar: a reviewer's (its Review link), in English.
+    context = device(browser, live_server, {"width": 844, "height": 390})
+    page = context.new_page()
+    log_in(page, "carol", "carol-password")
+    page.context.add_cookies([{"name": "django_language", "value": language, "url": page.url}])
+    page.goto("/")
+
+    items = page.locator("nav.navbar :is(.navbar-brand, .nav-link, button)")
+    tops = {round(item.bounding_box()["y"]) for item in items.all() if item.is_visible()}
+    bar = page.locator("nav.navbar").bounding_box()
+    fits = page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+    context.close()
+
+    assert bar["height"] < 390 / 5, bar
+    assert max(tops) - min(tops) <= 8, tops  # one row (buttons and links differ in height)
+    assert fits
+
+
+def test_on_a_phone_the_job_list_says_each_jobs_running_time_and_creation_under_its_status(
+    phone, alice
+):
+    # qa108: at 412 pixels the list showed name, status and framework; the rest scrolled past
+    # the edge cut mid-word ("本机 L", "defau"), with no sign there was more.
+    job = submit(alice)
+    log_in(phone, "alice", "alice-password")
+    phone.set_viewport_size({"width": 412, "height": 915})
+    phone.goto("/")
+    row = phone.locator(f'tr[data-job="{job.public_id}"]')
+    times = row.locator(".job-times")
+    region = phone.locator("#job-table-region")
+
+    expect(times).to_be_in_viewport()
+    expect(times).to_have_text(re.compile(r"^运行时长 – 创建时间 \d{4}-\d\d-\d\d \d\d:\d\d$"))
+    assert region.evaluate("e => e.scrollWidth > e.clientWidth")  # it does scroll
+    shading = region.evaluate("e => getComputedStyle(e).backgroundImage")
+    assert shading.count("radial-gradient") == 2, shading  # a shadow for each edge
+    phone.set_viewport_size({"width": 768, "height": 1024})  # its own columns from sm on
+    expect(times).to_be_hidden()

@@ -62,6 +62,24 @@ def test_a_mount_below_a_system_directory_is_allowed_but_not_over_it():
     }
 
 
+def test_a_relative_mount_path_is_told_to_start_with_a_slash_and_a_dotted_one_to_be_normal():
+    """qa108: `data` was told it had '..' or a doubled or trailing '/', none of which it has.
+    The API's and the wizard's words both come from here."""
+    spec = pytorch_spec(
+        datasources=[
+            S.Datasource("hostpath", "v", "data"),
+            S.Datasource("hostpath", "v", "/data/../etc"),
+        ]
+    )
+
+    assert errors_of(spec) == {
+        "datasources[0].mountPath": ["The mount path must start with /, e.g. /workspace/data."],
+        "datasources[1].mountPath": [
+            "The mount path must be absolute and normalised: no '..', no doubled or trailing '/'."
+        ],
+    }
+
+
 def test_a_full_width_slash_typed_by_a_chinese_input_method_is_named_in_either_path():
     spec = pytorch_spec(
         datasources=[

@@ -88,3 +88,108 @@ def test_on_a_phone_every_target_of_the_job_list_and_a_jobs_page_is_at_least_24_
     finally:
         open_gate(settings)
         run_until(worker, lambda: status_of(running) == JobStatus.SUCCEEDED, what="done")
+
+
+# Fields whose text a tablet's Safari would zoom in on, and the forms' buttons (保存, 驳回).
+SMALL_TEXT = """() => [...document.querySelectorAll(
+    'input:not([type=hidden], [type=checkbox], [type=radio], [type=submit]), select, textarea, .submit-row input')]
+  .filter(e => e.offsetParent !== null)
+  .map(e => [e.name || e.id || (e.innerText || '').trim().slice(0, 40) || e.outerHTML.slice(0, 120),
+             parseFloat(getComputedStyle(e).fontSize)])
+  .filter(([, size]) => size < 16)"""
+
+
+@pytest.mark.parametrize("viewport", [(820, 1180), (1180, 820)], ids=["portrait", "landscape"])
+def test_on_a_tablet_the_admins_targets_are_24_pixels_and_its_fields_text_16(
+    browser, live_server, reviewer, superuser, alice, viewport
+):
+    """qa108, at 820 and 1180 pixels (a touch screen, wider than the phone's 768 that had the
+    rules): the header's links were 14 to 17 high and EN 16 by 14, the filters' 按状态 20 high,
+    the search box 13-pixel text, the review policy's tick 13 by 13 and its 保存 13-pixel
+    text, the reject page's 驳回 too, and its "不，返回" a small link."""
+    from jobs.models import ReviewMode, ReviewPolicy
+
+    from .test_admin_browser import submit as submit_for_review
+
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    job = submit_for_review(alice, "too-big")
+    width, height = viewport
+    context = browser.new_context(
+        base_url=live_server.url,
+        viewport={"width": width, "height": height},
+        has_touch=True,
+        is_mobile=True,
+        locale="zh-CN",
+    )
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
+    tablet = context.new_page()
+    small, small_text = {}, {}
+    try:
+        log_in(tablet, "carol", "carol-password")
+        for path in ["/admin/jobs/job/", f"/admin/jobs/job/{job.pk}/change/"]:
+            tablet.goto(path)
+            small[path], small_text[path] = too_small(tablet), tablet.evaluate(SMALL_TEXT)
+        tablet.click("a.review-reject")
+        tablet.wait_for_selector("#confirm-review")
+        small["reject"], small_text["reject"] = too_small(tablet), tablet.evaluate(SMALL_TEXT)
+        tablet.context.clear_cookies()
+        log_in(tablet, "root", "root-password")
+        tablet.goto("/admin/jobs/reviewpolicy/1/change/")
+        small["policy"], small_text["policy"] = too_small(tablet), tablet.evaluate(SMALL_TEXT)
+    finally:
+        context.close()
+
+    # Django's own: the menu's fold, a full-height strip 23 wide with nothing beside it (the
+    # spacing exception), and a sorted column's icons (a sprite drawn at 14 pixels).
+    small = {
+        path: [
+            t
+            for t in found
+            if t["what"] != "toggle-nav-sidebar"
+            and "sortoptions" not in t["what"]
+            and 'class="toggle' not in t["what"]
+            and 'class="sortremove' not in t["what"]
+        ]
+        for path, found in small.items()
+    }
+    assert small == {path: [] for path in small}
+    assert small_text == {path: [] for path in small_text}
+
+
+def test_on_a_phone_every_target_of_the_wizard_its_review_and_the_keys_page_is_24_pixels(
+    phone, alice, settings, tmp_path
+):
+    """qa108: the review's 编辑 links were 28 by 21, 查看示例, 私有镜像仓库, 平台自动注入的环境变量
+    and curl's toggles 21 high, and a new key's Copy buttons 30 by 23."""
+    from django.test import Client
+
+    from jobs import wizard as W
+
+    from .test_wizard import A800, V100, complete_steps, new_draft, step_url
+
+    settings.LOCAL_ACCELERATORS = f"{A800}=8,{V100}=4"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    client = Client()
+    client.force_login(alice)
+    draft = new_draft(client)
+    complete_steps(client, draft)
+    sizes = {}
+    for path, named in [
+        (
+            step_url(draft, W.IMAGE),
+            ["View examples", "Private registry", "Variables the platform injects"],
+        ),
+        (step_url(draft, W.REVIEW), ["Edit"]),
+    ]:
+        phone.goto(path)
+        measured = {t["what"] for t in phone.evaluate(TARGETS)}
+        assert set(named) <= measured, (path, sorted(measured))
+        sizes[path] = [t for t in too_small(phone) if t["what"] != "action"]
+    phone.goto("/account/keys/")
+    phone.fill("input[name=description]", "nightly script")
+    phone.click("#api-key-create")
+    phone.wait_for_selector("#new-secret-key-copy")
+    sizes["keys"] = too_small(phone)
+
+    # The wizard's default button (Enter sends 下一步) is hidden from sight and from touch.
+    assert sizes == {path: [] for path in sizes}

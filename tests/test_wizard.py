@@ -1401,7 +1401,7 @@ def test_a_row_tables_error_outlines_its_input_and_is_what_the_input_is_describe
     assert rest == ["mount-help"]
     assert "is-invalid" in field and 'aria-invalid="true"' in field
     error = page[page.index(f'id="{first}"') :]
-    assert "绝对路径" in error[: error.index("</div></div>")]
+    assert "须以 / 开头" in error[: error.index("</div></div>")]
 
 
 # -- ownership --------------------------------------------------------------------------
@@ -2091,7 +2091,10 @@ def test_a_source_path_climbing_out_with_dot_dot_is_told_so_once(alice_client):
 
 @pytest.mark.parametrize(
     "typed, message",
-    [("", "请填写容器挂载路径，例如 /workspace。"), ("data", "挂载路径须为规范的绝对路径")],
+    [
+        ("", "请填写容器挂载路径，例如 /workspace。"),
+        ("data", "挂载路径须以 / 开头，例如 /workspace/data。"),
+    ],
     ids=["empty", "relative"],
 )
 def test_a_second_mount_row_without_an_absolute_path_is_refused_on_its_field_not_a_server_error(

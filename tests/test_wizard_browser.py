@@ -1759,7 +1759,7 @@ def test_a_mount_row_added_and_left_without_its_path_is_refused_on_that_field_no
     page.fill("#id_mounts-1-mount_path", "data")  # relative: refused on its field too
     page.click("#wizard-next")
     expect(page.locator("#id_mounts-1-mount_path_error")).to_contain_text(
-        "挂载路径须为规范的绝对路径"
+        "挂载路径须以 / 开头，例如 /workspace/data。"
     )
     expect(page.locator("#id_mounts-0-mount_path")).to_have_value("/workspace")
     page.fill("#id_mounts-1-mount_path", "/data")

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from jobs.checks import (
@@ -93,6 +94,11 @@ class Command(BaseCommand):
         # And a run directory with less room than one log may take (qa102).
         for warning in [*card_nodes_missing(), *run_dir_smaller_than_a_log()]:
             self.stderr.write(f"Warning: {warning.msg} {warning.hint}")
+        # The static files as WhiteNoise serves them best: under hashed names, with gzipped
+        # copies, cached for a year (console/static_storage.py). qa108: nothing ran it, and
+        # every file went out as written, cached for a minute. Quietly: it says nothing that
+        # matters at each start. Before the web server starts, which reads them once.
+        call_command("collectstatic", interactive=False, verbosity=0)
         # Each child gets its own process group: Ctrl-C reaches only this command, which then
         # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
         # its master and keep the port bound. If this command itself is killed (SIGKILL,
