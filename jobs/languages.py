@@ -136,6 +136,12 @@ def reader_language(*, user: Any) -> str:
     return _known(chosen.first() or "") or settings.LANGUAGE_CODE
 
 
+def saved_language(*, user: Any) -> str | None:
+    """The language `user` chose (the 中文/EN switch, or the log-in page's), None if none."""
+    chosen = UserPreference.objects.filter(user_id=user.pk).values_list("language", flat=True)
+    return _known(chosen.first() or "")
+
+
 def addresses_by_language(*, addresses: list[str], owner: Any) -> dict[str, list[str]]:
     """The alert addresses grouped by the language each is written to in (see above), in
     their order; the owner's language first."""
