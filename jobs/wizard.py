@@ -867,14 +867,31 @@ def default_raw(step: str, state: WizardState) -> Raw:
     if step == FAULT:
         return {}
     if step == ADVANCED:
+        code_path = command_tensorboard_path(state)
         return _row(
-            retention_value=7, retention_unit="d", timeout_minutes=S.DEFAULT_TIMEOUT_MINUTES
+            tensorboard=code_path is not None,
+            tensorboard_path=code_path,
+            retention_value=7,
+            retention_unit="d",
+            timeout_minutes=S.DEFAULT_TIMEOUT_MINUTES,
         )
     if step == SUBMISSION:
         return _row(
             mode=S.SUBMIT_STANDALONE, target_queue=basic.get("queue", ""), total=1, concurrency=1
         )
     return {}
+
+
+def command_tensorboard_path(state: WizardState) -> str | None:
+    """The folder an AIAK job's saved command writes its TensorBoard files to (its
+    TENSORBOARD_PATH line, once the placeholder is replaced by a plain path), which step 6
+    starts from while it was never saved: TensorBoard on, at that path (qa109: after
+    TENSORBOARD_PATH=/mnt/cluster/tb step 6 had TensorBoard off and empty, while seed 000 asks
+    for the code's path). A step 6 the engineer saved keeps what they set. None otherwise."""
+    image = state.draft.data.get(IMAGE)
+    if state.template is None or not isinstance(image, dict):
+        return None
+    return command_path(_one(image, "command"), "TENSORBOARD_PATH")
 
 
 def default_role_rows(state: WizardState) -> list[Raw]:
