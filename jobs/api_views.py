@@ -92,7 +92,7 @@ from .backends import BackendError, Pool, get_backend
 from .backends import local as local_backend
 from .backends.base import got_no_answer
 from .kubernetes.config import namespace_of
-from .languages import accepted_language
+from .languages import accepted_language, saved_language
 from .locks import user_row_locked
 from .logs import LOG_START, LogMarker, job_secrets, log_read, shown_lines
 from .models import (
@@ -191,10 +191,15 @@ class MethodRefused(ApiError):
         self.allowed = joined
 
 
-def api_language(request: HttpRequest) -> str:
+def api_language(request: HttpRequest, *, key_owner: Any = None) -> str:
     """The language the API answers in: the one Accept-Language asks for, as a page's
-    (jobs.languages), but English when it asks for none (SDKs send none)."""
-    return accepted_language(request.headers.get("Accept-Language", "")) or "en"
+    (jobs.languages). When it asks for none (SDKs send none), the language the signing key's
+    owner chose on the console (qa109: a Chinese team's scripts read English), once the key is
+    known; English before that (a refused signature) and for an owner who chose none."""
+    asked = accepted_language(request.headers.get("Accept-Language", ""))
+    if asked is None and key_owner is not None:
+        asked = saved_language(user=key_owner)
+    return asked or "en"
 
 
 def _answer(data: dict[str, Any], *, status: int = 200, request_id: str) -> JsonResponse:
@@ -226,6 +231,8 @@ def api_view(*methods: str) -> Callable[..., Any]:
                         raise MethodRefused(request.method or "", methods)
                     try:
                         key = verify_request(request)
+                        # Ends with the override above, which restores the language before it.
+                        translation.activate(api_language(request, key_owner=key.owner))
                         with signed_with(key.access_key_id):
                             result = view(request, key.owner, **kwargs)
                     except RequestDataTooBig:

@@ -230,8 +230,15 @@ class BasicForm(StepForm):
             "lowercase letter or digit; 1-50 characters."
         ),
     )
+    # The two helps follow seed 000's (选择任务部署的百舸资源池 / …资源池下的队列), with the
+    # console's kinds of pool in place of 百舸's alone (qa109: both had none).
     resource_pool = forms.ChoiceField(
         label=_("Resource pool"),
+        help_text=_(
+            "The resource pool the job is deployed to: the local pool runs it on this "
+            "machine's cards, a Kubernetes pool on its cluster's nodes, an AIHC pool on Baidu "
+            "AIHC."
+        ),
         # A copy of a job in a pool no longer offered lands here too: say which pool, by the
         # id the draft holds (its last known name would cost a query on every page binding it).
         error_messages={
@@ -241,7 +248,13 @@ class BasicForm(StepForm):
             )
         },
     )
-    queue = forms.ChoiceField(label=_("Queue"))
+    queue = forms.ChoiceField(
+        label=_("Queue"),
+        help_text=_(
+            "The queue of the resource pool the job is deployed in; the list follows the pool "
+            "chosen."
+        ),
+    )
     priority = forms.ChoiceField(label=_("Priority"), choices=PRIORITY_CHOICES)
     framework = forms.ChoiceField(
         label=_("Training framework"),
@@ -256,11 +269,14 @@ class BasicForm(StepForm):
     log_persistence = forms.BooleanField(
         label=_("Log persistence"),
         required=False,
+        # Seed 000's wording: logs kept in BLS, not "after it ends" (qa109: that said when they
+        # are saved, which no pool of the console does). What each pool really does follows.
         help_text=_(
-            "Keeps the job's logs in the log service (BLS) after it ends; storing, reading, "
-            "writing and indexing logs is billed. The local pool always keeps a job's logs "
-            "on disk until the job is deleted, whether this is on or off; AIHC's OpenAPI "
-            "has no such setting, so AIHC pools cannot take it."
+            "Turning it on keeps your job's logs in the log service (BLS); storing, reading, "
+            "writing and indexing logs is billed. The local pool always writes a job's logs "
+            "to disk as it runs and keeps them until the job is deleted, whether this is on "
+            "or off; Kubernetes pools do not support it yet, and AIHC's OpenAPI has no such "
+            "setting, so AIHC pools cannot take it."
         ),
     )
     creation_mode = forms.ChoiceField(

@@ -1,6 +1,6 @@
 """Each user's language, kept on the server (UserPreference) for what is written to them
 without a browser to ask: the review and alert mails the worker sends (jobs.review,
-jobs.alerts).
+jobs.alerts), and the API's answers to a script that sends no Accept-Language (qa109).
 
 It is set whenever a logged-in user switches language (the top bar's 中文/EN, the wizard's
 buttons, the admin's switch: each also sets Django's language cookie, as before), and at
@@ -64,8 +64,8 @@ def accepted_language(header: str) -> str | None:
 def browser_language(request: HttpRequest) -> str:
     """The language a page is shown in: the language cookie (the 中文/EN switch sets it), else
     the one the browser's Accept-Language asks for, else the console's (LANGUAGE_CODE, Chinese
-    by default). The API reads Accept-Language alike, English when it asks for none
-    (jobs.api_views.api_language)."""
+    by default). The API reads Accept-Language alike; when it asks for none, the key owner's
+    saved language, else English (jobs.api_views.api_language)."""
     cookie = _known(request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME) or "")
     if cookie is not None:
         return cookie
@@ -134,6 +134,12 @@ def reader_language(*, user: Any) -> str:
     """The language to write to `user` in: theirs, or the console's if they chose none."""
     chosen = UserPreference.objects.filter(user_id=user.pk).values_list("language", flat=True)
     return _known(chosen.first() or "") or settings.LANGUAGE_CODE
+
+
+def saved_language(*, user: Any) -> str | None:
+    """The language `user` chose (the 中文/EN switch, or the log-in page's), None if none."""
+    chosen = UserPreference.objects.filter(user_id=user.pk).values_list("language", flat=True)
+    return _known(chosen.first() or "")
 
 
 def addresses_by_language(*, addresses: list[str], owner: Any) -> dict[str, list[str]]:

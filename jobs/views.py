@@ -1557,7 +1557,8 @@ def job_hang_capture_view(request: AuthenticatedHttpRequest, public_id: str) -> 
 @require_safe
 @login_required
 def job_live(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
-    """The detail page's status, replicas, events and queue position (polled)."""
+    """The detail page's status, replicas, events, queue position and queue group's progress
+    (polled)."""
     job = _job(request, public_id)
     if not request.htmx:
         return redirect("job-detail", public_id=public_id)
@@ -1571,6 +1572,7 @@ def job_live(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
             ),
             **_metrics_scale(request, job),
             **usage_every,
+            "group_progress": group_progress(job=job),
             "oob": True,
         },
     )

@@ -34,7 +34,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import IntegrityError, connections, router, transaction
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.crypto import salted_hmac
 from django.utils.datastructures import MultiValueDict
 from django.utils.functional import SimpleLazyObject
@@ -300,7 +300,7 @@ def offered_examples(pool: Pool | None) -> list[dict[str, Any]]:
     Trainer pool refuses TensorFlow, so it offers no TensorFlow example."""
     trainer = pool is not None and pool.training_api == "trainer"
     return [
-        e
+        {**e, "command": example_command(e)}
         for e in example_commands()
         if ("backends" not in e or (pool is not None and pool.backend in e["backends"]))
         and not (trainer and e["framework"] == S.TENSORFLOW)
@@ -311,10 +311,43 @@ def preset_images() -> list[str]:
     return _examples_file()["images"]
 
 
+def _chinese_page() -> bool:
+    return (translation.get_language() or "").startswith("zh")
+
+
 def template_command(template: Mapping[str, Any], mode: str, method: str) -> str:
+    """The command a template fills in, its comment lines in the page's language: on a Chinese
+    page, with the catalog's commentsZh pieces in Chinese (qa109: a Chinese team read "# Replace
+    the $USER_... paths"); its code is the same in either."""
     commands = template["commands"]
     by_mode = commands.get(mode) or next(iter(commands.values()))
-    return by_mode.get(method) or next(iter(by_mode.values()))
+    command = by_mode.get(method) or next(iter(by_mode.values()))
+    if not _chinese_page():
+        return command
+    pieces = {k: v for k, v in aiak_catalog()["commentsZh"].items() if not k.startswith("_")}
+    lines = command.split("\n")
+    for at, line in enumerate(lines):
+        if line.lstrip().startswith("#"):
+            for english, chinese in pieces.items():
+                line = line.replace(english, chinese)
+            lines[at] = line
+    return "\n".join(lines)
+
+
+def template_commands(template: Mapping[str, Any], mode: str, method: str) -> set[str]:
+    """The command a template fills in, in either language: the one on the page may have been
+    filled in the other (the engineer switched language since)."""
+    filled = set()
+    for language in ("en", "zh-hans"):
+        with translation.override(language):
+            filled.add(template_command(template, mode, method))
+    return filled
+
+
+def example_command(example: Mapping[str, Any]) -> str:
+    """An example's command, its comments in the page's language: the catalog's commandZh (the
+    same code) on a Chinese page (qa109: every 查看示例 example was commented in English)."""
+    return example.get("commandZh", example["command"]) if _chinese_page() else example["command"]
 
 
 def aiak_choices_of(spec: S.JobSpec) -> S.Aiak | None:
@@ -868,14 +901,31 @@ def default_raw(step: str, state: WizardState) -> Raw:
         # Shown once hang detection is turned on; ignored while it is off.
         return _row(hang_minutes=S.SUGGESTED_HANG_MINUTES)
     if step == ADVANCED:
+        code_path = command_tensorboard_path(state)
         return _row(
-            retention_value=7, retention_unit="d", timeout_minutes=S.DEFAULT_TIMEOUT_MINUTES
+            tensorboard=code_path is not None,
+            tensorboard_path=code_path,
+            retention_value=7,
+            retention_unit="d",
+            timeout_minutes=S.DEFAULT_TIMEOUT_MINUTES,
         )
     if step == SUBMISSION:
         return _row(
             mode=S.SUBMIT_STANDALONE, target_queue=basic.get("queue", ""), total=1, concurrency=1
         )
     return {}
+
+
+def command_tensorboard_path(state: WizardState) -> str | None:
+    """The folder an AIAK job's saved command writes its TensorBoard files to (its
+    TENSORBOARD_PATH line, once the placeholder is replaced by a plain path), which step 6
+    starts from while it was never saved: TensorBoard on, at that path (qa109: after
+    TENSORBOARD_PATH=/mnt/cluster/tb step 6 had TensorBoard off and empty, while seed 000 asks
+    for the code's path). A step 6 the engineer saved keeps what they set. None otherwise."""
+    image = state.draft.data.get(IMAGE)
+    if state.template is None or not isinstance(image, dict):
+        return None
+    return command_path(_one(image, "command"), "TENSORBOARD_PATH")
 
 
 def default_role_rows(state: WizardState) -> list[Raw]:
@@ -3147,12 +3197,12 @@ def aiak_refill(
         (rows + [r for r in added if _one(r, "name") or _one(r, "value")])[: F.MAX_ROWS],
     )
     if old_template is not None and _one(old_basic, "creation_mode") == S.CREATION_AIAK:
-        untouched = template_command(
+        untouched = template_commands(
             old_template, _one(old_basic, "training_mode"), _one(old_basic, "training_method")
         )
     else:
-        untouched = ""
-    if S.edge_trimmed(old_command) in ("", S.edge_trimmed(untouched)):
+        untouched = set()
+    if S.edge_trimmed(old_command) in {"", *(S.edge_trimmed(c) for c in untouched)}:
         return raw, {}
     notice = {
         "template": old_template["label"] if old_template else "",

@@ -958,6 +958,19 @@ def _advanced_extras(
     request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
 ) -> dict[str, Any]:
     form = forms.form
+    code_path = W.command_tensorboard_path(state)
+    if isinstance(form, F.AdvancedForm) and W.ADVANCED not in state.draft.data and code_path:
+        # Said where it shows: the switch and path were not the engineer's own (W.default_raw).
+        # Escaped: crispy draws a help text as HTML, and the path is the engineer's typing.
+        field = form.fields["tensorboard_path"]
+        field.help_text = S.sentences(
+            _(
+                "Filled in from the command's TENSORBOARD_PATH=%(path)s (step Image and "
+                "command), where the AIAK template's code writes its TensorBoard files."
+            )
+            % {"path": conditional_escape(code_path)},
+            field.help_text,
+        )
     if state.pool is not None and state.pool.backend == "aihc" and isinstance(form, F.AdvancedForm):
         # The events the step shows (as saved, or as sent by a refused 下一步) against step
         # 5 as saved: a warning on the field while it holds them, as the review says it.

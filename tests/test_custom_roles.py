@@ -89,7 +89,9 @@ def test_fill_in_this_example_writes_rays_command_into_a_custom_job(alice_client
 
     assert r.status_code == 302
     draft.refresh_from_db()
-    assert draft.data[W.IMAGE]["command"] == [ray_example()]
+    # Its comments in the page's language, Chinese here (qa109); the same code as ray_example().
+    chinese = next(e["commandZh"] for e in W.example_commands() if e["id"] == S.CUSTOM)
+    assert draft.data[W.IMAGE]["command"] == [chinese]
 
 
 def test_the_injected_variables_list_of_a_local_custom_job_says_where_the_instances_meet(

@@ -520,7 +520,9 @@ def test_fill_in_this_example_writes_the_kubernetes_ray_command_into_a_custom_jo
 
     assert r.status_code == 302
     draft.refresh_from_db()
-    assert draft.data[W.IMAGE]["command"] == [kubernetes_ray_example()]
+    # Its comments in the page's language, Chinese here (qa109); the same code as its command.
+    example = next(e for e in W.example_commands() if e["id"] == "Custom-kubernetes")
+    assert draft.data[W.IMAGE]["command"] == [example["commandZh"]]
 
 
 RECORDING_RAY = """#!/bin/sh

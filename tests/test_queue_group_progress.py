@@ -121,3 +121,18 @@ def test_the_list_says_how_many_jobs_the_filters_match_in_chinese(alice, alice_c
 
     for html in (first, second):
         assert '<p class="small text-muted mb-2" id="job-count">共 23 个任务</p>' in html
+
+
+def test_the_status_poll_redraws_the_groups_progress_with_the_status(alice, alice_client):
+    # qa109: right after submit the page said "排队中：3" beside "状态已变为：运行中" until a reload.
+    tasks = sweep(alice, "sweep-lr", 3)
+    alice_client.get(reverse("job-detail", args=[tasks[0].public_id]))
+    with_statuses(tasks, JobStatus.SUCCEEDED, JobStatus.RUNNING, JobStatus.RUNNING)
+
+    html = alice_client.get(
+        reverse("job-live", args=[tasks[1].public_id]), HTTP_HX_REQUEST="true"
+    ).content.decode()
+
+    group = re.search(r'<div id="job-group" hx-swap-oob="true">(.*?)</div>', html, re.S)[1]
+    assert "所在任务组共 3 个任务：成功：1、运行中：2。" in group
+    assert 'id="group-stop"' in group  # the running tasks still stop with the group

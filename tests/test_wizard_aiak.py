@@ -337,6 +337,47 @@ def test_the_commands_tensorboard_path_or_a_folder_above_it_is_taken(alice_clien
     assert r.status_code == 302 and r["Location"] == step_url(draft, W.SUBMISSION)
 
 
+def test_step_6_starts_with_tensorboard_on_at_the_commands_path_and_says_so(alice_client):
+    # qa109: after TENSORBOARD_PATH=/mnt/cluster/tb step 6 had TensorBoard off and empty.
+    draft = aiak_draft_up_to_advanced(alice_client)
+
+    page = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+
+    assert re.search(r'<input type="checkbox" name="tensorboard"[^>]* checked', page)
+    assert 'name="tensorboard_path" value="/root/pfs/tensorboard_path"' in page
+    assert "已按运行参数中的 TENSORBOARD_PATH=/root/pfs/tensorboard_path" in page
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(tensorboard="on", tensorboard_path="/root/pfs/tensorboard_path"),
+    )
+    assert r.status_code == 302
+
+
+def test_a_step_6_saved_with_tensorboard_off_stays_off_whatever_the_command_says(alice_client):
+    draft = aiak_draft_up_to_advanced(alice_client)
+    post_step(alice_client, draft, W.ADVANCED, advanced_data())
+
+    page = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+
+    assert not re.search(r'<input type="checkbox" name="tensorboard"[^>]* checked', page)
+    assert "已按运行参数中的" not in page
+    draft.refresh_from_db()
+    assert "tensorboard" not in draft.data[W.ADVANCED]
+
+
+def test_a_command_keeping_the_tensorboard_placeholder_leaves_step_6_off(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    template_command = W.template_command(W.aiak_templates()[TEMPLATE], "SFT", "lora")
+    post_step(alice_client, draft, W.IMAGE, aiak_image(template_command))
+
+    page = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+
+    assert not re.search(r'<input type="checkbox" name="tensorboard"[^>]* checked', page)
+
+
 # -- where the checkpoints are saved -----------------------------------------------------------
 
 

@@ -554,12 +554,19 @@ def test_the_tensorflow_example_names_the_strategy_of_a_job_with_ps_too(alice_cl
     # qa78: it named only MultiWorkerMirroredStrategy, which has no ps, on a job with one.
     draft = new_draft(alice_client)
 
-    fragment = alice_client.get(
+    chinese = alice_client.get(
+        reverse("wizard-example", args=[draft.id]), {"example": "TFJob"}, headers=HTMX
+    ).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(
         reverse("wizard-example", args=[draft.id]), {"example": "TFJob"}, headers=HTMX
     ).content.decode()
 
-    assert "MultiWorkerMirroredStrategy" in fragment
-    assert "a job with ps with ParameterServerStrategy" in fragment
+    # In the page's language since qa109 (English on the Chinese page before).
+    assert "只有 chief 和 worker 的任务用 MultiWorkerMirroredStrategy" in chinese
+    assert "带 ps 的任务用 ParameterServerStrategy" in chinese
+    assert "MultiWorkerMirroredStrategy" in english
+    assert "a job with ps with ParameterServerStrategy" in english
 
 
 def test_the_tensorflow_example_says_what_keras_3_and_tf_summary_need(alice_client):
@@ -567,12 +574,18 @@ def test_the_tensorflow_example_says_what_keras_3_and_tf_summary_need(alice_clie
     # value (PerReplica...)"), and tensorflow-cpu 2.21 comes without tensorboard for tf.summary.
     draft = new_draft(alice_client)
 
-    fragment = alice_client.get(
+    chinese = alice_client.get(
+        reverse("wizard-example", args=[draft.id]), {"example": "TFJob"}, headers=HTMX
+    ).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(
         reverse("wizard-example", args=[draft.id]), {"example": "TFJob"}, headers=HTMX
     ).content.decode()
 
-    assert "or use tf_keras (TF_USE_LEGACY_KERAS=1)" in fragment
-    assert "tf.summary needs tensorboard" in fragment
+    assert "或改用 tf_keras（TF_USE_LEGACY_KERAS=1）" in chinese
+    assert "tf.summary 需要安装 tensorboard" in chinese
+    assert "or use tf_keras (TF_USE_LEGACY_KERAS=1)" in english
+    assert "tf.summary needs tensorboard" in english
 
 
 @pytest.mark.parametrize("htmx", [False, True])
