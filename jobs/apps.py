@@ -33,6 +33,10 @@ class JobsConfig(AppConfig):
         # So is a form's text (an import, an API key's name) sent after its log-in ended.
         user_logged_in.connect(typed_logged_out_dropped, dispatch_uid="jobs.http.logged_in")
         post_migrate.connect(ensure_reviewers_group, sender=self)
+        # After the reviewers group: the checks that read the database, on its new schema.
+        post_migrate.connect(
+            checks.said_after_migrating, sender=self, dispatch_uid="jobs.checks.after_migrating"
+        )
         # A deleted job's record going with a Secret still to remove says so in the log.
         pre_delete.connect(
             secret_given_up, sender=DeletedJob, dispatch_uid="jobs.actions.secret_given_up"

@@ -1,5 +1,7 @@
 """Start-up checks that need the database (run by `migrate`, so by `make run` and the
-service's ExecStartPre, and by `manage.py check --database default`)."""
+service's ExecStartPre, and by `manage.py check --database default`). They read a database
+migrated to this release only: `migrate` runs its checks before it migrates, on the old
+schema, and says them once it has migrated instead (said_after_migrating)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,31 @@ from django.utils.translation import gettext_noop
 from .job_users import Problem
 
 
+def said_after_migrating(*, plan: Any = None, using: str = "default", **kwargs: Any) -> None:
+    """The post_migrate receiver: once `migrate` has applied migrations, it runs the checks
+    that read the database, and prints what they find as `migrate` printed its own checks
+    (to stderr, before migrating). Those read nothing of a database not migrated to this
+    release (schema_current), so an upgrade's `migrate` said no W001 or W005 (qa110: a
+    restored backup of 0050 migrated by `make run` said nothing of the queued jobs that
+    would run again, a second `migrate` did). A `migrate` with nothing to apply said them
+    before."""
+    if not plan:
+        return
+    from django.core.management.base import BaseCommand
+
+    BaseCommand().check(tags=[checks.Tags.database], databases=[using])
+
+
+def schema_current() -> bool:
+    """Whether the database is migrated to this release: the checks below read it only then
+    (its tables may lack a column this release's models have; the query fails, or would read
+    what a migration is about to change)."""
+    try:
+        return not unapplied_migrations()
+    except DatabaseError:  # no database to read
+        return False
+
+
 @checks.register(checks.Tags.database)
 def secret_key_opens_what_it_sealed(
     app_configs: Any = None, databases: Any = None, **kwargs: Any
@@ -21,7 +48,7 @@ def secret_key_opens_what_it_sealed(
     """A backup restored with another SECRET_KEY (or a key changed without
     SECRET_KEY_FALLBACKS) would otherwise log everyone out and make every API key answer
     InvalidAccessKeyId without a word to the operator."""
-    if not databases or "default" not in databases:
+    if not databases or "default" not in databases or not schema_current():
         return []
     from .api_keys import sealed_with_another_key
 
@@ -30,7 +57,7 @@ def secret_key_opens_what_it_sealed(
         # a caller (a test's) runs the checks in.
         with transaction.atomic():
             bad_keys, keys, bad_sessions, sessions = sealed_with_another_key()
-    except DatabaseError:  # a database not migrated yet (migrate checks before migrating)
+    except DatabaseError:  # the database out of reach meanwhile
         return []
     if not bad_keys and not bad_sessions:
         return []
@@ -146,7 +173,7 @@ def queued_jobs_already_run(
     ExecStartPre), `manage.py check --database default` and the worker's start log."""
     if not databases or "default" not in databases:
         return []
-    if "local" not in settings.CONSOLE_BACKENDS:
+    if "local" not in settings.CONSOLE_BACKENDS or not schema_current():
         return []
     from django.db.models import Max
 
@@ -163,7 +190,7 @@ def queued_jobs_already_run(
                 .order_by("-created_at", "-id")
                 .values_list("public_id", "last_event", "created_at")[:RERUN_JOBS_LOOKED_AT]
             )
-    except DatabaseError:  # a database not migrated yet (migrate checks before migrating)
+    except DatabaseError:  # the database out of reach meanwhile
         return []
     ran: list[str] = []
     for public_id, last_event, created_at in waiting:
@@ -185,8 +212,9 @@ def queued_jobs_already_run(
             f"database last changed them, and they will run again ({shown}).",
             hint=(
                 "Before the worker starts them, stop or delete those that must not run again "
-                "(their page's Stop, or the admin's job list); their earlier run's logs are in "
-                "their folders. README: Backup and restore."
+                "(their page's Stop, or the admin's job list). As it starts each, the worker "
+                "moves its earlier run's records and logs to a folder earlier-run-<time> of its "
+                "folder. README: Backup and restore."
             ),
             id="jobs.W005",
         )

@@ -513,6 +513,8 @@ EVENT_REASONS = {
     "OutboundLost": pgettext_lazy("event reason", "Outbound network lost"),
     "MarkedLost": pgettext_lazy("event reason", "Marked as lost"),
     "LeftoverEnded": pgettext_lazy("event reason", "Leftover processes ended"),
+    # A Queued job's folder held an earlier run's files (a restored backup, qa110).
+    "EarlierRunSetAside": pgettext_lazy("event reason", "Earlier run's files set aside"),
     "EndedUnwatched": pgettext_lazy("event reason", "Ended while no worker ran"),
     "DeleteFailed": pgettext_lazy("event reason", "Deletion failed"),
     "UnknownStatus": pgettext_lazy("event reason", "Unknown status"),

@@ -851,6 +851,38 @@ def replica_state_dir(public_id: str, attempt: int, label: str, runner: str = ""
     return attempt_dir(public_id, attempt, runner) / label
 
 
+# Where start_job moves what a job's folder held from an earlier run of it, inside the job's
+# folder (so its Delete and its retention remove it too), named by the UTC time of the move.
+EARLIER_RUN = "earlier-run-"
+
+
+def earlier_run_set_aside(public_id: str) -> str:
+    """Moves what the job's folder in this LOCAL_RUN_DIR holds (its attempts' records, its
+    logs) into a folder `earlier-run-<UTC time>` of it, and says that folder's name ("": the
+    folder held nothing to move). Called as a Queued job starts, which always begins at
+    attempt 1 with an empty folder, unless the database is a restored backup and the old
+    console ran the job after the backup (qa110): attempt-1's records were then read as this
+    run's, its old exit record adopted ("Succeeded" a second after "Started", nothing run),
+    and its log was appended to the old one. Decided: moved, not deleted, for the operator
+    who wants the old run's log; not in the job's log, which is this run's alone. Its /tmp
+    folders go as a finished job's do. Raises OSError if it cannot move them (the start fails,
+    saying why)."""
+    folder = job_logs.job_dir(public_id)
+    try:
+        held = sorted(e.name for e in folder.iterdir() if not e.name.startswith(EARLIER_RUN))
+    except FileNotFoundError:
+        return ""
+    if not held:
+        return ""
+    aside = folder / f"{EARLIER_RUN}{timezone.now():%Y%m%dT%H%M%S.%fZ}"
+    aside.mkdir()
+    for name in held:
+        if name.startswith("attempt-"):
+            _remove_scratch(folder / name)
+        os.rename(folder / name, aside / name)
+    return aside.name
+
+
 @dataclass
 class ReplicaState:
     phase: str  # "unlaunched", "alive", "exited", "lost"
@@ -2682,6 +2714,21 @@ def start_job(
         )
     _limits_not_enforced(job, spec)
     try:
+        if aside := earlier_run_set_aside(job.public_id):
+            logger.warning("%s: moved its earlier run's files to %s", job.public_id, aside)
+            job_event(
+                job=job,
+                reason="EarlierRunSetAside",
+                message=recorded(
+                    gettext_noop(
+                        "This job's folder held the records and logs of an earlier run of it (a "
+                        "database restored from a backup taken before that run?): they were "
+                        "moved to %(folder)s in its folder, and this run starts afresh."
+                    ),
+                    folder=aside,
+                ),
+                warning=True,
+            )
         launch_attempt(job, run, spec, children=children)
     except Exception as exc:  # a job that cannot start fails; the worker carries on
         _fail_launch(job, run, exc)

@@ -161,7 +161,7 @@ from .wizard import (
     mpi_hostfile_preview,
     roles_request_note,
 )
-from .worker import deletes_at, kept_for_alerts
+from .worker import deletes_at, deletion_due, kept_for_alerts
 
 logger = logging.getLogger(__name__)
 
@@ -1156,6 +1156,8 @@ def _live_context(job: Job, *, log: bool = False, every_usage: bool = False) -> 
         # When the worker deletes it for its retention (任务退出后自动删除): said on the page,
         # so nobody is surprised when its logs are gone.
         "deletes_at": deletes_at(job=job),
+        # That time passed, the job not deleted yet (no worker has got to it): said so.
+        "deletion_due": deletion_due(job=job),
         # Past that time while an alert about it is still to be delivered, the worker keeps it
         # (jobs_with_alerts_pending): said so, not a deletion time already passed (qa59).
         "kept_for_alerts": kept_for_alerts(job=job),

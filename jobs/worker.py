@@ -161,13 +161,17 @@ def retention_ends(
     return finished_at + keep if keep is not None else None
 
 
+def deletion_due(*, job: Job) -> bool:
+    """Whether `job` is past its retention (deletes_at) and not deleted yet: the worker has
+    not got to it (none runs, or its sweep is behind), or keeps it for its alerts."""
+    at = deletes_at(job=job)
+    return at is not None and at <= timezone.now()
+
+
 def kept_for_alerts(*, job: Job) -> bool:
     """Whether `job` is past its retention (deletes_at) and kept only because an alert about it
     is still to be delivered (jobs_with_alerts_pending): it is deleted once that is."""
-    at = deletes_at(job=job)
-    if at is None or at > timezone.now():
-        return False
-    return job.pk in jobs_with_alerts_pending({job.pk})
+    return deletion_due(job=job) and job.pk in jobs_with_alerts_pending({job.pk})
 
 
 @dataclass

@@ -6,17 +6,24 @@ running when the backup was taken is still left alone by the restored worker."""
 from __future__ import annotations
 
 import html
+import os
+import re
 import shutil
 import socket
+import subprocess
+from pathlib import Path
 
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs.models import Job, JobReplica, JobStatus, LocalRun
+from jobs.models import FINAL_STATUSES, Job, JobReplica, JobStatus, LocalRun
 from jobs.worker import Worker
 
 from .runner_helpers import (  # noqa: F401
+    UNTIL_THE_GATE_OPENS,
+    log_text,
     make_spec,
+    open_gate,
     run_until,
     runner_settings,
     status_of,
@@ -121,3 +128,87 @@ def test_a_job_running_when_the_backup_was_taken_is_still_left_alone_and_its_log
     assert not (runner_settings.LOCAL_RUN_DIR / job.public_id / "attempt-1").exists()
     assert job.events.filter(reason="NotFollowed").exists()
     assert "epoch 3 of 10" in page
+
+
+def readme_restore_of_logs() -> str:
+    """README's lines that restore the job logs (Backup and restore), as an operator pastes them."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    [block] = [
+        b for b in re.findall(r"```sh\n(.*?)```", readme, re.S) if "runs.tar.gz" in b and "-x" in b
+    ]
+    return block
+
+
+def restore_logs(var: Path) -> str:
+    """Runs README's restore of the job logs in `var`'s parent (the checkout, where `backup/`
+    is) with CONSOLE_VAR_DIR set to `var`; what it printed."""
+    done = subprocess.run(
+        ["bash", "-c", readme_restore_of_logs()],
+        cwd=var.parent,
+        env={**os.environ, "CONSOLE_VAR_DIR": str(var)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout + done.stderr
+
+
+def backed_up(var: Path) -> None:
+    """runs.tar.gz as README's backup lines make it."""
+    (var.parent / "backup").mkdir()
+    subprocess.run(
+        ["tar", "-C", str(var), "-czf", str(var.parent / "backup" / "runs.tar.gz"), "runs"],
+        check=True,
+    )
+
+
+def test_readmes_restore_of_logs_is_refused_while_a_job_runs_and_its_live_log_keeps_its_output(
+    alice,
+    runner_settings,  # noqa: F811
+    tmp_path,
+):
+    """qa110: README's `tar -xzf` replaced a running job's live log and lock: its output went
+    to the deleted file, and the worker failed it as lost (no exit, lock free) though alive."""
+    var = tmp_path / "checkout" / "var"
+    runner_settings.LOCAL_RUN_DIR = var / "runs"
+    job = submit(
+        alice, make_spec(f"echo before-backup; {UNTIL_THE_GATE_OPENS}; echo after-restore")
+    )
+    worker = Worker()
+    run_until(worker, lambda: "before-backup" in log_text(job, "master-0"), what="its first line")
+    backed_up(var)
+    log = var / "runs" / job.public_id / "logs" / "master-0.log"
+    inode = log.stat().st_ino
+
+    said = restore_logs(var)
+    open_gate(runner_settings)
+    run_until(worker, lambda: status_of(job) in FINAL_STATUSES, what="the job to end")
+
+    assert job.status == JobStatus.SUCCEEDED
+    assert "after-restore" in log_text(job, "master-0")
+    assert said.startswith("Local jobs still run; stop them or let them end:\n")
+    assert f"runs/{job.public_id}/attempt-1/master-0/lock" in said
+    assert log.stat().st_ino == inode  # nothing extracted over it
+
+
+def test_readmes_restore_of_logs_once_no_job_runs_brings_back_lost_logs_and_keeps_newer_ones(
+    alice,
+    runner_settings,  # noqa: F811
+    tmp_path,
+):
+    var = tmp_path / "checkout" / "var"
+    runner_settings.LOCAL_RUN_DIR = var / "runs"
+    lost = submit(alice, make_spec("echo lost-with-the-disk"))
+    grown = submit(alice, make_spec("echo in-the-backup"))
+    worker = Worker()
+    run_until(worker, lambda: {status_of(lost), status_of(grown)} == {JobStatus.SUCCEEDED})
+    backed_up(var)
+    shutil.rmtree(var / "runs" / lost.public_id)
+    with (var / "runs" / grown.public_id / "logs" / "master-0.log").open("a") as log:
+        log.write("written after the backup\n")
+
+    said = restore_logs(var)
+
+    assert said == ""
+    assert "lost-with-the-disk" in log_text(lost, "master-0")
+    assert "written after the backup" in log_text(grown, "master-0")

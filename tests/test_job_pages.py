@@ -897,7 +897,13 @@ def test_a_job_past_its_retention_kept_for_its_alerts_says_so_not_a_passed_delet
         found = re.search(r'id="deletes-at">(.*?)</p>', page)
         return found and found.group(1)
 
-    assert line("en").startswith(f"Deleted automatically, with its logs, at {passed}")
+    # Past its time, no worker has got to it yet: said as passed, not as a time to come.
+    assert line("en") == (
+        "Its retention (2 hours after it ended, Delete automatically after the job ends) "
+        f"passed at {passed}: it is deleted automatically, with its logs, as soon as the "
+        "worker gets to it. What it wrote to its mounts (checkpoints, event files) is kept."
+    )
+    assert line().startswith(f"其保留期（结束后保留 2 小时，任务退出后自动删除）已于 {passed} 到期")
     job_alert(job=job, item="jobFailed", message="demo failed")  # queued, not yet delivered
 
     assert line("en") == (
@@ -939,8 +945,9 @@ def test_a_finished_job_with_a_retention_period_says_when_it_will_be_deleted(ali
         f"将于 {when} 连同日志自动删除：结束后保留 2 小时（任务退出后自动删除）。"
         "它写入挂载的内容（检查点、事件文件）会保留。"
     )
+    # A time to come, in English too (qa110: it read "Deleted automatically ... at").
     assert line(kept, "en") == (
-        f"Deleted automatically, with its logs, at {when}: 2 hours after it ended "
+        f"Will be deleted automatically, with its logs, at {when}: 2 hours after it ended "
         "(Delete automatically after the job ends). What it wrote to its mounts (checkpoints, "
         "event files) is kept."
     )

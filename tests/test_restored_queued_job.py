@@ -1,0 +1,107 @@
+"""A job queued when a backup was taken, which the old console ran after it (qa110): restored,
+it is Queued again and its folder in LOCAL_RUN_DIR holds that run's records (attempt-1's exit
+record, its log). It runs again, as README promises: the worker moves those files into a
+folder `earlier-run-<time>` of the job's folder as it starts it (before, it adopted the old
+exit record, "Succeeded" a second after "Started" with nothing run, and appended to the old
+log). And `migrate` says such jobs (jobs.W005) once it has migrated an older database, not
+only a second `migrate` (it checked before migrating, on the old schema, and read nothing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
+
+from jobs.logs import job_dir
+from jobs.models import FINAL_STATUSES, Job, JobEvent, JobStatus
+from jobs.worker import Worker
+
+from .runner_helpers import log_text, make_spec, run_until, runner_settings, status_of, submit  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+
+def ran_by_the_old_console(public_id: str, *, code: int, log: str) -> None:
+    """What the old console's run left in the job's folder, as the backup of runs.tar.gz
+    restores it: attempt-1's exit record and lock, the replica's log."""
+    folder = job_dir(public_id)
+    state = folder / "attempt-1" / "master-0"
+    state.mkdir(parents=True)
+    (state / "lock").touch()
+    (state / "exit").write_text(json.dumps({"code": code, "time": time.time() - 60}))
+    (folder / "attempt-1" / "ports.json").write_text(json.dumps({"master-0": 1, "master": 1}))
+    (folder / "logs").mkdir()
+    (folder / "logs" / "master-0.log").write_text(log)
+
+
+def test_a_queued_job_whose_folder_holds_an_earlier_runs_exit_runs_its_command_again(alice):
+    job = submit(alice, make_spec("echo this run; exit 3"))
+    ran_by_the_old_console(job.public_id, code=0, log="the earlier run\n")
+    worker = Worker()
+
+    run_until(worker, lambda: status_of(job) in FINAL_STATUSES)
+
+    # Its command ran: its exit code, not the old record's 0; its log is this run's alone.
+    assert job.status == JobStatus.FAILED and "3" in job.status_reason
+    assert "this run" in log_text(job, "master-0")
+    assert "the earlier run" not in log_text(job, "master-0")
+    [aside] = job_dir(job.public_id).glob("earlier-run-*")
+    assert (aside / "logs" / "master-0.log").read_text() == "the earlier run\n"
+    assert json.loads((aside / "attempt-1" / "master-0" / "exit").read_text())["code"] == 0
+    [event] = job.events.filter(reason="EarlierRunSetAside")
+    assert aside.name in event.message and event.type == "Warning"
+    assert list(job.events.values_list("reason", flat=True)) == [
+        "Created",
+        "Started",
+        "EarlierRunSetAside",
+        "ReplicaFailed",
+        "Failed",
+    ]
+
+
+def test_a_queued_job_with_an_empty_folder_starts_with_nothing_set_aside(alice):
+    job = submit(alice, make_spec("echo first run"))
+    job_dir(job.public_id).mkdir(parents=True)
+    worker = Worker()
+
+    run_until(worker, lambda: status_of(job) in FINAL_STATUSES)
+
+    assert job.status == JobStatus.SUCCEEDED
+    assert "first run" in log_text(job, "master-0")
+    assert list(job_dir(job.public_id).glob("earlier-run-*")) == []
+    assert not job.events.filter(reason="EarlierRunSetAside").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrate_says_the_queued_jobs_that_already_ran_once_it_has_migrated_an_older_database(
+    alice, capsys
+):
+    job = submit(alice, make_spec("true"))
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    Job.objects.filter(pk=job.pk).update(created_at=an_hour_ago)
+    JobEvent.objects.filter(job=job).update(created_at=an_hour_ago)
+    ran_by_the_old_console(job.public_id, code=0, log="the earlier run\n")
+    exit_record = job_dir(job.public_id) / "attempt-1" / "master-0" / "exit"
+    ten_minutes_ago = time.time() - 600
+    os.utime(exit_record, (ten_minutes_ago, ten_minutes_ago))
+    executor = MigrationExecutor(connection)
+    [latest] = executor.loader.graph.leaf_nodes("jobs")
+    executor.migrate([("jobs", "0059_job_status_created_index")])  # a restored older backup
+    capsys.readouterr()
+
+    try:
+        call_command("migrate", "jobs", verbosity=0)
+    finally:
+        MigrationExecutor(connection).migrate([latest])  # (a no-op once migrate has run)
+
+    said = capsys.readouterr().err
+    assert said.count("(jobs.W005) 1 queued local jobs have already run here") == 1
+    assert job.public_id in said
+    assert Job.objects.get(pk=job.pk).status == JobStatus.QUEUED
