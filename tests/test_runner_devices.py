@@ -6,6 +6,7 @@ and real jobs report what they find under /dev."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shlex
@@ -511,3 +512,28 @@ def test_the_start_checks_warn_of_offered_cards_whose_nodes_are_missing(settings
     settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=2"
     (folder / "nvidia0").unlink()
     assert card_nodes_missing() == []
+
+
+def test_the_pools_page_says_which_cards_have_no_device_node_now_and_nothing_once_they_are_back(
+    alice_client, settings, tmp_path
+):
+    # review58: the cards are simply not idle; the pool says why, for whoever reads its figures.
+    folder = tmp_path / "dev"
+    folder.mkdir()
+    (folder / "nvidia0").write_text("nvidia0")
+    settings.LOCAL_DEVICE_DIR = str(folder)
+    settings.LOCAL_ACCELERATORS = f"{GPU}=3"
+
+    page = html.unescape(alice_client.get("/pools/", HTTP_ACCEPT_LANGUAGE="en").content.decode())
+
+    assert (
+        f"2 of the pool's nvidia.com/gpu cards have no device node on this machine now (missing: "
+        f"{folder}/nvidia1, {folder}/nvidia2): they are not idle, and a job needing them waits "
+        "queued until the nodes are back (the NVIDIA driver loaded). Please tell an "
+        "administrator."
+    ) in page
+    for name in ("nvidia1", "nvidia2"):
+        (folder / name).write_text(name)
+    assert (
+        "device node" not in alice_client.get("/pools/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    )
