@@ -128,8 +128,8 @@ def card_nodes_missing(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
     """Said by `manage.py check --deploy`, at the start of `serve` and in the worker's start
     log (as W002): the local pool offers `nvidia.com/gpu` cards (LOCAL_ACCELERATORS, on a
     machine whose nvidia-smi found none) whose device nodes do not exist. Such a card is not
-    offered, and a job needing more cards than have their nodes is refused before it starts
-    (jobs.runner.current_capacity, card_nodes_short); until qa95 each replica failed in
+    offered, and a job needing more cards than have their nodes waits Queued for them
+    (jobs.runner.current_capacity, cards_short_of_nodes); until qa95 each replica failed in
     bwrap ("Can't find source path /dev/nvidia0"), the job's reason only its exit code.
     Other card types are demo cards, with no node to find."""
     from .backends.local import NVIDIA_RESOURCE, detected_accelerators, missing_card_nodes
@@ -145,8 +145,8 @@ def card_nodes_missing(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
         checks.Warning(
             f"The local pool offers {count} {NVIDIA_RESOURCE} cards, but {len(missing)} of their "
             f"device nodes do not exist on this machine ({shown}): such a card is given to no "
-            f"local job, and a job needing more cards than have their nodes is refused, naming "
-            f"the missing nodes.",
+            f"local job, and a job needing more cards than have their nodes waits queued until "
+            f"they exist, naming the missing nodes.",
             hint=(
                 "Install the NVIDIA driver, or give demo cards another card type in "
                 "LOCAL_ACCELERATORS (baidu.com/a800_80g_cgpu=8): a type other than "

@@ -1518,7 +1518,7 @@ def current_capacity() -> Capacity:
             shared_running = True
     # A card whose device node is missing is not offered (missing_card_nodes): a job given
     # it could not start, and one whose cards are all there would wait for another card whose
-    # node is (start_refusal refuses one that needs more cards than have nodes).
+    # node is (a job needing more cards than have nodes is held: cards_short_of_nodes).
     free_devices = {}
     for card, total in detected_accelerators().items():
         unusable = used.get(card, set()) | set(cards_without_node(card, range(total)))
@@ -1699,15 +1699,24 @@ def card_nodes_refusal(devices: dict[str, list[int]]) -> str | None:
     return _no_device_node_message(missing) if missing else None
 
 
-def card_nodes_short(spec: JobSpec) -> str | None:
-    """Why a queued job can never be given its cards: it needs more of a type than the local
-    pool has cards whose device node is there (the others are not offered, current_capacity).
-    Names the missing nodes."""
+def cards_short_of_nodes(cards: dict[str, int]) -> tuple[str, int, int, list[str]] | None:
+    """(card type, cards wanted, cards of the type whose device node is there, the missing
+    nodes) for the first type of `cards` the local pool has enough of but too few with their
+    node, busy or not: the others are not offered (current_capacity), so a job asking these
+    cannot be given them until the nodes are back. None when every type fits among the cards
+    whose nodes are there, or not even among all the pool has (Capacity.impossible fails
+    that job: no node coming back makes it fit).
+
+    Decision (review58): such a job is held Queued (jobs.scheduler, CARD_NODES_MISSING), not
+    failed. Nodes go missing for a while (the driver reloaded, the nodes made again) and it is
+    a fact of the machine, not of the job: fix126 failed it, and with every node gone one pass
+    failed every queued job asking a card, in turn, each to be submitted again."""
     totals = detected_accelerators()
-    for card, wanted in spec.accelerators_by_type().items():
-        missing = missing_card_nodes(card, range(totals.get(card, 0)))
-        if missing and wanted > totals.get(card, 0) - len(missing):
-            return _no_device_node_message(missing)
+    for card, wanted in cards.items():
+        total = totals.get(card, 0)
+        missing = missing_card_nodes(card, range(total))
+        if missing and total - len(missing) < wanted <= total:
+            return card, wanted, total - len(missing), missing
     return None
 
 
@@ -2583,9 +2592,10 @@ def start_refusal(*, job: Job, spec: JobSpec) -> str | None:
     """Why a queued job cannot start, of what can be known before it takes its cards and is
     marked Running: a volume its owner may no longer mount (or made read-only since), a
     mount path or replica count refused since it was queued, a mount over a file of this
-    machine, more cards of a type than have their device node, a TensorFlow job that would
-    never end. launch_attempt asks again (a relaunch, a fault-tolerance restart). Bubblewrap
-    missing holds every job Queued instead (jobs.scheduler); what only starting tells (the
+    machine, a TensorFlow job that would never end. launch_attempt asks again (a relaunch, a
+    fault-tolerance restart). Bubblewrap missing holds every job Queued instead, and so do
+    cards whose device nodes are missing (jobs.scheduler; cards_short_of_nodes); what only
+    starting tells (the
     owner's uid, a folder the job cannot reach) fails it in launch_attempt."""
     refused = volume_refusals(spec=spec, owner=job.owner, at_start=True)
     if refused:
@@ -2595,7 +2605,6 @@ def start_refusal(*, job: Job, spec: JobSpec) -> str | None:
             return problem
     return (
         mount_over_host_file(spec)
-        or card_nodes_short(spec)
         or too_many_replicas(spec)
         or tensorflow_without_end(spec)
         or None

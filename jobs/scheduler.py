@@ -37,6 +37,13 @@ Rules (decisions):
   now says so and blocks its queue. Nor while bubblewrap is missing at LOCAL_BWRAP
   (SANDBOX_UNAVAILABLE, asked once a pass): a fact of the machine that installing it mends,
   where failing would fail every queued job in turn (fix126).
+- A job needing more cards of a type than have their device node on this machine (the
+  others are not offered: jobs.runner.current_capacity), but no more than the pool has,
+  waits for the nodes (CARD_NODES_MISSING), saying so once, in its place: a queue task
+  blocks its queue, a standalone job everything behind it (as for cards it lacks). Nodes
+  go missing for a while (the driver reloaded); failing it, as fix126 did, failed every
+  queued job asking a card in one pass (review58). A job that needs more than the pool
+  has at all fails (Unschedulable) whatever the nodes.
 - A job refused at start (jobs.runner.start_refusal: a volume it may no longer mount, a mount
   over a file of this machine, more cards than have their device nodes...) fails from Queued
   before it is given any cards or a running-jobs slot: the jobs behind it are served as if it
@@ -99,7 +106,7 @@ from .models import ACTIVE_STATUSES, CardQuota, Job, JobEvent, JobGroup, JobStat
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
 from .services import job_event, job_fail_unreadable, job_transition
 from .spec import SUBMIT_QUEUE, SpecError, parse_document
-from .texts import display_text, ngettext_noop, recorded, recorded_plural, source_of
+from .texts import Words, display_text, ngettext_noop, recorded, recorded_plural, source_of
 
 if TYPE_CHECKING:
     from .runner import Capacity, Requirement
@@ -139,11 +146,19 @@ QUOTA_EXCEEDED = "QuotaExceeded"
 DISK_PRESSURE = "DiskPressure"
 NETWORK_UNAVAILABLE = "NetworkUnavailable"
 SANDBOX_UNAVAILABLE = "SandboxUnavailable"
+CARD_NODES_MISSING = "CardNodesMissing"
 IN_QUEUE = "WaitingInQueue"
 STANDALONE_WAITING = "StandaloneWaiting"
 OWNER_DEACTIVATED = "OwnerDeactivated"
 HELD_REASONS = frozenset(
-    {QUOTA_EXCEEDED, DISK_PRESSURE, NETWORK_UNAVAILABLE, SANDBOX_UNAVAILABLE, OWNER_DEACTIVATED}
+    {
+        QUOTA_EXCEEDED,
+        DISK_PRESSURE,
+        NETWORK_UNAVAILABLE,
+        SANDBOX_UNAVAILABLE,
+        CARD_NODES_MISSING,
+        OWNER_DEACTIVATED,
+    }
 )
 WAITING_REASONS = HELD_REASONS | {IN_QUEUE, STANDALONE_WAITING}
 ALERT_REASONS = ("AlertSent", "AlertFailed", "AlertNotSent")
@@ -159,6 +174,16 @@ NETWORK_UNAVAILABLE_MESSAGE = gettext_noop(
 SANDBOX_UNAVAILABLE_MESSAGE = gettext_noop(
     "Waiting for bubblewrap, which sandboxes every replica of a local job: %(reason)s. It "
     "starts by itself once it is installed again. Please contact an administrator."
+)
+CARD_NODES_MISSING_MESSAGE = ngettext_noop(
+    "Waiting for the device nodes of its cards: it needs %(wanted)d %(card)s card, and only "
+    "%(present)d of the local pool's have their device node on this machine now (missing: "
+    "%(nodes)s; the NVIDIA driver is not loaded, or is making them again). It starts by "
+    "itself once they are back. Please contact an administrator.",
+    "Waiting for the device nodes of its cards: it needs %(wanted)d %(card)s cards, and only "
+    "%(present)d of the local pool's have their device node on this machine now (missing: "
+    "%(nodes)s; the NVIDIA driver is not loaded, or is making them again). It starts by "
+    "itself once they are back. Please contact an administrator.",
 )
 NETWORK_UNAVAILABLE_OUTBOUND_MESSAGE = gettext_noop(
     "Waiting for isolated networking: this machine cannot set up the network namespace with "
@@ -293,6 +318,15 @@ def dispatch_local(
                 break
             continue
         allocation = capacity.allocate(need)
+        if allocation is None and (no_nodes := card_nodes_waiting_message(need.cards)):
+            # Held, not failed (see the rules above): it keeps its place, as a job whose
+            # cards are taken does, and starts by itself once the nodes are back.
+            held_for(job, CARD_NODES_MISSING, no_nodes)
+            if standalone:
+                standalone_waits = True
+            else:
+                blocked.add(queue)
+            continue
         if allocation is None and standalone:
             # Admitted against idle cards, it should have had them (see the rules above).
             standalone_waits = True
@@ -369,6 +403,8 @@ def standalone_waiting_message(need: Requirement, capacity: Capacity) -> str:
             STANDALONE_JOBS_MESSAGE, "limit", limit=settings.LOCAL_MAX_RUNNING_JOBS
         )
     if shortfall == "cards":
+        if no_nodes := card_nodes_waiting_message(need.cards):
+            return no_nodes  # the real reason, not "0 idle" (review58)
         for card, wanted in need.cards.items():
             idle = len(capacity.free_devices.get(card, []))
             if idle < wanted:
@@ -376,6 +412,26 @@ def standalone_waiting_message(need: Requirement, capacity: Capacity) -> str:
                     STANDALONE_CARDS_MESSAGE, "wanted", wanted=wanted, card=card, idle=idle
                 )
     return recorded(STANDALONE_CORES_MESSAGE)
+
+
+def card_nodes_waiting_message(cards: dict[str, int]) -> str | None:
+    """Why a job asking `cards` waits for device nodes (CARD_NODES_MISSING): more of a type
+    than have their node on this machine now, but no more than the pool has
+    (jobs.runner.cards_short_of_nodes). None otherwise."""
+    from .runner import cards_short_of_nodes
+
+    short = cards_short_of_nodes(cards)
+    if short is None:
+        return None
+    card, wanted, present, missing = short
+    return recorded_plural(
+        CARD_NODES_MISSING_MESSAGE,
+        "wanted",
+        wanted=wanted,
+        card=card,
+        present=present,
+        nodes=Words(tuple(missing)),
+    )
 
 
 def line_jumped(job: Job) -> bool:
@@ -857,6 +913,12 @@ def why_waiting(job: Job, *, worker: WorkerState | None = None) -> str | None:
         plan = next_pass()
         if plan.standalone_waits and plan.left is not None and plan.left.shortfall(need):
             now = standalone_waiting_message(need, plan.left)
+    elif said == CARD_NODES_MISSING:
+        try:
+            need = requirement(job.job_spec())
+        except SpecError:  # the scheduler's next pass fails it, saying why
+            return _(IN_QUEUE_MESSAGE)
+        now = card_nodes_waiting_message(need.cards)
     elif said == SANDBOX_UNAVAILABLE:
         from .runner import bwrap_missing_message
 

@@ -2350,6 +2350,7 @@ def pool_refusals(
                 or _queue_blocked(spec, plan)
                 or _no_room_beside(spec, plan)
                 or _disk_refusals()
+                or _sandbox_refusals()
             )
             for message in refusals:
                 errors.setdefault("submission.mode", []).append(message)
@@ -2368,6 +2369,23 @@ def pool_refusals(
 
 
 def _shortfall_message(card: str, wanted: int, idle: int) -> str:
+    from .runner import cards_short_of_nodes
+
+    if short := cards_short_of_nodes({card: wanted}):
+        # Idle is not the reason: the cards are there, their device nodes are not (review58:
+        # "0 idle" sent their owner looking for the jobs that held them).
+        present, missing = short[2], short[3]
+        return ngettext(
+            "A standalone job needs %(wanted)d %(card)s card but only %(present)d of the "
+            "pool's have their device node on this machine now (missing: %(nodes)s), and a "
+            "standalone job must start at once; submit it as a queue task, which waits for "
+            "the nodes, or ask an administrator to load the NVIDIA driver.",
+            "A standalone job needs %(wanted)d %(card)s cards but only %(present)d of the "
+            "pool's have their device node on this machine now (missing: %(nodes)s), and a "
+            "standalone job must start at once; submit it as a queue task, which waits for "
+            "the nodes, or ask an administrator to load the NVIDIA driver.",
+            wanted,
+        ) % {"wanted": wanted, "card": card, "present": present, "nodes": list_words(missing)}
     return ngettext(
         "A standalone job needs %(wanted)d %(card)s card but the pool has %(idle)d "
         "idle now; lower the cards or submit it as a queue task, which waits for it.",
@@ -2541,7 +2559,12 @@ def _standalone_refusals_now(spec: S.JobSpec, owner: Any) -> list[str]:
         if wanted > len(plan.free.get(card, []))
     ]
     if not refusals:
-        refusals = _queue_blocked(spec, plan) or _no_room_beside(spec, plan) or _disk_refusals()
+        refusals = (
+            _queue_blocked(spec, plan)
+            or _no_room_beside(spec, plan)
+            or _disk_refusals()
+            or _sandbox_refusals()
+        )
     return refusals + [m for _p, m in quota_refusals(spec, owner, standalone=True, plan=plan)]
 
 
@@ -2570,6 +2593,25 @@ def _disk_refusals() -> list[str]:
             "or submit it again once space is freed."
         )
     return [said % numbers]
+
+
+def _sandbox_refusals() -> list[str]:
+    """Bubblewrap missing at LOCAL_BWRAP: the scheduler holds every job Queued until it is
+    installed again (jobs.scheduler, SANDBOX_UNAVAILABLE), and a standalone job must not
+    wait. Refused, as for disk (review58: it was let in, then waited for bubblewrap)."""
+    from .runner import bwrap_missing_message
+
+    if bwrap_missing_message() is None:
+        return []
+    return [
+        _(
+            "Bubblewrap, which sandboxes every replica of a local job, is not installed at "
+            "%(path)s on this machine now, and a standalone job must start at once. Submit it "
+            "as a queue task, which waits for it, or submit it again once an administrator "
+            "has installed it."
+        )
+        % {"path": settings.LOCAL_BWRAP}
+    ]
 
 
 def quota_refusals(

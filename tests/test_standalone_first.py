@@ -237,3 +237,72 @@ def test_a_job_the_worker_starts_while_a_standalone_job_is_admitted_is_counted_o
     assert any("the pool has 0 idle now" in m for m in refusals), refusals
     assert passes == [[queued]]
     assert _status(queued) == JobStatus.RUNNING
+
+
+# -- what only the machine lacks: card device nodes, bubblewrap (review58) ------------------
+
+GPU = "nvidia.com/gpu"
+
+
+def _gpu_spec(name: str, cards: int) -> S.JobSpec:
+    spec = _spec(name, 0)
+    spec.roles = [S.Role("master", 1, accelerator_type=GPU, accelerators=cards, cpu=1)]
+    return spec
+
+
+@pytest.fixture
+def two_gpus_card_1_without_its_node(local_pool_failing_at_launch, tmp_path):
+    folder = tmp_path / "dev"
+    folder.mkdir()
+    (folder / "nvidia0").write_text("")
+    local_pool_failing_at_launch.LOCAL_DEVICE_DIR = str(folder)
+    local_pool_failing_at_launch.LOCAL_ACCELERATORS = f"{GPU}=2"
+    return folder
+
+
+def test_a_standalone_job_needing_a_card_whose_node_is_missing_is_refused_naming_the_node(
+    alice, two_gpus_card_1_without_its_node
+):
+    refusals, job = _admitted(alice, _gpu_spec("both", 2))
+
+    assert job is None
+    folder = two_gpus_card_1_without_its_node
+    assert refusals == [
+        "A standalone job needs 2 nvidia.com/gpu cards but only 1 of the pool's have their "
+        f"device node on this machine now (missing: {folder}/nvidia1), and a standalone job "
+        "must start at once; submit it as a queue task, which waits for the nodes, or ask an "
+        "administrator to load the NVIDIA driver."
+    ]
+    assert not Job.objects.exists()
+
+
+def test_a_standalone_job_whose_node_went_missing_after_it_was_let_in_waits_first_saying_why(
+    alice, bob, two_gpus_card_1_without_its_node
+):
+    from jobs.scheduler import CARD_NODES_MISSING, held_for_waiting_note, next_pass
+
+    standalone = _queue_task(alice, _gpu_spec("both", 2))  # let in while the node was there
+    behind = _queue_task(bob, _spec("behind", 1, queue_task=True))
+
+    assert dispatch_local() == []
+    assert [_status(standalone), _status(behind)] == [JobStatus.QUEUED, JobStatus.QUEUED]
+    assert list(standalone.events.values_list("reason", flat=True)).count(CARD_NODES_MISSING) == 1
+    plan = next_pass()
+    assert plan.standalone_waits
+    assert "have their device node on this machine now" in held_for_waiting_note(plan)
+
+
+def test_a_standalone_job_is_refused_while_bubblewrap_is_missing(
+    alice, local_pool_failing_at_launch, tmp_path
+):
+    local_pool_failing_at_launch.LOCAL_BWRAP = str(tmp_path / "no-bwrap")
+
+    refusals, job = _admitted(alice, _spec("standalone", 1))
+
+    assert job is None
+    assert refusals == [
+        "Bubblewrap, which sandboxes every replica of a local job, is not installed at "
+        f"{tmp_path}/no-bwrap on this machine now, and a standalone job must start at once. "
+        "Submit it as a queue task, which waits for it, or submit it again once an "
+        "administrator has installed it."
+    ]

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.functional import lazy
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, gettext_noop
+from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 
 from jobs import logs as job_logs
 from jobs import texts
@@ -446,7 +446,28 @@ def _below_hidden_folder(path: str) -> bool:
 def _waiting_note_now(plan: Callable[[], NextPass]) -> str:
     from jobs.scheduler import held_for_waiting_note
 
-    return held_for_waiting_note(plan())
+    return " ".join(note for note in (card_nodes_note(), held_for_waiting_note(plan())) if note)
+
+
+def card_nodes_note() -> str:
+    """What the local pool says of its `nvidia.com/gpu` cards whose device node is missing
+    now (the driver not loaded, or reloading), in the reader's language; "" when none is.
+    They are not idle and jobs needing them wait Queued (jobs.scheduler, CARD_NODES_MISSING):
+    said on the pool, so that whoever reads its figures, staff first, sees why without opening
+    a waiting job (review58)."""
+    total = detected_accelerators().get(NVIDIA_RESOURCE, 0)
+    missing = missing_card_nodes(NVIDIA_RESOURCE, range(total))
+    if not missing:
+        return ""
+    return ngettext(
+        "%(count)d of the pool's %(card)s cards has no device node on this machine now "
+        "(missing: %(nodes)s): it is not idle, and a job needing it waits queued until the "
+        "node is back (the NVIDIA driver loaded). Please tell an administrator.",
+        "%(count)d of the pool's %(card)s cards have no device node on this machine now "
+        "(missing: %(nodes)s): they are not idle, and a job needing them waits queued until "
+        "the nodes are back (the NVIDIA driver loaded). Please tell an administrator.",
+        len(missing),
+    ) % {"count": len(missing), "card": NVIDIA_RESOURCE, "nodes": list_words(missing)}
 
 
 # The pool's note, read (the next pass asked for) only when a page shows it. Made once: Django's
