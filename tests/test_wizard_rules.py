@@ -1001,3 +1001,25 @@ def test_a_threshold_stored_with_hang_detection_off_opens_as_stored_not_as_7():
 
     assert W.raw_from_spec(stored)[W.FAULT]["hang_minutes"] == ["15"]
     assert W.raw_from_spec(new)[W.FAULT]["hang_minutes"] == ["7"]
+
+
+def test_the_review_says_the_hang_threshold_with_its_start_up_toleration_asked_or_given():
+    from django.utils import translation
+
+    from jobs.summary import spec_sections
+    from tests.runner_helpers import make_spec
+
+    given = make_spec("python train.py")
+    given.fault_tolerance_config = S.FaultToleranceConfig(True, 7)
+    asked = make_spec("python train.py")
+    asked.fault_tolerance_config = S.FaultToleranceConfig(
+        True, 7, hang_detection_startup_toleration_minutes=20
+    )
+
+    def hang_row(spec) -> str:
+        rows = [row for _, section in spec_sections(spec) for row in section]
+        return dict(rows)[translation.gettext("Hang detection")]
+
+    assert hang_row(given) == "7 分钟，启动容忍时间 15 分钟"
+    with translation.override("en"):
+        assert hang_row(asked) == "7 min, start-up toleration 20 min"
