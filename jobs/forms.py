@@ -971,6 +971,11 @@ class FaultForm(StepForm):
                 "yet. Leave it off."
             )
         if aihc_pool:
+            self.fields["hang_startup_minutes"].help_text = _(
+                "How long each start (or restart) of the job may stay silent, loading a "
+                "checkpoint for example, before AIHC counts its silence as a hang. Left empty: "
+                "AIHC is sent no value and uses its own default."
+            )
             self.fields["hang_detection"].help_text = _(
                 "When the logs of all replicas stay silent for the threshold, AIHC judges the "
                 "job hung and records a hang event. What a hung job then does, restarted or "

@@ -671,5 +671,11 @@ def test_an_aihc_pools_hang_and_retry_help_says_aihcs_fault_tolerance_decides(fa
         english, "retry_limit"
     )
     assert "hang 是否计入其中由 AIHC 的容错决定。" in help_under(chinese, "retry_limit")
+    assert help_under(english, "hang_startup_minutes").endswith(
+        "Left empty: AIHC is sent no value and uses its own default."
+    )
+    assert help_under(chinese, "hang_startup_minutes").endswith(
+        "留空时：不向 AIHC 发送该值，按平台自身的默认值。"
+    )
     for page in (english, chinese):
         assert "used up" not in page and "次数用完后任务失败" not in page
