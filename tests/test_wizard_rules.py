@@ -988,15 +988,26 @@ def test_the_start_up_toleration_left_empty_says_15_and_a_negative_one_is_refuse
     ]
 
 
+def plain_spec(**changes) -> S.JobSpec:
+    spec = S.JobSpec(
+        name="plain",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="python train.py",
+        roles=[S.Role("master", 1)],
+    )
+    for key, value in changes.items():
+        setattr(spec, key, value)
+    return spec
+
+
 @pytest.mark.django_db
 def test_a_threshold_stored_with_hang_detection_off_opens_as_stored_not_as_7():
     # review59: a job made through the API with hang detection off but a threshold of 15
     # opened (copied or imported) with 7 in the hidden threshold field.
-    from tests.runner_helpers import make_spec
-
-    stored = make_spec("python train.py", fault_tolerance=True)
+    stored = plain_spec(fault_tolerance=True)
     stored.fault_tolerance_config = S.FaultToleranceConfig(False, 15)
-    new = make_spec("python train.py", fault_tolerance=True)
+    new = plain_spec(fault_tolerance=True)
     new.fault_tolerance_config = S.FaultToleranceConfig(False, None)
 
     assert W.raw_from_spec(stored)[W.FAULT]["hang_minutes"] == ["15"]
@@ -1007,11 +1018,10 @@ def test_the_review_says_the_hang_threshold_with_its_start_up_toleration_asked_o
     from django.utils import translation
 
     from jobs.summary import spec_sections
-    from tests.runner_helpers import make_spec
 
-    given = make_spec("python train.py")
+    given = plain_spec()
     given.fault_tolerance_config = S.FaultToleranceConfig(True, 7)
-    asked = make_spec("python train.py")
+    asked = plain_spec()
     asked.fault_tolerance_config = S.FaultToleranceConfig(
         True, 7, hang_detection_startup_toleration_minutes=20
     )
