@@ -24,7 +24,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.actions import delete_selected
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.models import CHANGE, LogEntry
-from django.contrib.admin.options import ActionLocation, IncorrectLookupParameters
+from django.contrib.admin.options import ActionLocation
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.contrib.admin.utils import quote
 from django.contrib.admin.views.autocomplete import AutocompleteJsonView
@@ -82,6 +82,7 @@ from .actions import (
     stop_looked_for,
 )
 from .admin_lists import (
+    CheckedDateHierarchyChangeList,
     CheckedSelectionMixin,
     FilteredLookupsOnlyMixin,
     NulFreeLookupsMixin,
@@ -887,45 +888,11 @@ def _next_period(start: datetime, kind: str) -> datetime:
     return timezone.make_aware(following.replace(tzinfo=None))
 
 
-def _hierarchy_params_valid(params: dict[str, Any]) -> bool:
-    def number(key: str) -> int | None:
-        value = params.get(key)
-        value = value[-1] if isinstance(value, list) else value
-        if value in (None, ""):
-            return None
-        text = str(value)
-        # ASCII digits: str.isdigit() also takes "²", which int() refuses (a 500).
-        return int(text) if text.isascii() and text.isdigit() and len(text) <= 4 else -1
-
-    year, month, day = (number(f"created_at__{part}") for part in ("year", "month", "day"))
-    if (month is not None and year is None) or (day is not None and month is None):
-        return False
-    try:
-        if year is not None:
-            # The periods the list seeks run to the next year and are made aware in the
-            # console's time zone: keep a year's margin at either end of datetime's range.
-            if not 2 <= year <= 9998:
-                return False
-            datetime(year, month or 1, day or 1)
-    except ValueError:
-        return False
-    return True
-
-
-class JobChangeList(ChangeList):
+class JobChangeList(CheckedDateHierarchyChangeList):
     """Django's date hierarchy asks the database for DISTINCT truncated dates over every
     job; this one seeks the creation-time index once per period that has jobs."""
 
     date_field_name = Job._meta.get_field("created_at").verbose_name
-
-    def get_filters(self, request: HttpRequest) -> Any:
-        # A date-hierarchy choice no date can be built from is a bad lookup (a redirect to
-        # ?e=1), as Django treats most: checked here because some raise inside Django (a
-        # year past 9998 or too large for C's int, year 1 shifted out of range by the time
-        # zone, a month or day without its year).
-        if not _hierarchy_params_valid(self.params):
-            raise IncorrectLookupParameters(_("Not a date the list can show."))
-        return super().get_filters(request)
 
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet:
         # The list never shows the spec document; leave it in the database.

@@ -915,6 +915,14 @@ class FaultForm(StepForm):
         ),
     )
     hang_minutes = forms.IntegerField(label=_("Hang threshold (minutes)"), required=False)
+    # AIHC's --hang-detection-startup-toleration-minutes (review59): a job loading a
+    # checkpoint silently for longer than the threshold was restarted at each attempt.
+    hang_startup_minutes = forms.IntegerField(
+        label=_("Start-up toleration (minutes)"),
+        required=False,
+        min_value=0,
+        widget=forms.NumberInput(attrs={"placeholder": S.DEFAULT_HANG_STARTUP_TOLERATION_MINUTES}),
+    )
     fault_tolerance = forms.BooleanField(
         label=_("Fault tolerance"),
         required=False,
@@ -952,21 +960,53 @@ class FaultForm(StepForm):
     )
 
     def __init__(
-        self, *args: Any, trainer_pool: bool = False, kubeflow_v1_pool: bool = False, **kwargs: Any
+        self,
+        *args: Any,
+        trainer_pool: bool = False,
+        kubeflow_v1_pool: bool = False,
+        aihc_pool: bool = False,
+        **kwargs: Any,
     ) -> None:
         """`trainer_pool`: the pool runs PyTorch jobs as Kubeflow Trainer TrainJobs, which
         refuse fault tolerance (its restarts are the training runtime's): said where it is
         turned on, not only after. `kubeflow_v1_pool`: the pool runs them as training-operator
         jobs (or JobSets), which the console (or JobSet) restarts by deleting them and
         creating them again (README's runPolicy bullet, fix107): the limit's help says so
-        there, and which of the failed run's logs the console keeps (fix115)."""
+        there, and which of the failed run's logs the console keeps (fix115). `aihc_pool`:
+        AIHC's fault tolerance decides what a hang does there, not the console's (review59:
+        the help told of the local pool's restarts on an AIHC pool)."""
         super().__init__(*args, **kwargs)
         _mark_required(self, "hang_minutes")
+        self.fields["hang_startup_minutes"].help_text = _(
+            "How long each start (or restart) of the job may stay silent, loading a checkpoint "
+            "for example, before its silence counts as a hang; once a replica writes a line, "
+            "the threshold counts from its last line. Left empty: %(minutes)d."
+        ) % {"minutes": S.DEFAULT_HANG_STARTUP_TOLERATION_MINUTES}
         if kubeflow_v1_pool or trainer_pool:
             # The pool refuses the switch (jobs.backends.kubernetes): said where it is.
             self.fields["hang_detection"].help_text = _(
                 "Not on this pool: the console detects no hang of a job on a Kubernetes pool "
                 "yet. Leave it off."
+            )
+        if aihc_pool:
+            self.fields["hang_startup_minutes"].help_text = _(
+                "How long each start (or restart) of the job may stay silent, loading a "
+                "checkpoint for example, before AIHC counts its silence as a hang. Left empty: "
+                "AIHC is sent no value and uses its own default."
+            )
+            self.fields["hang_detection"].help_text = _(
+                "When the logs of all replicas stay silent for the threshold, AIHC judges the "
+                "job hung and records a hang event. What a hung job then does, restarted or "
+                "left running, is decided by AIHC's fault tolerance (below). When the training "
+                "image includes Baidu's BCCL collective-communication library, its "
+                "communication state is also written to the log when the job hangs, for "
+                "diagnosing it."
+            )
+            self.fields["retry_limit"].help_text = _(
+                "Restarts after a failure of any cause (unconditional: no node fault need be "
+                "detected); at most 3. Whether a hang counts among them is AIHC's fault "
+                "tolerance's decision. Left empty: AIHC is sent no value and uses its own "
+                "default."
             )
         if kubeflow_v1_pool:
             self.fields["fault_tolerance"].help_text = _(
@@ -988,7 +1028,11 @@ class FaultForm(StepForm):
         # A switch's own settings show only while it is on (console.css).
         self.helper = _helper(
             WizardField("hang_detection"),
-            Div(WizardField("hang_minutes"), css_id="hang-fields"),
+            Div(
+                WizardField("hang_minutes"),
+                WizardField("hang_startup_minutes"),
+                css_id="hang-fields",
+            ),
             WizardField("fault_tolerance"),
             Div(
                 WizardField("retry_limit"),
@@ -1000,7 +1044,7 @@ class FaultForm(StepForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        _ignore_when_off(self, data, "hang_detection", "hang_minutes")
+        _ignore_when_off(self, data, "hang_detection", "hang_minutes", "hang_startup_minutes")
         _ignore_when_off(self, data, "fault_tolerance", "retry_limit", "custom_patterns")
         return data
 

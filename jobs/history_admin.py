@@ -14,6 +14,7 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.admin.models import LogEntry
 from django.contrib.admin.options import ActionLocation
+from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.utils.dateparse import parse_datetime
@@ -22,6 +23,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from .admin_lists import (
+    CheckedDateHierarchyChangeList,
     FilteredLookupsOnlyMixin,
     NulFreeLookupsMixin,
     OwnerFilter,
@@ -49,6 +51,9 @@ class ReadOnlyAdmin(
     permission."""
 
     actions = None
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return CheckedDateHierarchyChangeList  # both lists have a date drill-down
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -275,9 +275,9 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
     ALLOWED_HOSTS does not list: that page spoke of a form over 2.5 MB, which left someone who
     opened the console by its IP address (HOST=0.0.0.0) with nothing to go on; nor for a
     filter an admin list refuses, or a number in one past the database's integers
-    (400_admin_lookup.html names it and links to the whole list). All are in both languages, as 400.html is: they are drawn without the request's
-    language (nothing of the request that Django refused is trusted), and the host is shown
-    as sent, escaped.
+    (400_admin_lookup.html names it and links to the whole list). All are in both languages,
+    as 400.html is: they are drawn without the request's language (nothing of the request
+    that Django refused is trusted), and the host is shown as sent, escaped.
 
     A call of the API (jobs.api_v2.is_api_call) gets neither page but the API's JSON error,
     which a script can read: a page is for a person with a browser."""

@@ -109,7 +109,16 @@ from .sandbox import (
 )
 from .services import job_event, job_spec_or_noted, job_transition, recorded, signing_key
 from .shim import CONSOLE_MARK, START_GATE, TmpMeter, open_own_folder, remove_tree
-from .spec import CORES_PER_CARD, MPI, TENSORFLOW, JobSpec, Role, SpecError
+from .spec import (
+    CORES_PER_CARD,
+    DEFAULT_HANG_STARTUP_TOLERATION_MINUTES,
+    MPI,
+    TENSORFLOW,
+    FaultToleranceConfig,
+    JobSpec,
+    Role,
+    SpecError,
+)
 from .texts import (
     RecordedText,
     Words,
@@ -3853,6 +3862,8 @@ def _check_hang(
             job_event(job=job, reason="HangCleared", message=recorded(HANG_CLEARED))
     if now - last <= minutes(threshold):
         return False
+    if _tolerated_at_start(job, run, ftc, replicas, now):
+        return False
     if run.hang_warned_at is not None and run.hang_warned_at >= last:
         # Already warned about this silence: fault tolerance restarts the hung job, as AIHC's
         # does (qa109: it was only warned about, holding its cards up to its time limit).
@@ -3879,6 +3890,30 @@ def _check_hang(
 
         capture_for_hang(job=job)
     return False
+
+
+def _tolerated_at_start(
+    job: Job, run: LocalRun, ftc: FaultToleranceConfig, replicas: list[JobReplica], now: datetime
+) -> bool:
+    """Whether a silence past the hang threshold is still the attempt's start-up, not a hang:
+    within the start-up toleration since the attempt started (AIHC's
+    --hang-detection-startup-toleration-minutes; 15 when the job asks none), as long as no
+    replica has written a line of its own in this attempt (the runner's own lines, as the
+    attempt's start, are not the job's). Loading a checkpoint may take longer than the
+    threshold without a word (review59: such a job was restarted at minute 7 of each
+    attempt, then failed). Read only for a silence past the threshold."""
+    toleration = ftc.hang_detection_startup_toleration_minutes
+    if toleration is None:
+        toleration = DEFAULT_HANG_STARTUP_TOLERATION_MINUTES
+    started = run.attempt_started_at
+    if started is None or now - started > minutes(toleration):
+        return False
+    for replica in replicas:
+        path = job_logs.replica_log_path(job.public_id, f"{replica.role}-{replica.index}")
+        written = _last_job_line_at(path)
+        if written is not None and written >= started:
+            return False  # it has spoken: the threshold counts from its last line
+    return True
 
 
 def _restart_hung(job: Job, run: LocalRun, spec: JobSpec, threshold: int) -> bool:

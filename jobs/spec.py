@@ -165,6 +165,12 @@ MAX_UNCONDITIONAL_RETRIES = 3
 # detection on without a threshold is refused, in the API and the wizard alike (a field
 # cleared), as AIHC's default is not documented; stored jobs keep theirs.
 SUGGESTED_HANG_MINUTES = 7
+# How long an attempt may stay silent from its start before its silence counts as a hang, when
+# the job asks none (review59: a job loading a checkpoint for 8 minutes without a line was
+# restarted at minute 7 of every attempt, then failed): AIHC's own example pairs the 7-minute
+# threshold with `--hang-detection-startup-toleration-minutes=15`. A replica's first line of
+# its own ends it: the threshold counts from its last line then.
+DEFAULT_HANG_STARTUP_TOLERATION_MINUTES = 15
 MAX_REPLICAS = 1000
 MAX_ACCELERATORS_PER_REPLICA = 64
 MAX_CPU = 1024
@@ -351,6 +357,8 @@ class FaultToleranceConfig:
     hang_detection_timeout_minutes: int | None = None
     fault_tolerance_limit: int | None = None
     custom_fault_tolerance_pattern: list[str] = field(default_factory=list)
+    # None: DEFAULT_HANG_STARTUP_TOLERATION_MINUTES. Last: older code builds this positionally.
+    hang_detection_startup_toleration_minutes: int | None = None
 
 
 @dataclass
@@ -516,6 +524,10 @@ class JobSpec:
             ftc_body: dict[str, Any] = {"enabledHangDetection": ftc.enabled_hang_detection}
             if ftc.hang_detection_timeout_minutes is not None:
                 ftc_body["hangDetectionTimeoutMinutes"] = ftc.hang_detection_timeout_minutes
+            if ftc.hang_detection_startup_toleration_minutes is not None:
+                ftc_body["hangDetectionStartupTolerationMinutes"] = (
+                    ftc.hang_detection_startup_toleration_minutes
+                )
             if ftc.fault_tolerance_limit is not None:
                 ftc_body["faultToleranceLimit"] = ftc.fault_tolerance_limit
             if ftc.custom_fault_tolerance_pattern:
@@ -1031,6 +1043,10 @@ def parse_document(
             hang_detection_timeout_minutes=r.int(
                 ftc.get("hangDetectionTimeoutMinutes"), f"{p}.hangDetectionTimeoutMinutes"
             ),
+            hang_detection_startup_toleration_minutes=r.int(
+                ftc.get("hangDetectionStartupTolerationMinutes"),
+                f"{p}.hangDetectionStartupTolerationMinutes",
+            ),
             fault_tolerance_limit=r.int(ftc.get("faultToleranceLimit"), f"{p}.faultToleranceLimit"),
             custom_fault_tolerance_pattern=[
                 r.str(x, f"{p}.customFaultTolerancePattern")
@@ -1229,6 +1245,7 @@ _COMMON_KEYS: dict[str, Fields | None] = {
         {
             "enabledHangDetection": None,
             "hangDetectionTimeoutMinutes": None,
+            "hangDetectionStartupTolerationMinutes": None,
             "faultToleranceLimit": None,
             "customFaultTolerancePattern": None,
         }
@@ -2209,6 +2226,13 @@ def _validate_fault_tolerance(spec: JobSpec, err: Any) -> None:
         err(
             f"{p}.hangDetectionTimeoutMinutes",
             _("The hang threshold must be between 1 and %(max)s minutes (365 days).")
+            % {"max": max_minutes_said()},
+        )
+    toleration = ftc.hang_detection_startup_toleration_minutes
+    if toleration is not None and not 0 <= toleration <= MAX_TIMEOUT_MINUTES:
+        err(
+            f"{p}.hangDetectionStartupTolerationMinutes",
+            _("The start-up toleration must be between 0 and %(max)s minutes (365 days).")
             % {"max": max_minutes_said()},
         )
     if (

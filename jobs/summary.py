@@ -240,7 +240,15 @@ def spec_sections(
             [
                 (
                     _("Hang detection"),
-                    _("%(minutes)s min") % {"minutes": ftc.hang_detection_timeout_minutes}
+                    # With the start-up toleration the job asked, or the one it gets
+                    # (review59): what a silent start may last is part of the setting.
+                    _("%(minutes)s min, start-up toleration %(startup)s min")
+                    % {
+                        "minutes": ftc.hang_detection_timeout_minutes,
+                        "startup": S.DEFAULT_HANG_STARTUP_TOLERATION_MINUTES
+                        if ftc.hang_detection_startup_toleration_minutes is None
+                        else ftc.hang_detection_startup_toleration_minutes,
+                    }
                     if ftc.enabled_hang_detection
                     else no,
                 ),

@@ -162,6 +162,7 @@ FIELD_OF_PATH: dict[str, tuple[str, str | None]] = {
     "faultTolerance": (FAULT, "fault_tolerance"),
     "faultToleranceConfig.enabledHangDetection": (FAULT, "hang_detection"),
     "faultToleranceConfig.hangDetectionTimeoutMinutes": (FAULT, "hang_minutes"),
+    "faultToleranceConfig.hangDetectionStartupTolerationMinutes": (FAULT, "hang_startup_minutes"),
     "faultToleranceConfig.faultToleranceLimit": (FAULT, "retry_limit"),
     "faultToleranceConfig.customFaultTolerancePattern": (FAULT, "custom_patterns"),
     "faultToleranceConfig": (FAULT, None),
@@ -1034,10 +1035,11 @@ def raw_from_spec(spec: S.JobSpec) -> dict[str, Raw]:
     ftc = spec.fault_tolerance_config or S.FaultToleranceConfig()
     fault = _row(
         hang_detection=ftc.enabled_hang_detection,
-        # Hang detection off (no threshold): the field starts as a new job's does.
-        hang_minutes=ftc.hang_detection_timeout_minutes
-        if ftc.enabled_hang_detection
-        else S.SUGGESTED_HANG_MINUTES,
+        # No threshold stored (hang detection off): the field starts as a new job's does. A
+        # threshold stored with hang detection off (a job made through the API) is kept
+        # (review59: it showed 7).
+        hang_minutes=ftc.hang_detection_timeout_minutes or S.SUGGESTED_HANG_MINUTES,
+        hang_startup_minutes=ftc.hang_detection_startup_toleration_minutes,
         fault_tolerance=spec.fault_tolerance,
         retry_limit=ftc.fault_tolerance_limit,
         custom_patterns="\n".join(ftc.custom_fault_tolerance_pattern) or None,
@@ -1346,6 +1348,7 @@ def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -
             and state.pool.backend == "kubernetes"
             and state.pool.training_api != "trainer"
         )
+        form_kwargs["aihc_pool"] = state.pool is not None and state.pool.backend == "aihc"
     elif step == ADVANCED:
         form_kwargs["backend"] = state.pool.backend if state.pool is not None else "local"
         # The local and Kubernetes pools never send nodeFT (their checks refuse it, saying why).
@@ -1558,6 +1561,9 @@ def _apply_fault(
         spec.fault_tolerance_config = S.FaultToleranceConfig(
             enabled_hang_detection=hang,
             hang_detection_timeout_minutes=cd.get("hang_minutes") if hang else None,
+            hang_detection_startup_toleration_minutes=cd.get("hang_startup_minutes")
+            if hang
+            else None,
             fault_tolerance_limit=cd.get("retry_limit") if spec.fault_tolerance else None,
             custom_fault_tolerance_pattern=_lines(cd.get("custom_patterns") or "")
             if spec.fault_tolerance

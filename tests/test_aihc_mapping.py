@@ -49,6 +49,23 @@ def test_fault_tolerance_config_becomes_flags_and_back():
     assert fault_tolerance_config(args) == config
 
 
+def test_aihcs_start_up_toleration_flag_is_run_and_becomes_its_field_and_back():
+    # review59: it was refused, though AIHC pairs its 7-minute threshold with it.
+    args = (
+        "--enable-hang-detection=true --hang-detection-log-timeout-minutes=7 "
+        "--hang-detection-startup-toleration-minutes=15"
+    )
+
+    config = fault_tolerance_config(args)
+
+    assert config == {
+        "enabledHangDetection": True,
+        "hangDetectionTimeoutMinutes": 7,
+        "hangDetectionStartupTolerationMinutes": 15,
+    }
+    assert fault_tolerance_args(config) == args
+
+
 def test_a_bare_hang_detection_flag_turns_it_on_and_a_flag_the_console_does_not_run_is_refused():
     assert fault_tolerance_config("--enable-hang-detection") == {"enabledHangDetection": True}
     for args, named in (

@@ -720,6 +720,26 @@ def test_a_v1_body_with_faultToleranceArgs_imports_as_the_api_reads_it(alice_cli
     }
 
 
+@pytest.mark.usefixtures("_local_pool")
+def test_an_imported_start_up_toleration_opens_in_the_wizards_fault_step(alice_client):
+    pasted = {
+        **{k: v for k, v in BODY.items() if k != "faultToleranceConfig"},
+        **CHANNELS,
+        "faultToleranceArgs": "--enable-hang-detection=true --hang-detection-log-timeout-minutes=7 "
+        "--hang-detection-startup-toleration-minutes=20",
+    }
+
+    r = import_body(alice_client, pasted)
+
+    assert r.status_code == 302, error_texts(r)
+    assert Draft.objects.get().data["fault"] == {
+        "fault_tolerance": ["on"],
+        "hang_detection": ["on"],
+        "hang_minutes": ["7"],
+        "hang_startup_minutes": ["20"],
+    }
+
+
 @pytest.mark.browser
 @pytest.mark.usefixtures("_local_pool")
 def test_a_pasted_v1_body_with_faultToleranceArgs_opens_a_draft_with_hang_detection_on(

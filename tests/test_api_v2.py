@@ -187,6 +187,7 @@ def test_a_v2_body_is_stored_as_the_same_spec_as_its_v1_form(api):
         faultToleranceConfig={
             "enabledHangDetection": True,
             "hangDetectionTimeoutMinutes": 7,
+            "hangDetectionStartupTolerationMinutes": 20,
             "faultToleranceLimit": 2,
         },
     )
@@ -199,8 +200,9 @@ def test_a_v2_body_is_stored_as_the_same_spec_as_its_v1_form(api):
     item = action(api, "DescribeJob", resourcePoolId="local", body={"jobId": second.public_id})
     assert item["job"]["faultToleranceArgs"] == (
         "--enable-hang-detection=true --hang-detection-log-timeout-minutes=7 "
-        "--max-num-of-unconditional-retry=2"
+        "--hang-detection-startup-toleration-minutes=20 --max-num-of-unconditional-retry=2"
     )
+    assert first.job_spec().fault_tolerance_config.hang_detection_startup_toleration_minutes == 20
     assert (
         item["job"]["jobType"] == "PyTorchJob"
         and item["job"]["command"] == v1["jobSpec"]["command"]

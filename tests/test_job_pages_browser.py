@@ -1562,6 +1562,8 @@ def test_an_on_call_owner_sets_up_hang_alerts_in_the_wizard_and_sees_the_hang_co
     next_step(page, "fault")
     page.check("#id_hang_detection")
     page.fill("#id_hang_minutes", "1")
+    # Silent from its start: judged at once, not after the default 15 (review59).
+    page.fill("#id_hang_startup_minutes", "0")
     next_step(page, "advanced")
     page.check("input[name=alert_items][value=jobHang]")
     # A webhook to this machine is refused on its field, with what was typed kept.

@@ -552,6 +552,15 @@ INVALID: list[tuple[str, Mutation, str]] = [
         "faultToleranceConfig.hangDetectionTimeoutMinutes",
     ),
     (
+        "negative start-up toleration",
+        setting(
+            fault_tolerance_config=S.FaultToleranceConfig(
+                True, 7, hang_detection_startup_toleration_minutes=-1
+            )
+        ),
+        "faultToleranceConfig.hangDetectionStartupTolerationMinutes",
+    ),
+    (
         "four retries",
         setting(fault_tolerance_config=S.FaultToleranceConfig(False, None, 4)),
         "faultToleranceConfig.faultToleranceLimit",

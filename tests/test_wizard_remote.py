@@ -642,3 +642,42 @@ def test_two_pools_sharing_a_name_are_told_apart_by_their_id_on_the_first_step(f
         (POOL, f"百舸训练池 ({POOL})"),
         ("cce-pool2", "百舸训练池 (cce-pool2)"),
     ]
+
+
+def help_under(page: str, field: str) -> str:
+    found = re.search(rf'id="id_{field}_helptext"[^>]*>([^<]*)<', page)
+    assert found, f"no help under {field}"
+    return html.unescape(found.group(1))
+
+
+def test_an_aihc_pools_hang_and_retry_help_says_aihcs_fault_tolerance_decides(fake, alice_client):
+    # review59: the help told of the local pool's restarts ("fails once they are used up") on
+    # an AIHC pool, where AIHC's fault tolerance decides what a hang does.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.FAULT, **aihc_steps())
+
+    chinese = alice_client.get(step_url(draft, W.FAULT)).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(step_url(draft, W.FAULT)).content.decode()
+
+    assert help_under(english, "hang_detection").startswith(
+        "When the logs of all replicas stay silent for the threshold, AIHC judges the job hung "
+        "and records a hang event. What a hung job then does, restarted or left running, is "
+        "decided by AIHC's fault tolerance (below)."
+    )
+    assert help_under(chinese, "hang_detection").startswith(
+        "所有实例的日志在设定时间内都没有更新，则 AIHC 判定任务处于 hang 状态，并在任务事件中记录。"
+        "hang 的任务随后是被重启还是继续运行，由 AIHC 的容错（下方）决定。"
+    )
+    assert "Whether a hang counts among them is AIHC's fault tolerance's decision." in help_under(
+        english, "retry_limit"
+    )
+    assert "hang 是否计入其中由 AIHC 的容错决定。" in help_under(chinese, "retry_limit")
+    assert help_under(english, "hang_startup_minutes").endswith(
+        "Left empty: AIHC is sent no value and uses its own default."
+    )
+    assert help_under(chinese, "hang_startup_minutes").endswith(
+        "留空时：不向 AIHC 发送该值，按平台自身的默认值。"
+    )
+    for page in (english, chinese):
+        assert "used up" not in page and "次数用完后任务失败" not in page

@@ -7,8 +7,8 @@ v1 (`POST /api/v1/aijobs`) is the console's canonical body (`JobSpec.to_v1_body(
 - the start command is top-level `command` instead of `jobSpec.command`;
 - `queue` is required (and repeated as the `queueID` query parameter);
 - there is no `faultToleranceConfig`, only the `faultToleranceArgs` flag string. The flag
-  names follow the console's fault-tolerance options (hang detection, its log timeout,
-  unconditional retries, custom log patterns); Baidu documents the flags but not this
+  names follow the console's fault-tolerance options (hang detection, its log timeout
+  and start-up toleration, unconditional retries, custom log patterns); Baidu documents the flags but not this
   correspondence, so it is our decision.
 
 A v2 TFJob's `jobSpec` is a map keyed Chief/Worker/PS/Evaluator, one JobSpec per role; the
@@ -36,6 +36,7 @@ V2_TF_ROLE_KEYS = {"chief": "Chief", "worker": "Worker", "ps": "PS", "evaluator"
 _FT_FLAGS = (
     ("enabledHangDetection", "--enable-hang-detection"),
     ("hangDetectionTimeoutMinutes", "--hang-detection-log-timeout-minutes"),
+    ("hangDetectionStartupTolerationMinutes", "--hang-detection-startup-toleration-minutes"),
     ("faultToleranceLimit", "--max-num-of-unconditional-retry"),
 )
 _PATTERN_FLAG = "--custom-log-patterns"
