@@ -165,22 +165,24 @@ def test_every_unsupported_fault_tolerance_flag_is_named_in_one_message_in_chine
     document = body(
         faultTolerance=True,
         faultToleranceArgs="--enable-replace=true --enable-hang-detection=true "
-        "--hang-detection-startup-toleration-minutes=15 --enable-replace=false",
+        "--hang-detection-stack-timeout-minutes=3 --enable-replace=false",
     )
 
     chinese = create(wsgi, alice_key, document, headers=IN_CHINESE)
     english = create(wsgi, alice_key, document)
 
     assert field_messages(chinese) == {
-        "faultToleranceArgs": "--enable-replace、--hang-detection-startup-toleration-minutes "
+        "faultToleranceArgs": "--enable-replace、--hang-detection-stack-timeout-minutes "
         "不是本控制台执行的选项：请删除（本控制台执行 --enable-hang-detection、"
-        "--hang-detection-log-timeout-minutes、--max-num-of-unconditional-retry、"
+        "--hang-detection-log-timeout-minutes、--hang-detection-startup-toleration-minutes、"
+        "--max-num-of-unconditional-retry、"
         "--custom-log-patterns）。"
     }
     assert field_messages(english) == {
-        "faultToleranceArgs": "--enable-replace, --hang-detection-startup-toleration-minutes are "
+        "faultToleranceArgs": "--enable-replace, --hang-detection-stack-timeout-minutes are "
         "not ones the console runs: remove them (the console runs --enable-hang-detection, "
-        "--hang-detection-log-timeout-minutes, --max-num-of-unconditional-retry, "
+        "--hang-detection-log-timeout-minutes, --hang-detection-startup-toleration-minutes, "
+        "--max-num-of-unconditional-retry, "
         "--custom-log-patterns)."
     }
     assert not Job.objects.exists()
