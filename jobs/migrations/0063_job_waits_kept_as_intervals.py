@@ -26,7 +26,7 @@ def waits_kept_as_intervals(apps, schema_editor):
     for job in Job.objects.exclude(waiting_since=None).iterator():
         waits.append(JobWait(job=job, began_at=job.waiting_since, ended_at=job.finished_at))
     unrecorded = (
-        Job.objects.filter(status="QUEUED", waiting_since=None, finished_at=None)
+        Job.objects.filter(status="queued", waiting_since=None, finished_at=None)
         .exclude(started_at=None)
         .exclude(backend="local")
     )
