@@ -1197,6 +1197,9 @@ class JobWait(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
+        # Named for the admin's permission lists (a group's or user's permissions).
+        verbose_name = _("wait to run again")
+        verbose_name_plural = _("waits to run again")
         ordering = ["began_at", "id"]
 
     def __str__(self) -> str:

@@ -332,8 +332,9 @@ def _keep_usage_of_deleted_job(sender: Any, instance: Job, using: str, **kwargs:
     # the retention and the worker all go through), the cascade from its owner's deletion
     # (the admin's "delete selected" of users included), all inside the deletion's atomic
     # block. A receiver makes Django load each job rather than delete them with one bare
-    # query; jobs' own cascades (events, replicas, runs) required that already. It costs three
-    # queries per job (that it is still there, its owner's name and groups, the insert).
+    # query; jobs' own cascades (events, replicas, runs) required that already. It costs four
+    # queries per job (that it is still there, its owner's name and groups, the insert, its
+    # waits moved to the record).
     usage_record_keep(job=instance, using=using)
 
 

@@ -102,6 +102,8 @@ class Migration(migrations.Migration):
                 ),
             ],
             options={
+                "verbose_name": "wait to run again",
+                "verbose_name_plural": "waits to run again",
                 "ordering": ["began_at", "id"],
             },
         ),
