@@ -242,12 +242,7 @@ class Job(models.Model):
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
     # Its card time (jobs.usage) leaves out the time it spent back in Queued after its first
-    # start (jobs.services.job_transition: a Kubernetes job restarted as a whole whose new pods
-    # wait to be placed holds no cards meanwhile): `waiting_since` is when it last went back
-    # (None once it runs again or ends), and `card_time_from` when its card time counts from,
-    # its first start moved later by each wait once over (None: never waited, started_at).
-    waiting_since = models.DateTimeField(null=True, blank=True, editable=False)
-    card_time_from = models.DateTimeField(null=True, blank=True, editable=False)
+    # start: each such wait is a JobWait of its own (jobs.services.job_transition).
     # When the worker deletes it for its retention (任务退出后自动删除): stored when it ends
     # (jobs.services.job_transition), so the worker finds those due by this index rather
     # than by reading every finished job's spec (qa107). None: never (jobs.worker.deletes_at).
@@ -1169,10 +1164,8 @@ class UsageRecord(models.Model):
     # Cards per card type, as the report splits them (summing to total_cards; {}: CPU only).
     cards = models.JSONField(default=dict, editable=False)
     started_at = models.DateTimeField(_("started"), editable=False)
-    # When its card time counts from, as its job's (Job.card_time_from; None: started_at).
-    card_time_from = models.DateTimeField(null=True, blank=True, editable=False)
-    # Its finish, or the deletion when it was deleted before it finished (when it went back
-    # to waiting, if it was waiting to run again then: Job.waiting_since).
+    # Its finish, or the deletion when it was deleted before it finished. Its waits to run
+    # again (JobWait.usage_record) are left out of that time.
     ended_at = models.DateTimeField(_("ended"), editable=False)
     deleted_at = models.DateTimeField(_("deleted"), editable=False)
 
@@ -1185,6 +1178,34 @@ class UsageRecord(models.Model):
 
     def __str__(self) -> str:
         return self.public_id
+
+
+class JobWait(models.Model):
+    """A wait of a job back in Queued after its first start (a Kubernetes job restarted as a
+    whole whose new pods the cluster has not placed, an AIHC job Pending again): it holds no
+    cards meanwhile, so its card time (jobs.usage) leaves out each wait's part of a period.
+    Each wait is kept as its own interval (review58: one total taken from the earliest part
+    changed a closed month's figures later). Opened and closed by
+    jobs.services.job_transition; moved to the job's UsageRecord when the job is deleted."""
+
+    job = models.ForeignKey(
+        Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="waits"
+    )
+    usage_record = models.ForeignKey(
+        UsageRecord, null=True, blank=True, on_delete=models.CASCADE, related_name="waits"
+    )
+    began_at = models.DateTimeField(editable=False)
+    # None: still waiting (it counts as waiting up to now).
+    ended_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        # Named for the admin's permission lists (a group's or user's permissions).
+        verbose_name = _("wait to run again")
+        verbose_name_plural = _("waits to run again")
+        ordering = ["began_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.began_at} – {self.ended_at or ''}"
 
 
 class WorkerHeartbeat(models.Model):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q, Subquery
+from django.db.models import Count, DateTimeField, F, Q, Subquery, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -24,6 +25,7 @@ from .models import (
     JobGroup,
     JobLabel,
     JobStatus,
+    JobWait,
     ReviewState,
 )
 from .texts import Words, recorded, source_of
@@ -195,12 +197,6 @@ def job_transition(
     if to == JobStatus.RUNNING and job.started_at is None:
         # The caller's, when it knows when the job began (a platform's running time), else now.
         updates.setdefault("started_at", now)
-    if current == JobStatus.RUNNING and to == JobStatus.QUEUED and job.started_at is not None:
-        # Back to waiting after its first start (a Kubernetes job restarted as a whole whose
-        # new pods the cluster has not placed, a platform's Pending again): it holds no cards
-        # until it runs again, and its card time stops here (jobs.usage). The local runner's
-        # restarts keep their cards and the job Running, so they count.
-        updates["waiting_since"] = now
     if to in FINAL_STATUSES:
         finished = min(ended_at, now) if ended_at else now
         # A command that exits within the instant the worker marks it Running can have an
@@ -216,15 +212,27 @@ def job_transition(
             updates["deletes_at"] = retention_ends(
                 backend=job.backend, status=to, finished_at=finished, spec=job.spec
             )
-    if job.waiting_since is not None and (to == JobStatus.RUNNING or to in FINAL_STATUSES):
-        # Its wait to run again is over: its card time counts from that much later
-        # (card_time_from), so it leaves the wait out (jobs.usage).
-        until = updates.get("finished_at", now)
-        waited = max(until - job.waiting_since, timedelta(0))
-        updates["card_time_from"] = (job.card_time_from or job.started_at or until) + waited
-        updates["waiting_since"] = None
     with transaction.atomic():
         changed = Job.objects.filter(pk=job.pk, status=current).update(**updates)
+        if changed and current == JobStatus.RUNNING and to == JobStatus.QUEUED:
+            # Back to waiting after its first start (a Kubernetes job restarted as a whole
+            # whose new pods the cluster has not placed, a platform's Pending again): it holds
+            # no cards until it runs again, and that wait is left out of its card time
+            # (jobs.usage), in the period it fell in. The local runner's restarts keep their
+            # cards and the job Running, so they count.
+            JobWait.objects.create(job_id=job.pk, began_at=now)
+        if (
+            changed
+            and current != JobStatus.RUNNING
+            and (to == JobStatus.RUNNING or to in FINAL_STATUSES)
+        ):
+            # Its wait, if it was waiting to run again, is over (never before it began). Found
+            # by the rows, not by what this process read of the job: another may have moved
+            # it back to Queued since (review58).
+            until = Value(updates.get("finished_at", now), output_field=DateTimeField())
+            JobWait.objects.filter(job_id=job.pk, ended_at=None).update(
+                ended_at=Greatest(F("began_at"), until)
+            )
         if changed and event:
             job_event(job=job, reason=reason, message=message, warning=warning, actor=actor)
     if not changed:

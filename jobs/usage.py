@@ -7,10 +7,9 @@ How a job counts (decisions; README "Review, roles and security"):
   is stamped when it first runs and `finished_at` when it reaches a final status. A job
   that went back to Queued after its first start (a Kubernetes job restarted as a whole
   whose new pods the cluster has not placed; fix128: that wait was counted) holds no cards
-  until it runs again, and the wait is left out: its time counts from `card_time_from`, its
-  first start moved later by each wait once over, and while it waits, up to when it went
-  back (`waiting_since`). So over a period holding its whole run the waits are left out
-  exactly; one that ran across the period's start has them taken from its earliest part.
+  until it runs again: each such wait is a JobWait of its own (review58: fix128 kept their
+  total as one later start, so a wait was taken from the job's earliest part and a closed
+  month changed later), and each is left out of the period it fell in.
   The local runner's fault-tolerance restarts keep their cards and the job Running: they
   count.
 - Only the part of that time inside the period counts; a job that never started counts 0
@@ -75,7 +74,7 @@ from django.template.defaultfilters import floatformat
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from .models import Job, JobLabel, UsageRecord
+from .models import Job, JobLabel, JobWait, UsageRecord
 
 # Rows of the pool query read at a time: memory stays bounded however many layouts there are.
 CHUNK = 2000
@@ -190,16 +189,47 @@ def _microseconds(sql: str) -> str:
     return f"({seconds} * 1000000 + CAST(substr({sql}, 21, 6) AS INTEGER))"
 
 
-def _overlapping(rows: QuerySet[Any], period: Period, *, started: Any, ended: Any) -> QuerySet[Any]:
-    """The rows (jobs or usage records) that ran during the period, with `run_time`: how
-    long, inside it. `started` and `ended` are the expressions of when each began and
-    stopped counting."""
+class Less(Func):
+    """A duration less another: on SQLite integer microseconds (see Elapsed) subtracted by its
+    own arithmetic, rather than by a Python function Django would call for every row."""
+
+    arg_joiner = " - "
+    template = "(%(expressions)s)"
+    output_field = DurationField()
+
+
+def _overlapping(
+    rows: QuerySet[Any], period: Period, *, started: Any, ended: Any, waits: str, wait_until: Any
+) -> QuerySet[Any]:
+    """The rows (jobs or usage records) that held cards during the period, with `run_time`:
+    how long, inside it. `started` and `ended` are the expressions of when each began and
+    stopped counting; each of its waits to run again (the JobWaits whose `waits` field is
+    the row; one still open waits up to `wait_until`, the row's end) is left out for its own part of the period
+    (review58), by a subquery: no more queries, however many waits."""
     start = Value(period.starts_at, output_field=DateTimeField())
     end = Value(period.ends_at, output_field=DateTimeField())
+    waited = (
+        JobWait.objects.filter(**{waits: OuterRef("pk")})
+        .alias(
+            wait_from=Greatest(F("began_at"), start),
+            wait_to=Least(Coalesce(F("ended_at"), wait_until, output_field=DateTimeField()), end),
+        )
+        .filter(wait_to__gt=F("wait_from"))
+        .order_by()
+        .values(waits)
+        .annotate(total=Sum(Elapsed(F("wait_to"), F("wait_from"))))
+        .values("total")
+    )
     return (
         rows.alias(run_from=Greatest(started, start), run_to=Least(ended, end))
         .filter(run_to__gt=F("run_from"))
-        .alias(run_time=Elapsed(F("run_to"), F("run_from")))
+        .alias(
+            run_time=Less(
+                Elapsed(F("run_to"), F("run_from")),
+                Coalesce(Subquery(waited), Value(timedelta(0)), output_field=DurationField()),
+            )
+        )
+        .filter(run_time__gt=timedelta(0))
         .order_by()
     )
 
@@ -229,8 +259,10 @@ def _running(period: Period, now: datetime, *, owner_id: int | None = None) -> Q
     return _overlapping(
         jobs,
         period,
-        started=Coalesce(F("card_time_from"), F("started_at")),
-        ended=Coalesce(F("finished_at"), F("waiting_since"), until),
+        started=F("started_at"),
+        ended=Coalesce(F("finished_at"), until),
+        waits="job",
+        wait_until=Coalesce(OuterRef("finished_at"), until, output_field=DateTimeField()),
     )
 
 
@@ -243,8 +275,10 @@ def _kept(period: Period) -> QuerySet[UsageRecord]:
     return _overlapping(
         records,
         period,
-        started=Coalesce(F("card_time_from"), F("started_at")),
+        started=F("started_at"),
         ended=F("ended_at"),
+        waits="usage_record",
+        wait_until=OuterRef("ended_at"),  # (its waits were closed when it was kept)
     )
 
 
@@ -268,7 +302,7 @@ def usage_record_keep(*, job: Job, using: str = DEFAULT_DB_ALIAS) -> UsageRecord
         .filter(pk=job.owner_id)
         .values_list(User.USERNAME_FIELD, "groups__name")
     )
-    return UsageRecord.objects.using(using).create(
+    record = UsageRecord.objects.using(using).create(
         public_id=job.public_id,
         name=job.name,
         owner_pk=job.owner_id,
@@ -279,10 +313,16 @@ def usage_record_keep(*, job: Job, using: str = DEFAULT_DB_ALIAS) -> UsageRecord
         total_cards=job.total_cards,
         cards=job.cards,  # as the report split the job's hours while it was there
         started_at=job.started_at,
-        card_time_from=job.card_time_from,
-        ended_at=job.finished_at or job.waiting_since or now,
+        ended_at=job.finished_at or now,
         deleted_at=now,
     )
+    # Its waits to run again go with it (the job's deletion only unlinks them), one still
+    # open ending with the record.
+    ended = Value(record.ended_at, output_field=DateTimeField())
+    JobWait.objects.using(using).filter(job_id=job.pk).update(
+        usage_record=record, ended_at=Coalesce(F("ended_at"), Greatest(F("began_at"), ended))
+    )
+    return record
 
 
 @receiver(pre_delete, sender=Job)
@@ -292,8 +332,9 @@ def _keep_usage_of_deleted_job(sender: Any, instance: Job, using: str, **kwargs:
     # the retention and the worker all go through), the cascade from its owner's deletion
     # (the admin's "delete selected" of users included), all inside the deletion's atomic
     # block. A receiver makes Django load each job rather than delete them with one bare
-    # query; jobs' own cascades (events, replicas, runs) required that already. It costs three
-    # queries per job (that it is still there, its owner's name and groups, the insert).
+    # query; jobs' own cascades (events, replicas, runs) required that already. It costs four
+    # queries per job (that it is still there, its owner's name and groups, the insert, its
+    # waits moved to the record).
     usage_record_keep(job=instance, using=using)
 
 
@@ -543,12 +584,20 @@ def usage_jobs(
 def job_usage(*, job: Job, now: datetime | None = None) -> Figures | None:
     """What the job has used (None: it never started), as the report counts it over a period
     holding its whole run: its cards × first start to finish, or to `now` while it runs,
-    less its waits to run again (card_time_from; while it waits, up to waiting_since);
-    CPU-only job-hours instead when it has no cards. No query."""
+    less its waits to run again (JobWait); CPU-only job-hours instead when it has no cards.
+    One query, for its waits (none when they are prefetched or it never started)."""
     if job.started_at is None:
         return None
-    ended = job.finished_at or job.waiting_since or now or timezone.now()
-    run_time = max(ended - (job.card_time_from or job.started_at), timedelta(0))
+    now = now or timezone.now()
+    ended = job.finished_at or now
+    waited = sum(
+        (
+            max(min(wait.ended_at or now, ended) - wait.began_at, timedelta(0))
+            for wait in job.waits.all()
+        ),
+        timedelta(0),
+    )
+    run_time = max(ended - job.started_at - waited, timedelta(0))
     if job.total_cards == 0:
         return Figures(jobs=1, cpu_time=run_time)
     return Figures(card_time=run_time * job.total_cards, jobs=1)

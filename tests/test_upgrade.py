@@ -514,7 +514,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # again by the worker's next sync), and when a job is deleted for its retention past
     # 0060 (filled again from its spec: none of these has one), an AIHC job's BCCL check
     # past 0061 ("": read again at the worker's next poll) and a job's wait to run again past
-    # 0062 (none: none of these waited).
+    # 0062 (none: none of these waited) and its waits as intervals past 0063 (none: the same).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -833,6 +833,76 @@ def test_upgrading_past_0060_stores_when_each_ended_local_job_is_deleted_for_its
         "job-2": None,
         "job-3": None,
         "job-4": None,
+    }
+
+
+def test_upgrading_past_0063_keeps_each_jobs_waits_to_run_again_as_intervals(at_latest_after):
+    """0063 keeps each wait as a JobWait (review58): 0062's total of a job's or record's waits
+    as one wait from its first start (the figures it gave), an open one from waiting_since,
+    and one opened at its last change for a job already back in Queued before 0062 (L3);
+    downgrading sums them into 0062's fields again."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    old = migrate("0062_card_time_leaves_out_waits_to_run_again")
+    alice = old.get_model("auth", "User").objects.create(username="alice")
+    Job = old.get_model("jobs", "Job")
+    start = timezone.now() - timedelta(days=3)
+    common = {"owner": alice, "spec": spec_document("w"), "backend": "kubernetes"}
+    Job.objects.create(
+        public_id="ran-again",
+        name="a",
+        status="succeeded",
+        started_at=start,
+        card_time_from=start + timedelta(hours=2),
+        finished_at=start + timedelta(days=1),
+        **common,
+    )
+    Job.objects.create(
+        public_id="waiting",
+        name="b",
+        status="queued",
+        started_at=start,
+        waiting_since=start + timedelta(hours=5),
+        **common,
+    )
+    Job.objects.create(public_id="back", name="c", status="queued", started_at=start, **common)
+    Job.objects.create(public_id="never", name="d", status="queued", **common)
+    Job.objects.filter(public_id="back").update(updated_at=start + timedelta(hours=7))
+    old.get_model("jobs", "UsageRecord").objects.create(
+        public_id="gone",
+        name="e",
+        owner_pk=alice.pk,
+        username="alice",
+        backend="kubernetes",
+        resource_pool="k8s",
+        total_cards=1,
+        started_at=start,
+        card_time_from=start + timedelta(hours=1),
+        ended_at=start + timedelta(days=1),
+        deleted_at=start + timedelta(days=1),
+    )
+
+    new = migrate(None)
+
+    waits = {
+        (w.job.public_id if w.job else w.usage_record.public_id, w.began_at, w.ended_at)
+        for w in new.get_model("jobs", "JobWait").objects.all()
+    }
+    assert waits == {
+        ("ran-again", start, start + timedelta(hours=2)),
+        ("waiting", start + timedelta(hours=5), None),
+        ("back", start + timedelta(hours=7), None),
+        ("gone", start, start + timedelta(hours=1)),
+    }
+    again = migrate("0062_card_time_leaves_out_waits_to_run_again")
+    jobs = again.get_model("jobs", "Job").objects
+    assert set(jobs.values_list("public_id", "card_time_from", "waiting_since")) == {
+        ("ran-again", start + timedelta(hours=2), None),
+        ("waiting", None, start + timedelta(hours=5)),
+        ("back", None, start + timedelta(hours=7)),
+        ("never", None, None),
     }
 
 
