@@ -28,7 +28,7 @@ from django.utils import timezone, translation
 from jobs import spec as S
 from jobs.actions import job_stop
 from jobs.health import worker_stopped
-from jobs.models import Job, JobReplica, JobStatus, LocalRun
+from jobs.models import EventType, Job, JobReplica, JobStatus, LocalRun
 from jobs.review import job_mark_lost
 from jobs.runner import (
     OTHER_RUN_DIR_LOOK_SECONDS,
@@ -1083,20 +1083,36 @@ def processes():
         process.wait()
 
 
-def alive_where_it_ran(job, run_dir, label: str, processes, *, pid_file: bool = True) -> None:
-    """A replica alive where the job ran: a process holding its lock as its shim holds it,
-    named by its `pid` file (none: `pid_file` False, a shim that has not written it yet)."""
+BLOCKS_SIGTERM = (
+    "import signal, sys, time; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM]); "
+    "f = len(sys.argv) > 1 and open(sys.argv[1]); print(1, flush=True); time.sleep(100000)"
+)
+
+
+def alive_where_it_ran(
+    job, run_dir, label: str, processes, *, pid_file: bool = True
+) -> subprocess.Popen:
+    """A replica alive where the job ran: a process holding its lock as its shim holds it
+    (blocking SIGTERM, terms_pending tells one sent), named by its `pid` file (none:
+    `pid_file` False, a shim that has not written it yet)."""
     state = run_dir / job.public_id / "attempt-1" / label
     state.mkdir(parents=True, exist_ok=True)
     (state / "launched").touch()
     (state / "started").touch()
     lock = os.open(state / "lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(lock, fcntl.LOCK_EX)
-    shim = subprocess.Popen(["sleep", "100000"], pass_fds=[lock], start_new_session=True)
+    shim = subprocess.Popen(
+        [sys.executable, "-c", BLOCKS_SIGTERM],
+        pass_fds=[lock],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
     os.close(lock)
     processes.append(shim)
+    assert shim.stdout.readline()  # SIGTERM blocked
     if pid_file:
         (state / "pid").write_text(str(shim.pid))
+    return shim
 
 
 def terms_pending(process: subprocess.Popen) -> bool:
@@ -1126,12 +1142,10 @@ def test_a_process_that_only_has_the_replica_lock_open_is_never_signalled(
     ps_lock = old_run_dir / job.public_id / "attempt-1" / "ps-0" / "lock"
     ps_lock.parent.mkdir(parents=True)
     ps_lock.touch()
-    reads = (
-        "import signal, sys, time; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM]); "
-        "f = open(sys.argv[1]); print(1, flush=True); time.sleep(100000)"
-    )
     reader = subprocess.Popen(
-        [sys.executable, "-c", reads, str(ps_lock)], stdout=subprocess.PIPE, start_new_session=True
+        [sys.executable, "-c", BLOCKS_SIGTERM, str(ps_lock)],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
     )
     processes.append(reader)
     assert reader.stdout.readline()  # it has the lock file open
@@ -1142,3 +1156,83 @@ def test_a_process_that_only_has_the_replica_lock_open_is_never_signalled(
 
     assert not terms_pending(reader)
     assert LocalRun.objects.get(job=job).kill_at is not None  # the stop began
+
+
+def test_a_tensorflow_job_its_time_limit_decided_says_timeout_as_it_stops_the_rest(
+    alice, old_run_dir, processes
+):
+    """Its chief exited 0 past the limit, its parameter server still serving: the server was
+    stopped with no event saying why."""
+    job = a_tensorflow_job_whose_chief_exited_0(alice, old_run_dir, timeout_minutes=10)
+    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(hours=1))
+    alive_where_it_ran(job, old_run_dir, "ps-0", processes)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    [event] = job.events.filter(reason="Timeout")
+    with translation.override("en"):
+        assert event.message_shown == "Timed out: ran past its 10-minute limit."
+    assert event.type == EventType.WARNING
+    assert LocalRun.objects.get(job=job).kill_at is not None
+
+
+def test_mpi_agents_told_that_have_not_exited_past_the_grace_are_stopped(
+    alice, old_run_dir, processes
+):
+    """Told by the launcher's `done` file that it exited 0, an agent hung: the job stayed
+    Running for ever, nothing stopping it."""
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    JobReplica.objects.create(job=job, role="worker", index=0, status="running")
+    exited_where_it_ran(job, old_run_dir, "master-0", code=0, seconds_ago=600)
+    launcher = old_run_dir / job.public_id / "attempt-1" / "mpi" / "launcher"
+    launcher.mkdir(parents=True)
+    (launcher / "done").touch()
+    told = time.time() - 300  # five minutes ago, by its worker there
+    os.utime(launcher / "done", (told, told))
+    agent = alive_where_it_ran(job, old_run_dir, "worker-0", processes)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    assert terms_pending(agent)
+    assert LocalRun.objects.get(job=job).kill_at is not None
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING  # until the agent has an exit record there
+
+
+def test_mpi_agents_just_told_are_left_the_grace_to_exit(alice, old_run_dir, processes):
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    JobReplica.objects.create(job=job, role="worker", index=0, status="running")
+    exited_where_it_ran(job, old_run_dir, "master-0", code=0, seconds_ago=600)
+    (old_run_dir / job.public_id / "attempt-1" / "mpi" / "launcher").mkdir(parents=True)
+    agent = alive_where_it_ran(job, old_run_dir, "worker-0", processes)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    assert (old_run_dir / job.public_id / "attempt-1" / "mpi" / "launcher" / "done").exists()
+    assert not terms_pending(agent)
+    assert LocalRun.objects.get(job=job).kill_at is None
+
+
+def test_a_done_file_that_cannot_be_written_is_one_warning_line_not_a_traceback(
+    alice, old_run_dir, processes, caplog
+):
+    """A read-only or foreign folder: logged with a full traceback at each look."""
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    JobReplica.objects.create(job=job, role="worker", index=0, status="running")
+    exited_where_it_ran(job, old_run_dir, "master-0", code=0, seconds_ago=600)
+    launcher = old_run_dir / job.public_id / "attempt-1" / "mpi" / "launcher"
+    launcher.mkdir(parents=True)
+    (launcher / "done").symlink_to(old_run_dir / "gone" / "done")  # cannot be made
+    alive_where_it_ran(job, old_run_dir, "worker-0", processes)
+    left_by_its_worker(old_run_dir)
+
+    with caplog.at_level("WARNING", logger="jobs.runner"):
+        Worker().tick()
+
+    told = [r for r in caplog.records if job.public_id in r.getMessage()]
+    assert len(told) == 1
+    assert "could not tell its MPI agents" in told[0].getMessage()
+    assert not any(r.exc_info for r in caplog.records)
