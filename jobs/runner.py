@@ -517,7 +517,11 @@ def recorded_end_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
         return None
     result = tensorflow_result_replica(job, replicas)
     deciding = launchers if mpi else [result] if result is not None else replicas
-    if any(states[r.pk].phase != "exited" for r in deciding):
+    # A failure its worker had decided (a hang with its restarts used up, fix130) is the
+    # job's end whatever the replicas it was stopping do: those still alive (hung, on the
+    # cards) are its `running`, ended as that worker would have (review 60).
+    decided_failure = run.stop_target == TARGET_FAILED
+    if not decided_failure and any(states[r.pk].phase != "exited" for r in deciding):
         return None
     # Those that ended once a tear-down had signalled them (a grace period before kill_at):
     # a TensorFlow job's parameter servers, the peers of a failed replica; by its own worker
@@ -547,7 +551,7 @@ def recorded_end_where_it_ran(job: Job, run: LocalRun) -> RecordedEnd | None:
     ) -> RecordedEnd:
         return RecordedEnd(status, why, at, states, stopped, restartable, running, launcher_done)
 
-    if run.stop_target == TARGET_FAILED:
+    if decided_failure:
         why = recorded(
             gettext_noop("its worker there had already decided that it fails: %(failure)s"),
             failure=restored(run.stop_message, run.stop_message_source),
@@ -672,8 +676,12 @@ def end_jobs_ended_where_they_ran(*, looked_at: dict[str, float]) -> int:
         if now - at >= OTHER_RUN_DIR_LOOK_SECONDS:
             del looked_at[run_dir]
     recent = set(looked_at)
+    # A Stop of a job being ended there (a Stop in the minute after its parameter servers'
+    # SIGTERM) is carried out too: until review 60 it stayed Stopping for ever.
+    stopped = Q(status=JobStatus.STOPPING, local_run__stop_target=TARGET_STOPPED)
+    stopped &= Q(local_run__delete_when_stopped=False)
     candidates = (
-        Job.objects.filter(backend="local", status=JobStatus.RUNNING)
+        Job.objects.filter(Q(status=JobStatus.RUNNING) | stopped, backend="local")
         .exclude(followed_here())
         .filter(local_run__runner__startswith=f"{host}:")
         .exclude(local_run__stop_target=TARGET_RESTART)
@@ -693,12 +701,55 @@ def end_jobs_ended_where_they_ran(*, looked_at: dict[str, float]) -> int:
             # One job's trouble (its folder unreadable in a way not foreseen) is logged; the
             # others are still looked at in this tick (review 54).
             logger.exception("%s: ending it as it ended where it ran failed", job.public_id)
+    _kill_the_rest_of_ended_jobs(host=host, recent=recent, looked_at=looked_at, now=now)
     return ended
+
+
+# How long after a tear-down's kill_at the worker still sends SIGKILL to the replicas left
+# alive in another run directory of a job that ended meanwhile (_kill_the_rest_of_ended_jobs):
+# the first look past it kills them; an escaped pid 1 is waited for ESCAPED_HOLD_SECONDS.
+ENDED_TEAR_DOWN_KILL_SECONDS = 3600
+
+
+def _kill_the_rest_of_ended_jobs(
+    *, host: str, recent: set[str], looked_at: dict[str, float], now: float
+) -> None:
+    """SIGKILL, past its kill_at, to the replicas still alive in another run directory of this
+    host, where no worker runs, of a job that ended during the tear-down that kill_at records
+    (_end_the_rest_where_it_ran's, or its old worker's): a reviewer's Mark as lost within the
+    grace (a parameter server ignoring SIGTERM) ended it, and nothing sent the SIGKILL, so it
+    ran for ever (review 60). The reviewer keeps that power; the tear-down is finished."""
+    from .models import ACTIVE_STATUSES
+
+    at = timezone.now()
+    ended_jobs = (
+        Job.objects.filter(backend="local", local_run__runner__startswith=f"{host}:")
+        .exclude(status__in=ACTIVE_STATUSES)
+        .exclude(followed_here())
+        .filter(
+            local_run__kill_at__lte=at,
+            local_run__kill_at__gte=at - timedelta(seconds=ENDED_TEAR_DOWN_KILL_SECONDS),
+        )
+        .select_related("local_run")
+    )
+    for job in ended_jobs:
+        run = job.local_run
+        run_dir = run.runner.partition(":")[2]
+        if run_dir in recent:
+            continue
+        looked_at.setdefault(run_dir, now)
+        attempt = Path(run_dir) / job.public_id / f"attempt-{run.attempt}"
+        with no_worker_runs_in(run_dir) as free:
+            # A worker there ends them itself (end_leftover_replicas).
+            if free:
+                _kill_where_it_ran(job, run, attempt, list(job.replicas.all()), at)
 
 
 def _end_as_ended_where_it_ran(job: Job) -> bool:
     run = job.local_run
     run_dir = run.runner.partition(":")[2]
+    if job.status == JobStatus.STOPPING:
+        return _stop_where_it_ran(job, run)
     with no_worker_runs_in(run_dir) as free:
         # Its files read outside the transaction (on SQLite that holds the database's write
         # lock): with no worker there, nothing but exit records is written in them, and the
@@ -739,6 +790,77 @@ def _end_as_ended_where_it_ran(job: Job) -> bool:
     return done
 
 
+def _stop_where_it_ran(job: Job, run: LocalRun) -> bool:
+    """Carries out a Stop of a job whose run folder is another run directory of this host
+    where no worker runs (review 60), as a worker there would (_tear_down): SIGTERM to the
+    replicas alive there, kill_at a grace period ahead (kept if a tear-down there had set
+    it), SIGKILL at a look past it; once none is alive, the job ends Stopped, or Succeeded
+    when its work had ended with 0 before the stop's first signal (_finished_before_stop).
+    Returns whether this call ended it."""
+    run_dir = run.runner.partition(":")[2]
+    attempt = Path(run_dir) / job.public_id / f"attempt-{run.attempt}"
+    with no_worker_runs_in(run_dir) as free:
+        if not free:
+            return False
+        replicas = list(job.replicas.all())
+        try:
+            states = {r.pk: read_state(attempt / f"{r.role}-{r.index}") for r in replicas}
+        except OSError:
+            return False  # unreadable from here: a reviewer can mark it as lost
+        alive = [r for r in replicas if states[r.pk].phase == "alive"]
+        now = timezone.now()
+        if alive and run.kill_at is None:
+            kill_at = now + timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
+            if LocalRun.objects.filter(
+                pk=run.pk, kill_at=None, job__status=JobStatus.STOPPING
+            ).update(kill_at=kill_at):
+                for replica in alive:
+                    _signal_where_it_ran(
+                        attempt / f"{replica.role}-{replica.index}", signal.SIGTERM
+                    )
+            return False
+        if alive:
+            if now >= run.kill_at:
+                _kill_where_it_ran(job, run, attempt, alive, now)
+            return False
+        with transaction.atomic():
+            locked = LocalRun.objects.select_for_update().filter(job=job).first()
+            current = Job.objects.filter(pk=job.pk).first()
+            if (
+                locked is None
+                or current is None
+                or (locked.runner, locked.attempt, locked.stop_target, locked.kill_at)
+                != (run.runner, run.attempt, run.stop_target, run.kill_at)
+                or current.status != JobStatus.STOPPING
+            ):
+                return False
+            finished = _finished_before_stop(current, locked, replicas, states)
+            if finished is not None:
+                final, reason = S.SUCCEEDED, "Succeeded"
+                ended_at, text = finished
+            else:
+                final, reason = S.STOPPED, "Stopped"
+                ended_at = last_exit_time(list(states.values()))
+                message = restored(run.stop_message, run.stop_message_source)
+                text = message or recorded(gettext_noop("Stopped."))
+            done = job_transition(
+                job=current, to=final, reason=reason, message=text, ended_at=ended_at
+            )
+            if done:
+                for replica in replicas:
+                    _record_replica(replica, states[replica.pk], now, stopping=True)
+            if done and final == S.SUCCEEDED:
+                job_alert(
+                    job=current,
+                    item="jobSucceed",
+                    message=recorded(gettext_noop("%(name)s succeeded."), name=job.task_name),
+                )
+        if done:
+            _remove_scratch(attempt)
+            logger.warning("%s ended %s from its exit records in %s", job.public_id, final, run_dir)
+    return done
+
+
 def _end_the_rest_where_it_ran(job: Job, run: LocalRun, end: RecordedEnd) -> None:
     """Ends the replicas still running where the job ran once its end is decided (`end`), as
     a worker there would (supervise), while no worker runs there: an MPI job's workers'
@@ -751,9 +873,17 @@ def _end_the_rest_where_it_ran(job: Job, run: LocalRun, end: RecordedEnd) -> Non
     attempt = Path(run.runner.partition(":")[2]) / job.public_id / f"attempt-{run.attempt}"
     if end.launcher_done:
         done = attempt / "mpi" / "launcher" / "done"
-        if not done.exists():
-            done.touch()
-        if end.succeeded:
+        try:
+            if not done.exists():
+                done.touch()
+            told_at = done.stat().st_mtime
+        except OSError as exc:
+            # A read-only or foreign folder: said once a look, in one line (review 60).
+            logger.warning("%s: could not tell its MPI agents: %s", job.public_id, exc)
+            return
+        # Agents told that do not exit (hung) are stopped as a failure's are, once a grace
+        # period has passed since they were told (review 60): until then the job ran for ever.
+        if end.succeeded and time.time() < told_at + settings.LOCAL_STOP_GRACE_SECONDS:
             return
     every = list(job.replicas.all())
     replicas = [r for r in every if r.pk in end.running]
@@ -770,20 +900,49 @@ def _end_the_rest_where_it_ran(job: Job, run: LocalRun, end: RecordedEnd) -> Non
             if _workers_given_time(every, end.states, decided_at, deadline, now):
                 return  # left to end by themselves first, as supervise leaves them
         kill_at = now + timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
-        # Only while nothing changed it (a reviewer's Mark as lost ended it meanwhile).
-        if not LocalRun.objects.filter(
-            pk=run.pk, kill_at=None, stop_target=run.stop_target, job__status=JobStatus.RUNNING
-        ).update(kill_at=kill_at):
-            return
-        if not run.stop_target:  # else its worker said it as it decided
-            _said_where_it_ran(job, end, result, replicas)
+        # The kill_at and its event are committed together, and only then is SIGTERM sent:
+        # a worker killed in between never leaves a SIGKILL that no SIGTERM and no event
+        # came before (review 60); at worst the SIGKILL comes alone, said.
+        with transaction.atomic():
+            # Only while nothing changed it (a reviewer's Mark as lost ended it meanwhile).
+            if not LocalRun.objects.filter(
+                pk=run.pk, kill_at=None, stop_target=run.stop_target, job__status=JobStatus.RUNNING
+            ).update(kill_at=kill_at):
+                return
+            if not run.stop_target:  # else its worker said it as it decided
+                _said_where_it_ran(job, end, result, replicas)
         for replica in replicas:
             _signal_where_it_ran(attempt / f"{replica.role}-{replica.index}", signal.SIGTERM)
     elif now >= run.kill_at:
-        for replica in replicas:
-            state = attempt / f"{replica.role}-{replica.index}"
-            if _signal_where_it_ran(state, signal.SIGKILL):
-                _record_killed_in(state, job.public_id)
+        _kill_where_it_ran(job, run, attempt, replicas, now)
+
+
+def _kill_where_it_ran(
+    job: Job, run: LocalRun, attempt: Path, replicas: list[JobReplica], now: datetime
+) -> None:
+    """SIGKILL to the replicas still alive where the job ran, past its tear-down's kill_at,
+    as _tear_down sends it: an escaped pid 1 that will not die holds its group for
+    ESCAPED_HOLD_SECONDS (signal_group's `hold_escaped`), and each is recorded as killed
+    (137). A group that outlives it is said in the log; it is sent again at the next look
+    while its shim lives."""
+    assert run.kill_at is not None
+    patient = now < run.kill_at + timedelta(seconds=ESCAPED_HOLD_SECONDS)
+    killed: list[JobReplica] = []
+    for replica in replicas:
+        state = attempt / f"{replica.role}-{replica.index}"
+        group = _shim_where_it_ran(state)
+        if group is None:
+            continue
+        signal_group(group, signal.SIGKILL, hold_escaped=patient)
+        _record_killed_in(state, job.public_id)
+        killed.append(group)
+    if stragglers := groups_still_alive(killed, wait=STRAGGLER_WAIT_SECONDS):
+        logger.warning(
+            "%s: %s process group(s) in %s outlived SIGKILL; sent again at the next look",
+            job.public_id,
+            len(stragglers),
+            attempt,
+        )
 
 
 def _said_where_it_ran(
@@ -810,17 +969,36 @@ def _said_where_it_ran(
         )
     elif end.status == S.FAILED and end.why:
         job_event(job=job, reason="ReplicaFailed", message=end.why, warning=True)
+    elif end.status == S.TIMED_OUT and end.why:
+        # Its time limit decided it: said as a watching worker's timeout says it (review 60).
+        job_event(job=job, reason="Timeout", message=end.why, warning=True)
 
 
 def _signal_where_it_ran(state: Path, sig: int) -> bool:
-    """Signals the process group of the replica whose files are in `state`, found by the
-    lock its shim holds (live_shim): the pid its row has may be another console's, recorded
-    before a backup. Whether it was found alive."""
-    found = live_shim(state)
-    if found is None:
+    """Signals the process group of the replica whose files are in `state`, found by its
+    shim's `pid` file (_shim_where_it_ran): the pid its row has may be another console's,
+    recorded before a backup. Whether it was found alive."""
+    group = _shim_where_it_ran(state)
+    if group is None:
         return False
-    signal_group(JobReplica(pid=found[0], process_start=found[1]), sig)
+    signal_group(group, sig)
     return True
+
+
+def _shim_where_it_ran(state: Path) -> JobReplica | None:
+    """The live shim of the replica whose files are in `state`, as a row to signal: the
+    process its `pid` file names, if that one holds the replica's lock and kept its start
+    time meanwhile (_start_if_holding). Not live_shim's search of /proc: any process with
+    the lock open would do there (a `tar` of the folder, a web process's read_state), and
+    its process group would be signalled (review 60). A shim that has not yet written its
+    `pid` file is found at a later look."""
+    try:
+        lock = os.stat(state / "lock")
+        pid = int((state / "pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    start = _start_if_holding(pid, lock)
+    return None if start is None else JobReplica(pid=pid, process_start=start)
 
 
 def _ended_where_it_ran_message(end: RecordedEnd) -> RecordedText:
@@ -847,7 +1025,15 @@ def waits_for_its_worker(run: LocalRun) -> bool:
     if not run.runner:
         return False  # started before runners were recorded: followed by any worker
     active = active_runner()
-    return active is not None and active != run.runner
+    if active is None or active == run.runner:
+        return False
+    host, _, run_dir = run.runner.partition(":")
+    if host == active.partition(":")[0] == socket.gethostname():
+        # Its folder is on the active worker's machine, where no worker runs: that worker
+        # stops it there (end_jobs_ended_where_they_ran, review 60).
+        with no_worker_runs_in(run_dir) as free:
+            return not free
+    return True
 
 
 def attempt_dir(public_id: str, attempt: int, runner: str = "") -> Path:
@@ -2409,7 +2595,8 @@ def _result_replicas(job: Job, run: LocalRun, replicas: list[JobReplica]) -> lis
     says it is MPI, without the spec too), a TensorFlow job's chief or worker 0
     (tensorflow_result_replica), else every replica."""
     launchers = [r for r in replicas if r.role == "master"]
-    if launchers and (attempt_dir(job.public_id, run.attempt) / "mpi" / "launcher").is_dir():
+    folder = attempt_dir(job.public_id, run.attempt, run.runner)  # where it ran (review 60)
+    if launchers and (folder / "mpi" / "launcher").is_dir():
         return launchers
     if (result := tensorflow_result_replica(job, replicas)) is not None:
         return [result]
@@ -4164,7 +4351,7 @@ def _finished_before_stop(
         if run.kill_at is None
         else run.kill_at - timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
     )
-    mpi = (attempt_dir(job.public_id, run.attempt) / "mpi" / "launcher").is_dir()
+    mpi = (attempt_dir(job.public_id, run.attempt, run.runner) / "mpi" / "launcher").is_dir()
     deciding = _result_replicas(job, run, replicas)
     result = [states[r.pk] for r in deciding]
     if not all(state.phase == "exited" and state.exit_code == 0 for state in result):

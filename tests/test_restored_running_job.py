@@ -10,8 +10,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from datetime import timedelta
@@ -22,8 +26,9 @@ from django.conf import settings
 from django.utils import timezone, translation
 
 from jobs import spec as S
+from jobs.actions import job_stop
 from jobs.health import worker_stopped
-from jobs.models import Job, JobReplica, JobStatus, LocalRun
+from jobs.models import EventType, Job, JobReplica, JobStatus, LocalRun
 from jobs.review import job_mark_lost
 from jobs.runner import (
     OTHER_RUN_DIR_LOOK_SECONDS,
@@ -934,3 +939,300 @@ def test_the_worker_looks_at_another_run_directory_once_a_minute_not_on_every_ti
 
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED
+
+
+# -- review 60: a tear-down there finished, whatever comes meanwhile ---------------------------
+
+
+def parameter_server_ignoring_sigterm(alice, settings, tmp_path):
+    """A TensorFlow job whose chief exited 0 where it ran, its parameter server (which ignores
+    SIGTERM) sent SIGTERM by the worker in the new run directory. Returns the job, the old run
+    directory, that worker and the parameter server's command line."""
+    tag = uuid.uuid4().hex[:8]
+    server = f"fix138-{tag}-ps 100000"  # in the parameter server's command line only
+    command = (
+        f'if [ "$AIHC_ROLE" = chief ]; then {UNTIL_THE_GATE_OPENS}; exit 0; fi; '
+        f"trap '' TERM; exec -a \"fix138-{tag}-$AIHC_ROLE\" sleep 100000"
+    )
+    roles = [S.Role("chief", 1), S.Role("ps", 1)]
+    job = submit(alice, make_spec(command, framework=S.TENSORFLOW, roles=roles))
+    old, worker = left_running(job, settings, tmp_path)
+    wait_for(lambda: processes_with(server), what="the parameter server ignoring SIGTERM")
+    open_gate(settings)
+    wait_for(lambda: exited_there(old, job, "chief-0"), what="the chief's exit")
+    worker.tick()  # SIGTERM, which it ignores
+    assert LocalRun.objects.get(job=job).kill_at is not None
+    return job, old, worker, server
+
+
+def past_the_grace(job, worker) -> None:
+    run = LocalRun.objects.get(job=job)
+    wait_for(lambda: timezone.now() >= run.kill_at, what="the grace to pass")
+    a_minute_on(worker)
+
+
+def test_a_stop_during_the_tear_down_there_ends_the_job_and_its_parameter_server(
+    alice, settings, tmp_path
+):
+    """A Stop in the minute after the parameter server's SIGTERM: it stayed Stopping for ever,
+    saying the worker could not reach its processes. Its chief had exited 0 before the stop:
+    Succeeded, as _finished_before_stop has it."""
+    job, old, worker, server = parameter_server_ignoring_sigterm(alice, settings, tmp_path)
+
+    assert job_stop(job=job, actor=alice) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    with translation.override("en"):
+        assert "cannot reach its processes" not in job.status_reason_shown
+    past_the_grace(job, worker)
+    worker.tick()  # SIGKILL
+    wait_for(lambda: exited_there(old, job, "ps-0"), what="the parameter server's end")
+    a_minute_on(worker)
+
+    worker.tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    with translation.override("en"):
+        assert job.status_reason_shown == "chief-0 exited with 0 before the stop reached it."
+    assert processes_with(server) == []
+    rows = {(r.role, r.status, r.exit_code) for r in job.replicas.all()}
+    assert rows == {("chief", "succeeded", 0), ("ps", "stopped", 137)}
+
+
+def test_a_stop_of_a_job_running_where_no_worker_runs_now_ends_it_stopped(
+    alice, settings, tmp_path
+):
+    tag = uuid.uuid4().hex[:8]
+    replica = f"fix138-{tag}-master 100000"  # in the replica's command line only
+    job = submit(alice, make_spec(f'exec -a "fix138-{tag}-$AIHC_ROLE" sleep 100000'))
+    old, worker = left_running(job, settings, tmp_path)
+    wait_for(lambda: processes_with(replica), what="the replica running")
+    worker.tick()  # the active worker, in the new run directory
+
+    assert job_stop(job=job, actor=alice) is True
+
+    with translation.override("en"):
+        assert "cannot reach its processes" not in Job.objects.get(pk=job.pk).status_reason_shown
+    a_minute_on(worker)
+    worker.tick()  # SIGTERM
+    wait_for(lambda: exited_there(old, job, "master-0"), what="the replica's end")
+    a_minute_on(worker)
+    worker.tick()
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED, job.status_reason
+    assert processes_with(replica) == []
+    assert job.replicas.get().status == "stopped"
+
+
+def test_a_parameter_server_marked_lost_during_its_tear_down_is_still_killed_past_the_grace(
+    alice, reviewer, settings, tmp_path
+):
+    """Marked as lost within the grace: the job failed, its cards freed, and the parameter
+    server ran for ever, no SIGKILL coming."""
+    job, old, worker, server = parameter_server_ignoring_sigterm(alice, settings, tmp_path)
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+    past_the_grace(job, worker)
+
+    worker.tick()
+
+    assert processes_with(server) == []
+    assert read_state(old / job.public_id / "attempt-1" / "ps-0").exit_code == 137
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+
+
+def test_a_failure_its_worker_had_decided_with_a_replica_still_alive_is_torn_down_failed(
+    alice, settings, tmp_path
+):
+    """Hung with its restarts used up (fix130): its worker decided the failure and sent SIGTERM,
+    which the replica ignores, then was gone. It stayed Running, the hung replica on its cards."""
+    tag = uuid.uuid4().hex[:8]
+    replica = f"fix138-{tag}-master 100000"  # in the replica's command line only
+    command = f"trap '' TERM; exec -a \"fix138-{tag}-$AIHC_ROLE\" sleep 100000"
+    job = submit(alice, make_spec(command))
+    old, worker = left_running(job, settings, tmp_path)
+    wait_for(lambda: processes_with(replica), what="the replica ignoring SIGTERM")
+    decided_by_its_worker(job, TARGET_FAILED, "master-0 hung.")
+
+    worker.tick()  # past the grace its worker gave: SIGKILL
+
+    wait_for(lambda: exited_there(old, job, "master-0"), what="the replica's end")
+    assert processes_with(replica) == []
+    a_minute_on(worker)
+    worker.tick()
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Ended as it ended where it ran (another run directory on this machine, where no "
+            "worker runs now): its worker there had already decided that it fails: master-0 "
+            "hung."
+        )
+
+
+@pytest.fixture
+def processes():
+    """Processes a test starts, each in a session of its own (a replica's shim's, or a
+    `tar` of the folder's), killed at its end."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+BLOCKS_SIGTERM = (
+    "import signal, sys, time; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM]); "
+    "f = len(sys.argv) > 1 and open(sys.argv[1]); print(1, flush=True); time.sleep(100000)"
+)
+
+
+def alive_where_it_ran(
+    job, run_dir, label: str, processes, *, pid_file: bool = True
+) -> subprocess.Popen:
+    """A replica alive where the job ran: a process holding its lock as its shim holds it
+    (blocking SIGTERM, terms_pending tells one sent), named by its `pid` file (none:
+    `pid_file` False, a shim that has not written it yet)."""
+    state = run_dir / job.public_id / "attempt-1" / label
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "launched").touch()
+    (state / "started").touch()
+    lock = os.open(state / "lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    shim = subprocess.Popen(
+        [sys.executable, "-c", BLOCKS_SIGTERM],
+        pass_fds=[lock],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    os.close(lock)
+    processes.append(shim)
+    assert shim.stdout.readline()  # SIGTERM blocked
+    if pid_file:
+        (state / "pid").write_text(str(shim.pid))
+    return shim
+
+
+def terms_pending(process: subprocess.Popen) -> bool:
+    """Whether a SIGTERM was sent to `process`'s group, which blocks it (so it stays pending,
+    told without waiting for a death)."""
+    status = Path(f"/proc/{process.pid}/status").read_text()
+    pending = int(re.search(r"^ShdPnd:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
+    return bool(pending & (1 << (signal.SIGTERM - 1)))
+
+
+def a_tensorflow_job_whose_chief_exited_0(alice, old_run_dir, **changes):
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}", **changes)
+    Job.objects.filter(pk=job.pk).update(framework=S.TENSORFLOW)
+    JobReplica.objects.filter(job=job).update(role="chief")
+    JobReplica.objects.create(job=job, role="ps", index=0, status="running")
+    exited_where_it_ran(job, old_run_dir, "chief-0", code=0, seconds_ago=60)
+    job.refresh_from_db()
+    return job
+
+
+def test_a_process_that_only_has_the_replica_lock_open_is_never_signalled(
+    alice, old_run_dir, processes
+):
+    """A `tar` of the folder has the parameter server's lock file open, its shim's `pid` file
+    not yet written: the search of /proc found the reader first and sent its group SIGTERM."""
+    job = a_tensorflow_job_whose_chief_exited_0(alice, old_run_dir)
+    ps_lock = old_run_dir / job.public_id / "attempt-1" / "ps-0" / "lock"
+    ps_lock.parent.mkdir(parents=True)
+    ps_lock.touch()
+    reader = subprocess.Popen(
+        [sys.executable, "-c", BLOCKS_SIGTERM, str(ps_lock)],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    processes.append(reader)
+    assert reader.stdout.readline()  # it has the lock file open
+    alive_where_it_ran(job, old_run_dir, "ps-0", processes, pid_file=False)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    assert not terms_pending(reader)
+    assert LocalRun.objects.get(job=job).kill_at is not None  # the stop began
+
+
+def test_a_tensorflow_job_its_time_limit_decided_says_timeout_as_it_stops_the_rest(
+    alice, old_run_dir, processes
+):
+    """Its chief exited 0 past the limit, its parameter server still serving: the server was
+    stopped with no event saying why."""
+    job = a_tensorflow_job_whose_chief_exited_0(alice, old_run_dir, timeout_minutes=10)
+    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(hours=1))
+    alive_where_it_ran(job, old_run_dir, "ps-0", processes)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    [event] = job.events.filter(reason="Timeout")
+    with translation.override("en"):
+        assert event.message_shown == "Timed out: ran past its 10-minute limit."
+    assert event.type == EventType.WARNING
+    assert LocalRun.objects.get(job=job).kill_at is not None
+
+
+def test_mpi_agents_told_that_have_not_exited_past_the_grace_are_stopped(
+    alice, old_run_dir, processes
+):
+    """Told by the launcher's `done` file that it exited 0, an agent hung: the job stayed
+    Running for ever, nothing stopping it."""
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    JobReplica.objects.create(job=job, role="worker", index=0, status="running")
+    exited_where_it_ran(job, old_run_dir, "master-0", code=0, seconds_ago=600)
+    launcher = old_run_dir / job.public_id / "attempt-1" / "mpi" / "launcher"
+    launcher.mkdir(parents=True)
+    (launcher / "done").touch()
+    told = time.time() - 300  # five minutes ago, by its worker there
+    os.utime(launcher / "done", (told, told))
+    agent = alive_where_it_ran(job, old_run_dir, "worker-0", processes)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    assert terms_pending(agent)
+    assert LocalRun.objects.get(job=job).kill_at is not None
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING  # until the agent has an exit record there
+
+
+def test_mpi_agents_just_told_are_left_the_grace_to_exit(alice, old_run_dir, processes):
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    JobReplica.objects.create(job=job, role="worker", index=0, status="running")
+    exited_where_it_ran(job, old_run_dir, "master-0", code=0, seconds_ago=600)
+    (old_run_dir / job.public_id / "attempt-1" / "mpi" / "launcher").mkdir(parents=True)
+    agent = alive_where_it_ran(job, old_run_dir, "worker-0", processes)
+    left_by_its_worker(old_run_dir)
+
+    Worker().tick()
+
+    assert (old_run_dir / job.public_id / "attempt-1" / "mpi" / "launcher" / "done").exists()
+    assert not terms_pending(agent)
+    assert LocalRun.objects.get(job=job).kill_at is None
+
+
+def test_a_done_file_that_cannot_be_written_is_one_warning_line_not_a_traceback(
+    alice, old_run_dir, processes, caplog
+):
+    """A read-only or foreign folder: logged with a full traceback at each look."""
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    JobReplica.objects.create(job=job, role="worker", index=0, status="running")
+    exited_where_it_ran(job, old_run_dir, "master-0", code=0, seconds_ago=600)
+    launcher = old_run_dir / job.public_id / "attempt-1" / "mpi" / "launcher"
+    launcher.mkdir(parents=True)
+    (launcher / "done").symlink_to(old_run_dir / "gone" / "done")  # cannot be made
+    alive_where_it_ran(job, old_run_dir, "worker-0", processes)
+    left_by_its_worker(old_run_dir)
+
+    with caplog.at_level("WARNING", logger="jobs.runner"):
+        Worker().tick()
+
+    told = [r for r in caplog.records if job.public_id in r.getMessage()]
+    assert len(told) == 1
+    assert "could not tell its MPI agents" in told[0].getMessage()
+    assert not any(r.exc_info for r in caplog.records)
