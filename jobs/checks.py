@@ -6,6 +6,7 @@ schema, and says them once it has migrated instead (said_after_migrating)."""
 from __future__ import annotations
 
 import os
+from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings
@@ -15,8 +16,14 @@ from django.utils.translation import gettext_noop
 
 from .job_users import Problem
 
+# The stderr of the `migrate` running (jobs/management/commands/migrate.py), which
+# post_migrate does not hand its receivers. None: sys.stderr.
+migrate_stderr: ContextVar[Any] = ContextVar("migrate_stderr", default=None)
 
-def said_after_migrating(*, plan: Any = None, using: str = "default", **kwargs: Any) -> None:
+
+def said_after_migrating(
+    *, plan: Any = None, using: str = "default", stdout: Any = None, **kwargs: Any
+) -> None:
     """The post_migrate receiver: once `migrate` has applied migrations, it runs the checks
     that read the database, and prints what they find as `migrate` printed its own checks
     (to stderr, before migrating). Those read nothing of a database not migrated to this
@@ -28,7 +35,10 @@ def said_after_migrating(*, plan: Any = None, using: str = "default", **kwargs: 
         return
     from django.core.management.base import BaseCommand
 
-    BaseCommand().check(tags=[checks.Tags.database], databases=[using])
+    # Where `migrate` writes: call_command("migrate", stderr=...) captures them (review61).
+    BaseCommand(stdout=stdout, stderr=migrate_stderr.get()).check(
+        tags=[checks.Tags.database], databases=[using]
+    )
 
 
 def schema_current() -> bool:

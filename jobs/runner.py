@@ -1060,7 +1060,8 @@ def earlier_run_set_aside(public_id: str) -> str:
     run's, its old exit record adopted ("Succeeded" a second after "Started", nothing run),
     and its log was appended to the old one. Decided: moved, not deleted, for the operator
     who wants the old run's log; not in the job's log, which is this run's alone. Its /tmp
-    folders go as a finished job's do. Raises OSError if it cannot move them (the start fails,
+    folders go as a finished job's do. Raises OSError if it cannot move them (the start fails
+    from Queued, as a refused one does,
     saying why)."""
     folder = job_logs.job_dir(public_id)
     try:
@@ -2826,13 +2827,17 @@ def refuse_start(*, job: Job, spec: JobSpec, worker: WorkerIdentity | None = Non
         if worker is not None and not holds_lease(worker=worker):
             logger.warning("%s not started: this worker no longer holds the lease", job.public_id)
             return True
-        message = recorded(gettext_noop("Could not start: %(error)s"), error=refusal)
-        logger.warning("%s: %s", job.public_id, message)
-        if job_transition(
-            job=job, to=S.FAILED, reason="StartFailed", message=message, warning=True
-        ):
-            job_alert(job=job, item="jobFailed", message=named_for_alert(job=job, message=message))
+        _fail_queued_start(job=job, error=refusal)
     return True
+
+
+def _fail_queued_start(*, job: Job, error: Any) -> None:
+    """Fails `job` straight from Queued, as never run (refuse_start), with its alert, in the
+    caller's transaction."""
+    message = recorded(gettext_noop("Could not start: %(error)s"), error=error)
+    logger.warning("%s: %s", job.public_id, message)
+    if job_transition(job=job, to=S.FAILED, reason="StartFailed", message=message, warning=True):
+        job_alert(job=job, item="jobFailed", message=named_for_alert(job=job, message=message))
 
 
 def start_job(
@@ -2871,6 +2876,30 @@ def start_job(
         if worker is not None and not holds_lease(worker=worker):
             logger.warning("%s not started: this worker no longer holds the lease", job.public_id)
             return False
+        # While still Queued (review61): moved after the switch to Running, a worker that died
+        # between the two left the earlier run's exit record for the next worker, which read it
+        # as this run's ("Succeeded" with nothing run, the qa110 bug). Moved here, a death
+        # before the commit leaves the job Queued with its folder already cleared.
+        try:
+            aside = earlier_run_set_aside(job.public_id)
+        except OSError as exc:
+            _fail_queued_start(job=job, error=str(exc))
+            return True
+        if aside:
+            logger.warning("%s: moved its earlier run's files to %s", job.public_id, aside)
+            job_event(
+                job=job,
+                reason="EarlierRunSetAside",
+                message=recorded(
+                    gettext_noop(
+                        "This job's folder held the records and logs of an earlier run of it (a "
+                        "database restored from a backup taken before that run?): they were "
+                        "moved to %(folder)s in its folder, and this run starts afresh."
+                    ),
+                    folder=aside,
+                ),
+                warning=True,
+            )
         # "A800 (cards 0, 1)", as the Replicas table lists a replica's card numbers (qa92: it
         # read "A800 [0, 1]", a Python list).
         cards = [
@@ -2919,21 +2948,6 @@ def start_job(
         )
     _limits_not_enforced(job, spec)
     try:
-        if aside := earlier_run_set_aside(job.public_id):
-            logger.warning("%s: moved its earlier run's files to %s", job.public_id, aside)
-            job_event(
-                job=job,
-                reason="EarlierRunSetAside",
-                message=recorded(
-                    gettext_noop(
-                        "This job's folder held the records and logs of an earlier run of it (a "
-                        "database restored from a backup taken before that run?): they were "
-                        "moved to %(folder)s in its folder, and this run starts afresh."
-                    ),
-                    folder=aside,
-                ),
-                warning=True,
-            )
         launch_attempt(job, run, spec, children=children)
     except Exception as exc:  # a job that cannot start fails; the worker carries on
         _fail_launch(job, run, exc)

@@ -3590,7 +3590,10 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
             state = wizard_state(draft, basic_raw=raw) if step == BASIC else current
             forms, ok = check_step(state, step, raw)
             _mark(draft, step, completed=ok)
-            if not ok and STEPS.index(go_to) > index:
+            # Except to a later step its stepper link opens (step_allowed: still done, every
+            # step before it done or tried): the user asked to go there, and the review checks
+            # every step again (review61: pressing step 5 on a refused step 3 stayed on 3).
+            if not ok and STEPS.index(go_to) > index and not step_allowed(draft, go_to):
                 return StepOutcome(go_to=step, forms=forms) if _draft_saved(draft) else None
         if not _draft_saved(draft):
             return None

@@ -8,6 +8,7 @@ only a second `migrate` (it checked before migrating, on the old schema, and rea
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import time
@@ -19,6 +20,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+from jobs import runner
 from jobs.logs import job_dir
 from jobs.models import FINAL_STATUSES, Job, JobEvent, JobStatus
 from jobs.worker import Worker
@@ -59,11 +61,41 @@ def test_a_queued_job_whose_folder_holds_an_earlier_runs_exit_runs_its_command_a
     assert aside.name in event.message and event.type == "Warning"
     assert list(job.events.values_list("reason", flat=True)) == [
         "Created",
-        "Started",
         "EarlierRunSetAside",
+        "Started",
         "ReplicaFailed",
         "Failed",
     ]
+
+
+class WorkerDied(BaseException):
+    """A worker killed (SIGKILL, a power cut): nothing of it runs after this point."""
+
+
+def test_a_job_whose_worker_died_right_after_starting_it_runs_its_command_for_the_next_worker(
+    alice, monkeypatch
+):
+    """review61: the earlier run's files were moved after the switch to Running was
+    committed; a worker that died between the two left the old exit record (code 0), which
+    the next worker read as this run's: Succeeded with nothing run."""
+    job = submit(alice, make_spec("echo this run; exit 3"))
+    ran_by_the_old_console(job.public_id, code=0, log="the earlier run\n")
+
+    def die(*args, **kwargs):
+        raise WorkerDied
+
+    # The first thing start_job does once the job's start is committed.
+    monkeypatch.setattr(runner, "_limits_not_enforced", die)
+    with pytest.raises(WorkerDied):
+        run_until(Worker(), lambda: False)
+    monkeypatch.undo()
+    run_until(Worker(), lambda: status_of(job) in FINAL_STATUSES)
+
+    assert job.status == JobStatus.FAILED and "3" in job.status_reason
+    assert "this run" in log_text(job, "master-0")
+    assert "the earlier run" not in log_text(job, "master-0")
+    [aside] = job_dir(job.public_id).glob("earlier-run-*")
+    assert (aside / "logs" / "master-0.log").read_text() == "the earlier run\n"
 
 
 def test_a_queued_job_with_an_empty_folder_starts_with_nothing_set_aside(alice):
@@ -105,3 +137,24 @@ def test_migrate_says_the_queued_jobs_that_already_ran_once_it_has_migrated_an_o
     assert said.count("(jobs.W005) 1 queued local jobs have already run here") == 1
     assert job.public_id in said
     assert Job.objects.get(pk=job.pk).status == JobStatus.QUEUED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrate_says_what_it_finds_once_migrated_to_the_stderr_it_was_given(alice, capsys):
+    """review61: the checks said after migrating went to sys.stderr, not migrate's."""
+    job = submit(alice, make_spec("true"))
+    ran_by_the_old_console(job.public_id, code=0, log="the earlier run\n")
+    executor = MigrationExecutor(connection)
+    [latest] = executor.loader.graph.leaf_nodes("jobs")
+    executor.migrate([("jobs", "0059_job_status_created_index")])
+    capsys.readouterr()
+    said = io.StringIO()
+
+    try:
+        call_command("migrate", "jobs", verbosity=0, stderr=said)
+    finally:
+        MigrationExecutor(connection).migrate([latest])
+
+    assert "(jobs.W005) 1 queued local jobs have already run here" in said.getvalue()
+    assert job.public_id in said.getvalue()
+    assert "jobs.W005" not in capsys.readouterr().err

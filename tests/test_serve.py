@@ -913,3 +913,52 @@ def test_serve_sends_the_pages_static_files_compressed_and_cached_for_a_year(tmp
     assert "max-age=315360000" in sent.headers["Cache-Control"]
     assert "immutable" in sent.headers["Cache-Control"]
     assert ".container" in sent.text
+
+
+def test_serve_starts_when_it_cannot_collect_the_static_files_saying_so_with_pages_working(
+    tmp_path,
+):
+    """review61: collectstatic failing (a full disk: OSError ENOSPC) stopped serve at each of
+    systemd's restarts, and a manifest it left half written made every page answer 500."""
+    import httpx
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("PORT", "SITE_URL")}
+    env.update(CONSOLE_VAR_DIR=str(tmp_path), DEBUG="0", PORT=str(port))
+    (tmp_path / "staticfiles").mkdir()
+    (tmp_path / "staticfiles" / "staticfiles.json").write_text('{"paths": {"console.css": "co')
+    (tmp_path / "staticfiles.lock").mkdir()  # its lock cannot be opened: an OSError
+    said = tmp_path / "serve.err"
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    with said.open("w") as err:
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "serve"],
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                page = client.get("/login/")
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, "serve exited"
+                assert time.monotonic() < deadline, "serve did not answer"
+                time.sleep(0.3)
+        css = client.get("/static/vendor/bootstrap-5.3.9/bootstrap.min.css")
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        server.wait(timeout=30)
+
+    assert page.status_code == 200
+    assert 'href="/static/vendor/bootstrap-5.3.9/bootstrap.min.css"' in page.text
+    assert css.status_code == 200
+    assert "Warning: static files could not be collected ([Errno 21] Is a directory" in (
+        said.read_text()
+    )
+    assert not (tmp_path / "staticfiles" / "staticfiles.json").exists()

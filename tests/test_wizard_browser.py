@@ -1931,3 +1931,22 @@ def test_aiak_choices_made_after_a_refused_next_clear_their_problems(logged_in_p
         expect(page.locator(f"#id_{name}_error")).to_be_hidden()
         expect(page.locator(f"#id_{name}")).not_to_have_class(re.compile(r"is-invalid"))
     expect(page.locator("#step-errors")).to_be_hidden()
+
+
+def test_pressing_a_later_done_step_on_a_step_left_wrong_opens_it(logged_in_page, alice, client):
+    """review61: pressing step 5 in the stepper of a refused step 3 stayed on step 3."""
+    from tests.test_wizard import complete_steps, new_draft, step_url
+
+    client.force_login(alice)
+    draft = new_draft(client)
+    complete_steps(client, draft)
+    page = logged_in_page
+    page.goto(step_url(draft, W.RESOURCES))
+    page.fill("#id_shared_memory_gi", "0.5")
+    page.click("#wizard-next")
+    expect(page.locator("#id_shared_memory_gi")).to_have_class(re.compile("is-invalid"))
+
+    page.click(f".wizard-steps button[value='goto-{W.FAULT}']")
+
+    page.wait_for_url(re.compile(rf"/{W.FAULT}/$"))
+    assert Draft.objects.get(pk=draft.pk).data[W.RESOURCES]["shared_memory_gi"] == ["0.5"]

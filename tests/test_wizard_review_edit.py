@@ -68,6 +68,53 @@ def test_a_refused_save_on_step_3_keeps_the_later_steps_done_and_reachable(alice
     assert {W.DATA, W.FAULT, W.ADVANCED, W.SUBMISSION} <= set(draft.completed_steps)
 
 
+def test_a_stepper_press_to_a_later_done_step_from_a_refused_step_goes_there_keeping_what_was_typed(
+    alice_client,
+):
+    """review61: pressing step 5 on step 3 left wrong posted step 3 with goto-fault, refused
+    going forward: the user stayed on step 3 though its stepper offered step 5."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    post_step(alice_client, draft, W.RESOURCES, resources_data(shared_memory_gi="0.5"))
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.RESOURCES,
+        resources_data(shared_memory_gi="0.25"),
+        action=f"goto-{W.FAULT}",
+    )
+    review = alice_client.get(step_url(draft, W.REVIEW))
+    back = alice_client.get(step_url(draft, W.RESOURCES))
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.FAULT)
+    assert review.status_code == 302 and review["Location"] == step_url(draft, W.RESOURCES)
+    assert 'value="0.25"' in back.content.decode()
+    assert field_errors(back, "id_shared_memory_gi") == ["共享内存须为整数 GiB。"]
+    draft = Draft.objects.get(pk=draft.pk)
+    assert W.RESOURCES not in draft.completed_steps
+    assert draft.data[W.RESOURCES]["shared_memory_gi"] == ["0.25"]
+
+
+def test_a_stepper_press_to_the_review_from_a_refused_step_stays_on_it_with_its_errors(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.RESOURCES,
+        resources_data(shared_memory_gi="0.5"),
+        action=f"goto-{W.REVIEW}",
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_shared_memory_gi") == ["共享内存须为整数 GiB。"]
+    assert W.RESOURCES not in Draft.objects.get(pk=draft.pk).completed_steps
+
+
 def test_a_later_step_not_yet_done_stays_out_of_reach_past_a_step_left_wrong(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.DATA)

@@ -13,9 +13,9 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from console.static_storage import static_files_collected
 from jobs.checks import (
     bwrap_problems,
     card_nodes_missing,
@@ -97,8 +97,13 @@ class Command(BaseCommand):
         # The static files as WhiteNoise serves them best: under hashed names, with gzipped
         # copies, cached for a year (console/static_storage.py). qa108: nothing ran it, and
         # every file went out as written, cached for a minute. Quietly: it says nothing that
-        # matters at each start. Before the web server starts, which reads them once.
-        call_command("collectstatic", interactive=False, verbosity=0)
+        # matters at each start. Before the web server starts, which reads them once. A failure
+        # (a full disk) is warned of, and pages link the files by their plain names (review61).
+        if failure := static_files_collected():
+            self.stderr.write(
+                f"Warning: static files could not be collected ({failure}): pages link them by "
+                "their plain names, uncompressed, until a later start collects them."
+            )
         # Each child gets its own process group: Ctrl-C reaches only this command, which then
         # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
         # its master and keep the port bound. If this command itself is killed (SIGKILL,
