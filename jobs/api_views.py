@@ -232,7 +232,11 @@ def api_view(*methods: str) -> Callable[..., Any]:
                     try:
                         key = verify_request(request)
                         # Ends with the override above, which restores the language before it.
-                        translation.activate(api_language(request, key_owner=key.owner))
+                        language = api_language(request, key_owner=key.owner)
+                        translation.activate(language)
+                        # Kept for a 500 (server_error_answer), answered after this override
+                        # has ended, when the key's owner is no longer known.
+                        request.api_language = language  # type: ignore[attr-defined]
                         with signed_with(key.access_key_id):
                             result = view(request, key.owner, **kwargs)
                     except RequestDataTooBig:
@@ -386,7 +390,9 @@ def server_error_answer(request: HttpRequest) -> JsonResponse:
         request.method,
         request.path,
     )
-    with translation.override(api_language(request)):
+    # The language api_view chose once the key was known (its owner's), else the request's.
+    language = getattr(request, "api_language", None) or api_language(request)
+    with translation.override(language):
         message = _(
             "The console met an error it did not expect, recorded in its log with this "
             "request's requestId. A create sent again with the same clientToken makes no "

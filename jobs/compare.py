@@ -12,10 +12,12 @@ Decisions:
   others' as the lines that changed; a secret "changed" where it differs from the first's,
   each column against the first alone, and only between jobs of one owner: see
   jobs.summary.specs_compared for why).
-- A queue group's task is compared with its AIHC_GROUP_TASK_INDEX/TOTAL in its envs, as it
-  ran (jobs.runtime_env.with_group_task): the group's tasks share one stored spec, and its
-  Run again pins them in the new job's envs, so equal runs read equal and a group's tasks
-  read their own index.
+- A queue group's task is compared with its AIHC_GROUP_TASK_INDEX/TOTAL in its envs, as its
+  page's request shows it (jobs.runtime_env.shown_request_spec): the group's tasks share one
+  stored spec, and its Run again pins them in the new job's envs, so equal runs read equal
+  and a group's tasks read their own index. A local queue task of one (every local job the
+  API makes) is compared without them, as its page shows its request (review62: the two
+  disagreed).
 - How they did: each job's training metrics read as its page reads them, bounded
   (jobs.tensorboard.compared_metrics).
 - Queries: the jobs (with their owner, queue group and local run) in one, their owners'
@@ -37,7 +39,7 @@ from . import spec as S
 from .backends.local import host_volumes, job_on_host_network
 from .models import Job
 from .pools import pool_names, spec_pool_names
-from .runtime_env import with_group_task
+from .runtime_env import shown_request_spec
 from .summary import ComparedField, specs_compared
 from .tensorboard import MetricsComparison, compared_metrics
 
@@ -129,7 +131,7 @@ def job_comparison(*, jobs: list[Job], log: bool = False) -> Comparison:
     specs: list[S.JobSpec | None] = []
     for job in jobs:
         try:
-            specs.append(with_group_task(job.job_spec(), job))
+            specs.append(shown_request_spec(job.job_spec(), job))
         except S.SpecError:
             specs.append(None)
     readable = [spec for spec in specs if spec is not None]

@@ -1137,8 +1137,12 @@ class DeletedJob(models.Model):
     @property
     def task_name(self) -> str:
         """Its name, with its place in its queue group for a group's task, as Job.task_name
-        says it (`qa-grp 2/3`, a sweep's task run again `qa-grp 6/8 (again)`)."""
+        says it (`qa-grp 2/3`, a sweep's task run again `qa-grp 6/8 (again)`). A queue task
+        of one deleted before fix131 recorded 1/1, which Job no longer says (task_place): no
+        place for it either."""
         if self.group_index is None or self.group_total is None:
+            return self.name
+        if self.group_total == 1 and not self.group_again:
             return self.name
         return TaskPlace(self.group_index, self.group_total, again=self.group_again).named(
             self.name

@@ -69,7 +69,7 @@ import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -89,6 +89,7 @@ from .api_views import (
     out_of_range_errors,
     read_float,
     refuse_constant,
+    says_submission_mode,
     v1_paths,
 )
 from .models import Draft
@@ -801,6 +802,13 @@ def read_body(
     # has the console's, a job copied from AIHC has AIHC's): theirs, not the person's, so
     # left out and named (_left_out) rather than refused as the wizard and the API refuse them.
     spec.labels = [(k, v) for k, v in spec.labels if not S.reserved_label_key(k)]
+    pool = next((p for p in pools if p.id == spec.resource_pool_id), None)
+    if pool is not None and pool.backend == "local" and not says_submission_mode(v1):
+        # As the API stores it (api_views.says_submission_mode): a body that chooses no mode
+        # is a queue task of one on the local runner, so a job page's request imported makes
+        # the job the API made from it (review62: it came back standalone, without the
+        # AIHC_GROUP_TASK_INDEX=0/TOTAL=1 its replicas had).
+        spec.submission = replace(spec.submission, mode=S.SUBMIT_QUEUE)
     problems = S.validate(spec)
     for path, messages in W.console_rules(spec).items():
         problems.setdefault(path, []).extend(messages)

@@ -404,9 +404,15 @@ window.addEventListener("pageshow", carrySelection);
 // press was sent, refused (one capture in 30 s) and its answer could land over the first's.
 // While the capture is on its way the slot is left as it is; the capture's answer draws the
 // whole section again, the button as the job is then.
+// So with a confirmed form on its way (data-sent: Stop, Stop the group, Delete): a fresh copy
+// drawn over it had no data-sent, and a second tap on a slow network was asked and sent again
+// (review62, qa45). The page the POST answers with replaces it all.
 document.addEventListener("htmx:oobBeforeSwap", (event) => {
   const slot = event.detail.target;
   if (slot.id === "hang-capture-slot" && slot.querySelector("form.htmx-request")) {
+    event.detail.shouldSwap = false;
+  }
+  if (slot.matches("form[data-sent]") || slot.querySelector("form[data-sent]")) {
     event.detail.shouldSwap = false;
   }
 });

@@ -227,3 +227,36 @@ def test_a_scripts_job_page_shows_its_request_as_sent_and_no_place_in_a_group(
     job = Job.objects.get(public_id=job_id)
     assert job.group.total == 1  # still a queue task of one, as the scheduler takes it
     assert job.events.get(reason="Created").message.startswith("任务已创建（API 密钥")
+
+
+@on_the_runner
+def test_a_scripts_job_page_request_imported_and_submitted_runs_as_the_same_queue_task_of_one(
+    wsgi, alice_key, api, alice_client, alice
+):
+    # review62: the page's request (no console.submission, as the script sent it) imported
+    # as a standalone job, without the AIHC_GROUP_TASK_INDEX=0/TOTAL=1 the API's job ran with.
+    from jobs.models import Draft
+    from jobs.runtime_env import group_task_of, replica_environment, replica_refs
+
+    from .test_wizard_import import import_body
+
+    document = copy.deepcopy(body(name="from-a-script"))
+    document["jobSpec"]["envs"] = [{"name": "LR", "value": "0.1"}]
+    made = Job.objects.get(public_id=api.create_job(pool="local", body=document)["jobId"])
+    page = alice_client.get(reverse("job-detail", args=[made.public_id])).content.decode()
+    request = html.unescape(re.search(r'id="api-request"[^>]*>(.*?)</pre>', page, re.S)[1])
+
+    assert import_body(alice_client, request).status_code == 302
+    draft = Draft.objects.get(owner=alice)
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    imported = Job.objects.exclude(pk=made.pk).get(owner=alice)
+
+    def environment(job: Job) -> dict[str, str]:
+        spec = job.job_spec()
+        return replica_environment(
+            spec, replica_refs(spec)[0], job_id="job-x", group_task=group_task_of(job)
+        )
+
+    assert environment(imported) == environment(made)
+    assert environment(imported)["AIHC_GROUP_TASK_TOTAL"] == "1"
+    assert imported.group.total == 1

@@ -538,6 +538,19 @@ def test_two_tasks_of_one_group_show_their_own_index_in_the_envs(alice, alice_en
     ]
 
 
+def test_a_local_queue_task_of_one_is_compared_without_group_variables_as_its_page_shows_it(
+    alice, alice_en
+):
+    # review62: every local job the API makes is a queue task of one; its page's request
+    # leaves AIHC_GROUP_TASK_INDEX/TOTAL out (shown_request_spec), and compare listed them.
+    [task] = sweep(alice, total=1)
+
+    r = alice_en.get(compare_url(task, tuned(alice, "standalone"), every=True))
+
+    assert r.status_code == 200
+    assert "AIHC_GROUP_TASK_TOTAL=1" not in r.content.decode()
+
+
 def test_jobs_whose_specs_are_the_same_but_for_the_name_show_that_row_alone(alice, alice_en):
     a, b = tuned(alice, "same"), tuned(alice, "same")
 

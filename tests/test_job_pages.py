@@ -1997,6 +1997,25 @@ def test_an_old_link_to_a_deleted_queue_task_names_its_place_in_its_group(alice,
     assert "Job alone was deleted" in text
 
 
+def test_an_old_link_to_a_queue_task_of_one_deleted_before_fix131_names_no_place(
+    alice, alice_client
+):
+    # review62: a task of one deleted before fix131 kept 1/1, which its page said ("Job
+    # solo 1/1 was deleted") though Job itself no longer does.
+    from jobs.models import DeletedJob
+
+    job = submit(alice, name="solo")
+    finish(job, JobStatus.FAILED)
+    alice_client.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
+    DeletedJob.objects.filter(public_id=job.public_id).update(group_index=1, group_total=1)
+    alice_client.cookies["django_language"] = "en"
+
+    text = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert "Job solo was deleted" in text
+    assert DeletedJob.objects.get(public_id=job.public_id).task_name == "solo"
+
+
 def test_a_job_deleted_by_its_owner_says_when_at_its_link_and_its_refresh_stays_a_bare_404(
     alice, alice_client
 ):

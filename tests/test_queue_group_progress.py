@@ -136,3 +136,21 @@ def test_the_status_poll_redraws_the_groups_progress_with_the_status(alice, alic
     group = re.search(r'<div id="job-group" hx-swap-oob="true">(.*?)</div>', html, re.S)[1]
     assert "所在任务组共 3 个任务：成功：1、运行中：2。" in group
     assert 'id="group-stop"' in group  # the running tasks still stop with the group
+    # review62: its Stop the group form, drawn again, still carries the CSRF token it posts.
+    assert 'name="csrfmiddlewaretoken"' in group
+
+
+@pytest.mark.parametrize("total", [2, 10])
+def test_the_status_poll_of_a_group_task_asks_as_many_queries_whatever_the_groups_size(
+    alice, alice_client, django_assert_num_queries, total
+):
+    # review62: the live partial counts the group's tasks in one aggregate; 12 queries in all.
+    tasks = sweep(alice, "sweep-lr", total)
+    with_statuses(tasks, JobStatus.RUNNING)
+    url = reverse("job-live", args=[tasks[0].public_id])
+    alice_client.get(url, HTTP_HX_REQUEST="true")  # the session warmed
+
+    with django_assert_num_queries(12):
+        r = alice_client.get(url, HTTP_HX_REQUEST="true")
+
+    assert r.status_code == 200 and 'id="group-stop"' in r.content.decode()

@@ -1568,7 +1568,9 @@ def test_a_tensorflow_queue_tasks_request_imported_says_how_its_roles_and_group_
     assert "角色按 jobSpec.replicas 读作 worker × 4" in shown
     assert "是一个任务，而非队列任务组" in shown
     draft = Draft.objects.get(owner=alice)
-    assert draft.data[W.SUBMISSION]["mode"] == [S.SUBMIT_STANDALONE]
+    # One job: a queue task of one, as the API stores a local body with no mode (review62).
+    assert draft.data[W.SUBMISSION]["mode"] == [S.SUBMIT_QUEUE]
+    assert W.assemble(W.wizard_state(draft)).spec.submission.total == 1
 
 
 def test_a_jobs_request_imported_says_its_console_only_settings_are_the_defaults(
