@@ -169,7 +169,7 @@ RULES = [
         W.DATA,
         data_data([("hostpath", "scratch", "workspace")]),
         "id_mounts-0-mount_path",
-        "absolute",
+        "must start with /",
     ),
     (
         W.DATA,
