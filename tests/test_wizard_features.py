@@ -978,7 +978,7 @@ def test_the_review_summary_reads_every_section_in_console_words_with_edit_links
 
     summary = page[page.index('id="review-summary"') : page.index('id="request-line"')]
     for step in W.FORM_STEPS:
-        assert f'href="{step_url(draft, step)}"' in summary
+        assert f'href="{step_url(draft, step)}?fixing=1"' in summary  # 保存并返回确认 (qa108)
     assert "运行参数" in summary and "torchrun train.py" in summary  # not only in the JSON
     assert "本机 Local" in summary and "本机 Local (local)" not in summary  # named once (qa92)
     assert "本地盘（hostpath） scratch → /workspace" in summary
