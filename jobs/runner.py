@@ -767,16 +767,10 @@ def _end_as_ended_where_it_ran(job: Job) -> bool:
         with transaction.atomic():
             # As job_mark_lost holds it: a reviewer marking it at once waits, then finds it
             # ended.
-            locked = LocalRun.objects.select_for_update().filter(job=job).first()
-            current = Job.objects.filter(pk=job.pk).first()
-            if (
-                locked is None
-                or current is None
-                or (locked.runner, locked.attempt, locked.stop_target, locked.kill_at)
-                != (run.runner, run.attempt, run.stop_target, run.kill_at)
-                or current.status != JobStatus.RUNNING
-            ):
+            as_read = _still_as_read(job, run, status=JobStatus.RUNNING)
+            if as_read is None:
                 return False
+            current = as_read[1]
             done = job_end_as_recorded(
                 job=current, end=end, message=_ended_where_it_ran_message(end)
             )
@@ -788,6 +782,24 @@ def _end_as_ended_where_it_ran(job: Job) -> bool:
                 "%s ended %s from its exit records in %s", job.public_id, end.status, run_dir
             )
     return done
+
+
+def _still_as_read(job: Job, run: LocalRun, *, status: str) -> tuple[LocalRun, Job] | None:
+    """The job's run, locked, and the job, when both are still as they were read before an end
+    is decided from an old run folder (same run, attempt, stop target and kill time, the job
+    still in `status`): else None, someone (a Stop, a Mark as lost, a worker) acted
+    meanwhile. Called inside the transaction that ends the job."""
+    locked = LocalRun.objects.select_for_update().filter(job=job).first()
+    current = Job.objects.filter(pk=job.pk).first()
+    if (
+        locked is None
+        or current is None
+        or (locked.runner, locked.attempt, locked.stop_target, locked.kill_at)
+        != (run.runner, run.attempt, run.stop_target, run.kill_at)
+        or current.status != status
+    ):
+        return None
+    return locked, current
 
 
 def _stop_where_it_ran(job: Job, run: LocalRun) -> bool:
@@ -824,16 +836,10 @@ def _stop_where_it_ran(job: Job, run: LocalRun) -> bool:
                 _kill_where_it_ran(job, run, attempt, alive, now)
             return False
         with transaction.atomic():
-            locked = LocalRun.objects.select_for_update().filter(job=job).first()
-            current = Job.objects.filter(pk=job.pk).first()
-            if (
-                locked is None
-                or current is None
-                or (locked.runner, locked.attempt, locked.stop_target, locked.kill_at)
-                != (run.runner, run.attempt, run.stop_target, run.kill_at)
-                or current.status != JobStatus.STOPPING
-            ):
+            as_read = _still_as_read(job, run, status=JobStatus.STOPPING)
+            if as_read is None:
                 return False
+            locked, current = as_read
             finished = _finished_before_stop(current, locked, replicas, states)
             if finished is not None:
                 final, reason = S.SUCCEEDED, "Succeeded"
