@@ -549,6 +549,9 @@ def test_an_aihc_delete_aihc_refuses_keeps_the_job_saying_aihcs_reason(
     aihc, alice, alice_en, settings
 ):
     [job] = running_aihc_jobs(aihc, alice, 1, settings)
+    # AIHC answers at once here: a longer try than the 0.3 s, so that a machine under load
+    # does not turn the refusal into "no clear answer".
+    settings.AIHC_PAGE_READ_TIMEOUT = 5
     aihc.fail_next("DeleteJob", status=403, code="AccessDenied", message="not allowed here")
 
     page = alice_en.post(

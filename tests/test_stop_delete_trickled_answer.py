@@ -36,6 +36,9 @@ TRICKLE_AT_LEAST = 4.6
 # Stop or Delete is given up 0.8 s after it began, and the read under way then ends within
 # one more gap.
 CONNECT_TIMEOUT = 0.5
+# The log tail test's read timeout: five gaps long, so that one slow gap on a loaded machine is
+# not taken for a platform gone quiet.
+LOG_READ_TIMEOUT = 1.0
 
 
 @dataclass
@@ -175,6 +178,10 @@ def test_a_log_tail_whose_answer_trickles_in_past_a_stops_bound_is_still_shown_w
     the whole answer: a long tail on a slow link comes as it comes (each piece within the
     read timeout)."""
     [job] = platform.running(alice, 1)
+    # Each gap (0.2 s) well inside the read timeout, so a machine under load does not turn
+    # a gap into a timeout; the whole answer (~5.8 s) still far past a Stop's bound (1.5 s).
+    platform.settings.KUBERNETES_PAGE_READ_TIMEOUT = LOG_READ_TIMEOUT
+    platform.settings.AIHC_PAGE_READ_TIMEOUT = LOG_READ_TIMEOUT
     lines = [f"step {i}" for i in range(40)]
     if platform.name == "kubernetes":
         platform.fake.add_logs(f"{job.external_id}-master-0", lines)
@@ -192,4 +199,6 @@ def test_a_log_tail_whose_answer_trickles_in_past_a_stops_bound_is_still_shown_w
     waited = time.monotonic() - started
 
     assert "step 0" in tail.content.decode() and "step 39" in tail.content.decode()
-    assert waited > 2 * (CONNECT_TIMEOUT + 0.3)  # longer than a Stop's request may take
+    assert waited > 2 * (
+        CONNECT_TIMEOUT + LOG_READ_TIMEOUT
+    )  # longer than a Stop's request may take
