@@ -105,6 +105,13 @@ class PasswordChangeForm(ThrottledPasswordChangeForm):
         ),
     )
 
+    def validate_password_for_user(self, user: Any, password_field_name: str = "") -> None:
+        # Django puts the validators' refusals (too similar to the user name, too short, too
+        # common) under the confirmation box; they are about the new password itself, so they
+        # go under it (qa113). Only once both boxes agree, as Django does.
+        if "new_password2" in self.cleaned_data:
+            super().validate_password_for_user(user, password_field_name="new_password1")
+
 
 class TimeZoneForm(forms.Form):
     """The zone one's pages show times in (jobs.time_zones): the console's (empty) or one of

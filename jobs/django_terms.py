@@ -58,6 +58,11 @@ YOU_TERMS = (
     gettext_noop("Your password can’t be too similar to your other personal information."),
     gettext_noop("Your password can’t be a commonly used password."),
     gettext_noop("Your password can’t be entirely numeric."),
+    # The validators' refusals: Django's 密码跟 用户名 太相似了 (colloquial, spaces around
+    # the attribute's name) and 这个密码太常见了 read as chat, not as a console's message (qa113).
+    gettext_noop("The password is too similar to the %(verbose_name)s."),
+    gettext_noop("This password is too common."),
+    gettext_noop("This password is entirely numeric."),
 )
 
 # Django's admin (django.contrib.admin and auth), said as a Chinese console says it (above).

@@ -1993,6 +1993,9 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
         # The heading counts the jobs the action applies to (a finished job is not stopped, a
         # job Delete only stops is kept): until qa91 it said "Stop 8 jobs?" of 7 to stop.
         acted = sum(1 for job, _plan, changes in rows if changes and job.pk not in only_stopped)
+        # Nothing would change (every job ended, say): no question and no button, as a Stop
+        # button under "Stop 0 of the 6 selected jobs?" only asks to do nothing (qa113).
+        nothing = not any(changes for _job, _plan, changes in rows)
         context = {
             "action": action,
             "rows": rows,
@@ -2004,7 +2007,8 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
             "back": back_query,
             # Cancel keeps the jobs ticked, on whichever page of the list they are.
             "back_url": _with_selection(back, [job.public_id for job in jobs]),
-            "heading": _bulk_heading(stop=stop, acted=acted, selected=len(jobs)),
+            "heading": _bulk_heading(stop=stop, acted=acted, selected=len(jobs), nothing=nothing),
+            "nothing": nothing,
             "question": _bulk_stop_question(jobs) if stop else BULK_DELETE_QUESTION,
             "verb": _("Stop") if stop else _("Delete"),
         }
@@ -2208,9 +2212,22 @@ def _list_query(query: str) -> str:
     )
 
 
-def _bulk_heading(*, stop: bool, acted: int, selected: int) -> str:
+def _bulk_heading(*, stop: bool, acted: int, selected: int, nothing: bool) -> str:
     """Stop/Delete selected's question: "Stop 3 jobs?", or "Stop 2 of the 3 selected jobs?"
-    when some of them are left as they are (each row says why)."""
+    when some of them are left as they are (each row says why); that there is nothing to do
+    when none of them would change."""
+    if nothing:
+        if stop:
+            return ngettext(
+                "Nothing to stop: the selected job cannot be stopped (see why below).",
+                "Nothing to stop among the %(selected)d selected jobs (see why below).",
+                selected,
+            ) % {"selected": selected}
+        return ngettext(
+            "Nothing to delete: the selected job cannot be deleted (see why below).",
+            "Nothing to delete among the %(selected)d selected jobs (see why below).",
+            selected,
+        ) % {"selected": selected}
     if acted == selected:
         if stop:
             return ngettext("Stop %(count)d job?", "Stop %(count)d jobs?", acted) % {"count": acted}

@@ -47,18 +47,39 @@ def test_a_wrong_current_password_is_said_on_its_field_and_changes_nothing(alice
 
 
 @pytest.mark.parametrize(
-    ("new1", "new2"),
-    [("short", "short"), ("12345678901", "12345678901"), (NEW, NEW + "x")],
-    ids=["too-short", "all-numbers", "mismatch"],
+    ("new1", "said"),
+    [
+        ("short", "此密码太短，至少要包含 8 个字符。"),
+        ("90817263544", "密码不能全是数字。"),
+        ("password123", "该密码过于常见。"),
+        ("alice1234", "新密码与用户名过于相似。"),
+    ],
+    ids=["too-short", "all-numbers", "common", "like-the-user-name"],
 )
-def test_a_weak_or_mistyped_new_password_is_refused_on_the_new_password_field(alice, new1, new2):
+def test_a_weak_new_password_is_refused_under_the_new_password_itself_in_plain_chinese(
+    alice, new1, said
+):
+    """Under the box it was typed in, not the confirmation's (Django's place), and in the
+    console's Chinese, not Django's 密码跟 用户名 太相似了 (qa113)."""
     client = Client()
     client.force_login(alice)
 
-    r = change(client, "alice-password", new1, new2)
+    r = change(client, "alice-password", new1, new1)
 
     assert r.status_code == 200
-    assert list(r.context["form"].errors) == ["new_password2"]
+    assert dict(r.context["form"].errors) == {"new_password1": [said]}
+    alice.refresh_from_db()
+    assert alice.check_password("alice-password")
+
+
+def test_a_mistyped_confirmation_is_refused_on_the_confirmation_alone(alice):
+    client = Client()
+    client.force_login(alice)
+
+    r = change(client, "alice-password", "short", "shorter")
+
+    assert r.status_code == 200
+    assert list(r.context["form"].errors) == ["new_password2"]  # no rule judged a mistyped one
     alice.refresh_from_db()
     assert alice.check_password("alice-password")
 

@@ -21,7 +21,7 @@ def test_a_user_changes_their_password_from_the_navigation_and_logs_in_with_it(
     page.fill("#id_new_password1", "short")
     page.fill("#id_new_password2", "short")
     page.click("#password-change-submit")
-    expect(page.locator("#id_new_password2")).to_have_class(re.compile("is-invalid"))
+    expect(page.locator("#id_new_password1")).to_have_class(re.compile("is-invalid"))
     expect(page.locator("#id_old_password")).to_have_value("")  # passwords are not sent back
     page.fill("#id_old_password", "alice-password")
     page.fill("#id_new_password1", "a-new-long-passphrase-7")

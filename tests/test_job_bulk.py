@@ -118,6 +118,33 @@ def test_stop_selected_asks_on_a_page_listing_each_job_then_stops_and_says_what_
     assert queued.events.get(reason="Stopped").actor == alice
 
 
+def test_stop_selected_of_finished_jobs_only_says_there_is_nothing_to_stop_and_offers_no_stop(
+    alice, alice_en
+):
+    """No "Stop 0 of the 2 selected jobs?" above a Stop button that would do nothing (qa113)."""
+    done, also_done = submit(alice, name="done"), submit(alice, name="also-done")
+    finish(done)
+    finish(also_done)
+    form = {"action": "stop", "jobs": [done.public_id, also_done.public_id], "back": ""}
+
+    english = alice_en.post(BULK, form).content.decode()
+    alice_en.cookies["django_language"] = "zh-hans"
+    chinese = alice_en.post(BULK, form).content.decode()
+
+    assert (
+        '<h1 class="h4 text-break">Nothing to stop among the 2 selected jobs (see why below).'
+        in (english)
+    )
+    assert "所选 2 个任务中没有可停止的任务（原因见下表）。" in chinese
+    for html in (english, chinese):
+        assert 'id="bulk-confirm-form"' not in html and 'id="bulk-question"' not in html
+        assert 'id="bulk-nothing-back"' in html
+    assert plans(english) == {
+        done.public_id: "Already finished: will not be stopped.",
+        also_done.public_id: "Already finished: will not be stopped.",
+    }
+
+
 def test_stop_selected_while_no_worker_runs_says_the_running_ones_stop_when_one_runs(
     alice, alice_en
 ):
@@ -474,4 +501,6 @@ def test_the_question_counts_every_job_when_the_action_applies_to_all_in_chinese
 
     assert '<h1 class="h4 text-break">停止 2 个任务？</h1>' in applies_to_all
     assert '<h1 class="h4 text-break">停止所选 3 个任务中的 2 个？</h1>' in one_left
-    assert '<h1 class="h4 text-break">停止所选 1 个任务中的 0 个？</h1>' in nothing
+    assert (
+        '<h1 class="h4 text-break">所选 1 个任务中没有可停止的任务（原因见下表）。</h1>' in nothing
+    )

@@ -2069,7 +2069,7 @@ def test_a_source_path_with_a_doubled_slash_is_told_so_not_that_it_has_dot_dot(a
 
     assert r.status_code == 200
     assert field_errors(r, "id_mounts-0-source_path") == [
-        "源路径不能有连续的 '/'：请填写“ds/train”。"
+        "源路径不能有连续的 “/”：请填写“ds/train”。"
     ]
     assert 'value="ds//train"' in r.content.decode()  # what was typed, kept
 
@@ -2085,7 +2085,7 @@ def test_a_source_path_climbing_out_with_dot_dot_is_told_so_once(alice_client):
     r = post_step(alice_client, draft, W.DATA, data)
 
     assert r.status_code == 200
-    assert field_errors(r, "id_mounts-0-source_path") == ["源路径相对于存储卷，不能包含 '..'。"]
+    assert field_errors(r, "id_mounts-0-source_path") == ["源路径相对于存储卷，不能包含 “..”。"]
     assert 'value="../../etc"' in r.content.decode()  # what was typed, kept
 
 
@@ -2119,11 +2119,11 @@ def test_a_second_mount_row_without_an_absolute_path_is_refused_on_its_field_not
         ("workspace/tb", "请填写与代码一致的 TensorBoard 日志绝对路径。"),
         (
             "/workspace/tb/",
-            "TensorBoard 日志路径须为规范的绝对路径：不能包含 '..'，不能有连续的 '/'，也不能以 '/' 结尾。",
+            "TensorBoard 日志路径须为规范的绝对路径：不能包含 “..”，不能有连续的 “/”，也不能以 “/” 结尾。",
         ),
         (
             "/workspace/../tb",
-            "TensorBoard 日志路径须为规范的绝对路径：不能包含 '..'，不能有连续的 '/'，也不能以 '/' 结尾。",
+            "TensorBoard 日志路径须为规范的绝对路径：不能包含 “..”，不能有连续的 “/”，也不能以 “/” 结尾。",
         ),
         ("/workspace／tb", "路径中有全角斜杠"),
     ],

@@ -1061,7 +1061,7 @@ def test_copy_and_edit_says_on_the_draft_it_opens_that_it_is_a_copy(alice_client
     assert r.redirect_chain[-1][0] == step_url(copy, W.BASIC)
     notice = re.search(r'class="alert alert-info"[^>]*>(.*?)</div>', page, re.S)
     assert notice and f"这是任务 {job.name} 的副本" in notice.group(1)
-    assert "原任务保持不变" in notice.group(1)
+    assert "源任务保持不变" in notice.group(1)
     assert Job.objects.count() == 1  # nothing submitted by copying
 
 
