@@ -677,9 +677,9 @@ def end_jobs_ended_where_they_ran(*, looked_at: dict[str, float]) -> int:
             del looked_at[run_dir]
     recent = set(looked_at)
     # A Stop of a job being ended there (a Stop in the minute after its parameter servers'
-    # SIGTERM) is carried out too: until review 60 it stayed Stopping for ever.
+    # SIGTERM) is carried out too: until review 60 it stayed Stopping for ever. So is a
+    # Delete's stop (fix144: it stayed Stopping for ever); the job is deleted once stopped.
     stopped = Q(status=JobStatus.STOPPING, local_run__stop_target=TARGET_STOPPED)
-    stopped &= Q(local_run__delete_when_stopped=False)
     candidates = (
         Job.objects.filter(Q(status=JobStatus.RUNNING) | stopped, backend="local")
         .exclude(followed_here())
@@ -807,7 +807,9 @@ def _stop_where_it_ran(job: Job, run: LocalRun) -> bool:
     where no worker runs (review 60), as a worker there would (_tear_down): SIGTERM to the
     replicas alive there, kill_at a grace period ahead (kept if a tear-down there had set
     it), SIGKILL at a look past it; once none is alive, the job ends Stopped, or Succeeded
-    when its work had ended with 0 before the stop's first signal (_finished_before_stop).
+    when its work had ended with 0 before the stop's first signal (_finished_before_stop). A
+    Delete's stop ends it so too, and the worker's sweep of stopped jobs awaiting deletion
+    (jobs.worker's delete_requested, later in the same tick) deletes it then (fix144).
     Returns whether this call ended it."""
     run_dir = run.runner.partition(":")[2]
     attempt = Path(run_dir) / job.public_id / f"attempt-{run.attempt}"
@@ -1040,6 +1042,20 @@ def waits_for_its_worker(run: LocalRun) -> bool:
         with no_worker_runs_in(run_dir) as free:
             return not free
     return True
+
+
+def stopped_at_looks_there(run: LocalRun) -> bool:
+    """Whether the run was started in another run directory of the active worker's machine,
+    where no worker runs: that worker stops its replicas there (end_jobs_ended_where_they_ran),
+    not at once but at its looks there, once a minute (OTHER_RUN_DIR_LOOK_SECONDS)."""
+    active = active_runner()
+    if not run.runner or active is None or active == run.runner:
+        return False
+    host, _, run_dir = run.runner.partition(":")
+    if not host == active.partition(":")[0] == socket.gethostname():
+        return False
+    with no_worker_runs_in(run_dir) as free:
+        return free
 
 
 def attempt_dir(public_id: str, attempt: int, runner: str = "") -> Path:
@@ -3065,7 +3081,16 @@ def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -
                 now = recorded(NO_WORKER_DELETE_MESSAGE if delete else NO_WORKER_STOP_MESSAGE)
             elif target == TARGET_STOPPED and waits_for_its_worker(run):
                 # Not "SIGTERM, SIGKILL after 10 s": nothing here can send them.
-                reason, now = "Stopping", recorded(STOP_WAITS_MESSAGE)
+                reason = "Stopping"
+                now = recorded(DELETE_WAITS_MESSAGE if delete else STOP_WAITS_MESSAGE)
+            elif target == TARGET_STOPPED and stopped_at_looks_there(run):
+                # Sent at the worker's looks there, a minute apart: not "SIGKILL after 10 s"
+                # (fix144; the Delete's job, until then, was never deleted either).
+                reason = "Stopping"
+                now = recorded(
+                    DELETE_AT_LOOKS_MESSAGE if delete else STOP_AT_LOOKS_MESSAGE,
+                    seconds=f"{settings.LOCAL_STOP_GRACE_SECONDS:g}",
+                )
             elif target == TARGET_STOPPED:
                 # `message` is what the job ends with; while stopping, say what happens: that
                 # the job then goes too, when a Delete asked (in another tab, by a script), or
@@ -3103,6 +3128,25 @@ STOP_WAITS_MESSAGE = gettext_noop(
     "Stop requested. This job runs on another machine or run directory than the worker now "
     "active, which cannot reach its processes: it stops once a worker runs where it started "
     "again. If that machine is gone for good, an administrator can mark the job as lost."
+)
+DELETE_WAITS_MESSAGE = gettext_noop(
+    "Stop requested to delete the job. This job runs on another machine or run directory than "
+    "the worker now active, which cannot reach its processes: it is stopped, and deleted with "
+    "its logs, once a worker runs where it started again. If that machine is gone for good, an "
+    "administrator can mark the job as lost."
+)
+# A stop of a job the active worker ends in another run directory of its machine
+# (stopped_at_looks_there).
+STOP_AT_LOOKS_MESSAGE = gettext_noop(
+    "Stopping every replica where it ran (another run directory on this machine, where no "
+    "worker runs now): the active worker sends SIGTERM at its next look there (it looks once a "
+    "minute), and SIGKILL at a look %(seconds)s s or more after."
+)
+DELETE_AT_LOOKS_MESSAGE = gettext_noop(
+    "Stopping every replica where it ran (another run directory on this machine, where no "
+    "worker runs now) to delete the job: the active worker sends SIGTERM at its next look there "
+    "(it looks once a minute), and SIGKILL at a look %(seconds)s s or more after; the job is "
+    "deleted, with its logs, once it has stopped."
 )
 
 

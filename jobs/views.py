@@ -126,6 +126,7 @@ from .models import (
 from .monitoring import USAGE_SHOWN, replica_usage, usage_unavailable
 from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import (
+    DELETE_WAITS_MESSAGE,
     NO_WORKER_DELETE_MESSAGE,
     NO_WORKER_STOP_MESSAGE,
     STOP_WAITS_MESSAGE,
@@ -1808,6 +1809,18 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
                 "Job %(name)s will be deleted once it has stopped. No worker (job scheduler) "
                 "is running now, so nothing can stop it yet: it is stopped and deleted as soon "
                 "as a worker runs again."
+            )
+            % {"name": name},
+        )
+    elif (job.status_reason_source or {}).get("key") == DELETE_WAITS_MESSAGE:
+        # Its processes are where the active worker is not: the stop, and so the deletion,
+        # waits for a worker there (fix144; the message said only that it would go).
+        messages.warning(
+            request,
+            _(
+                "Job %(name)s will be deleted once it has stopped. It runs on another machine "
+                "or run directory than the worker now active, which cannot reach its "
+                "processes: it is stopped and deleted once a worker runs where it started again."
             )
             % {"name": name},
         )

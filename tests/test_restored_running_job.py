@@ -23,12 +23,13 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.urls import reverse
 from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.actions import job_stop
 from jobs.health import worker_stopped
-from jobs.models import EventType, Job, JobReplica, JobStatus, LocalRun
+from jobs.models import DeletedJob, EventType, Job, JobReplica, JobStatus, LocalRun
 from jobs.review import job_mark_lost
 from jobs.runner import (
     OTHER_RUN_DIR_LOOK_SECONDS,
@@ -1014,7 +1015,12 @@ def test_a_stop_of_a_job_running_where_no_worker_runs_now_ends_it_stopped(
     assert job_stop(job=job, actor=alice) is True
 
     with translation.override("en"):
-        assert "cannot reach its processes" not in Job.objects.get(pk=job.pk).status_reason_shown
+        # Not "SIGKILL after 1 s" (fix144): the worker looks there once a minute.
+        assert Job.objects.get(pk=job.pk).status_reason_shown == (
+            "Stopping every replica where it ran (another run directory on this machine, where "
+            "no worker runs now): the active worker sends SIGTERM at its next look there (it "
+            "looks once a minute), and SIGKILL at a look 1 s or more after."
+        )
     a_minute_on(worker)
     worker.tick()  # SIGTERM
     wait_for(lambda: exited_there(old, job, "master-0"), what="the replica's end")
@@ -1236,3 +1242,77 @@ def test_a_done_file_that_cannot_be_written_is_one_warning_line_not_a_traceback(
     assert len(told) == 1
     assert "could not tell its MPI agents" in told[0].getMessage()
     assert not any(r.exc_info for r in caplog.records)
+
+
+# -- fix144: a Delete of such a job, carried out as its Stop is -------------------------------
+
+
+def test_a_delete_of_a_job_running_where_no_worker_runs_now_stops_it_then_deletes_it(
+    alice, alice_en, settings, tmp_path
+):
+    """It stayed Stopping for ever, saying it would be deleted once stopped: nothing stopped it
+    (the worker carried out a Stop there, not a Delete's)."""
+    tag = uuid.uuid4().hex[:8]
+    replica = f"fix144-{tag}-master 100000"  # in the replica's command line only
+    job = submit(alice, make_spec(f'exec -a "fix144-{tag}-$AIHC_ROLE" sleep 100000'))
+    old, worker = left_running(job, settings, tmp_path)
+    wait_for(lambda: processes_with(replica), what="the replica running")
+    worker.tick()  # the active worker, in the new run directory
+
+    answer = alice_en.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    assert "Job local-test will be deleted once it has stopped." in answer.content.decode()
+    with translation.override("en"):
+        assert Job.objects.get(pk=job.pk).status_reason_shown == (
+            "Stopping every replica where it ran (another run directory on this machine, where "
+            "no worker runs now) to delete the job: the active worker sends SIGTERM at its next "
+            "look there (it looks once a minute), and SIGKILL at a look 1 s or more after; the "
+            "job is deleted, with its logs, once it has stopped."
+        )
+    a_minute_on(worker)
+    worker.tick()  # SIGTERM
+    wait_for(lambda: exited_there(old, job, "master-0"), what="the replica's end")
+    assert Job.objects.filter(pk=job.pk).exists()  # not before it has stopped
+    a_minute_on(worker)
+    worker.tick()
+    assert processes_with(replica) == []
+    assert not Job.objects.filter(pk=job.pk).exists()
+    deleted = DeletedJob.objects.get(public_id=job.public_id)
+    assert (deleted.owner, deleted.name) == (alice, job.name)
+    assert not (old / job.public_id).exists()  # its logs and files, where it ran
+
+
+def test_a_delete_of_a_job_whose_run_directory_has_a_live_worker_says_it_waits_for_that_worker(
+    alice, alice_en, old_run_dir
+):
+    """It read "Stop requested. ... it stops once a worker runs where it started again", and
+    the list only that the job would go once stopped."""
+    active_here()
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    left_by_its_worker(old_run_dir)
+    held = os.open(old_run_dir / "worker.lock", os.O_RDWR)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as the worker there holds it
+
+        answer = alice_en.post(
+            reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+        )
+    finally:
+        os.close(held)
+
+    assert (
+        "Job local-test will be deleted once it has stopped. It runs on another machine or run "
+        "directory than the worker now active, which cannot reach its processes: it is stopped "
+        "and deleted once a worker runs where it started again."
+    ) in answer.content.decode()
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Stop requested to delete the job. This job runs on another machine or run directory "
+            "than the worker now active, which cannot reach its processes: it is stopped, and "
+            "deleted with its logs, once a worker runs where it started again. If that machine "
+            "is gone for good, an administrator can mark the job as lost."
+        )
