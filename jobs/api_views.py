@@ -1722,7 +1722,8 @@ def queues_held_fields(pool: Pool, owner: Any) -> dict[str, dict[str, Any]]:
     the admission read (jobs.scheduler.queues_held), and said as they say it (qa93: an API
     user saw 2 idle cards and no reason a job waited): the holder's job ID and name for its
     owner only (null for anyone else's), the cards it lacks per type (none: it waits for CPU
-    cores), the priority at or below which the queue's jobs wait behind it, and the note in
+    cores), the device nodes of those cards it waits for (none: other jobs hold them), the
+    priority at or below which the queue's jobs wait behind it, and the note in
     the answer's language. No plan (a pool of another platform): none."""
     if pool.next_pass is None:
         return {}
@@ -1731,6 +1732,7 @@ def queues_held_fields(pool: Pool, owner: Any) -> dict[str, dict[str, Any]]:
             "jobId": held.job[0] if held.job else None,
             "jobName": held.job[1] if held.job else None,
             "shortCards": held.short_cards,
+            "missingDeviceNodes": list(held.missing_nodes),
             "priority": held.priority.value,
             "note": held.note(link=False),
         }
