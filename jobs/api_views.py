@@ -91,7 +91,6 @@ from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
 from .backends import local as local_backend
 from .backends.base import got_no_answer
-from .kubernetes.config import namespace_of
 from .languages import accepted_language, saved_language
 from .locks import user_row_locked
 from .logs import LOG_START, LogMarker, job_secrets, log_read, shown_lines
@@ -484,13 +483,13 @@ def placement_fields(job: Job) -> dict[str, Any]:
     Go type is *int with omitempty, which its CLI shows null; 0 read as a place in a line);
     `k8sNamespace` the namespace of a Kubernetes pool's job and
     `k8sUID` its resource's uid as the API server last answered it ("" before its create),
-    or an AIHC job's as AIHC's GetJob last answered it (fix128; "" until then, and with
-    v2, whose JobItem has none); the namespace "" off Kubernetes."""
+    or an AIHC job's both as AIHC's GetJob last answered them (fix128, fix141; "" until
+    then, and with v2, whose JobItem has neither); the namespace "" on the local runner."""
     return {
         "scheduledAt": _time(job.started_at),
         "queueingSequence": queue_position(job) or None,
         "k8sUID": job.k8s_uid,
-        "k8sNamespace": namespace_of(job.resource_pool) if job.backend == "kubernetes" else "",
+        "k8sNamespace": job.resource_namespace,
     }
 
 

@@ -313,6 +313,8 @@ class FakeJob:
     # The uid of the job's resource in the pool's Kubernetes cluster: v1 GetJob's k8sUID
     # (v2's JobItem has none, reference: Get job, JobItem).
     k8s_uid: str = field(default_factory=lambda: str(uuid.uuid4()))
+    # The namespace of that resource: v1 GetJob's k8sNamespace (v2's JobItem has none either).
+    k8s_namespace: str = "default"
     # Its BCCL check, which v1 GetJob and v2's JobItem answer as enableBcclStatus (one of
     # BCCL_STATUSES: "unknown" until set_bccl_status, as AIHC's own GetJob example has it for
     # a job with BCCL off too) and enableBcclErrorReason.
@@ -861,7 +863,7 @@ class FakeAihc:
         }
         if not v2:  # v1's keys of the job's Kubernetes resource (reference: Get job)
             view["k8sUID"] = job.k8s_uid
-            view["k8sNamespace"] = "default"
+            view["k8sNamespace"] = job.k8s_namespace
         # When it began running: v1 gives runningAt (empty before), v2 a jobTimeLine of the
         # conditions it went through (reference: Get job, JobItem).
         if v2:

@@ -790,8 +790,9 @@ def _running_at(raw: dict[str, Any]) -> str:
 
 def normalise_job(raw: dict[str, Any]) -> dict[str, Any]:
     """One shape for v1 jobs and v2 JobItems: jobId, name, status, createdAt, runningAt,
-    labels, pods, and what AIHC says of the job beside them: k8sUID (its Kubernetes
-    resource's uid; v1 only, "" in a v2 JobItem, which has none), enableBcclStatus and
+    labels, pods, and what AIHC says of the job beside them: k8sUID and k8sNamespace (its
+    Kubernetes resource's uid and namespace; v1 only, "" in a v2 JobItem, which has neither),
+    enableBcclStatus and
     enableBcclErrorReason (its BCCL check's result: success, failed or unknown; both "" when
     not answered)."""
     pods = []
@@ -825,6 +826,7 @@ def normalise_job(raw: dict[str, Any]) -> dict[str, Any]:
         "labels": {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
         "pods": pods,
         "k8sUID": _text(raw.get("k8sUID")),
+        "k8sNamespace": _text(raw.get("k8sNamespace")),
         "enableBcclStatus": _text(raw.get("enableBcclStatus")),
         "enableBcclErrorReason": _text(raw.get("enableBcclErrorReason")),
     }

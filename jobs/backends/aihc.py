@@ -1629,14 +1629,17 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     @staticmethod
     def _keep_answered(job: Job, remote: dict[str, Any], secrets: list[str]) -> None:
         """Keeps what AIHC's GetJob says of the job that the console's GetJob answers again:
-        its Kubernetes resource's uid (k8sUID; a v2 JobItem has none, and one not answered
-        leaves the one kept) and its BCCL check (enableBcclStatus, enableBcclErrorReason;
+        its Kubernetes resource's uid and namespace (k8sUID, k8sNamespace; a v2 JobItem has
+        neither, and one not answered leaves the one kept) and its BCCL check (enableBcclStatus, enableBcclErrorReason;
         the reason scrubbed of the job's secrets, as AIHC's other words are). Saved only when
         changed: a sync every few seconds writes nothing otherwise."""
         changed: dict[str, str] = {}
         uid = remote["k8sUID"][: Job._meta.get_field("k8s_uid").max_length]
         if uid and uid != job.k8s_uid:
             changed["k8s_uid"] = uid
+        namespace = remote["k8sNamespace"][: Job._meta.get_field("k8s_namespace").max_length]
+        if namespace and namespace != job.k8s_namespace:
+            changed["k8s_namespace"] = namespace
         status = remote["enableBcclStatus"][: Job._meta.get_field("bccl_status").max_length]
         reason = scrub(remote["enableBcclErrorReason"], secrets) if status else ""
         if status and (status, reason) != (job.bccl_status, job.bccl_error_reason):
