@@ -329,7 +329,7 @@ def dispatch_local(
         if allocation is None and (short_of_nodes := cards_short_of_their_nodes(need.cards)):
             # Held, not failed (see the rules above): it keeps its place, as a job whose
             # cards are taken does, and starts by itself once the nodes are back. next_pass
-            # tells the jobs behind it the same, from the same rule (QueueHolder.nodes).
+            # tells the jobs behind it the same, by the same rule (QueueHolder.missing_nodes).
             held_for(job, CARD_NODES_MISSING, card_nodes_message(short_of_nodes))
             if standalone:
                 standalone_waits = True
@@ -424,12 +424,13 @@ def standalone_waiting_message(need: Requirement, capacity: Capacity) -> str:
 
 
 def cards_short_of_their_nodes(cards: dict[str, int]) -> tuple[str, int, int, list[str]] | None:
-    """The rule by which a job asking `cards` that the pass cannot give them waits for device nodes
-    (CARD_NODES_MISSING) rather than for cards others hold: it asks more of a type than have
-    their node on this machine now, but no more than the pool has (jobs.runner.
-    cards_short_of_nodes: the card type, how many it asks, how many have their node, the
-    missing nodes). The pass (dispatch_local) and what it is read ahead by (next_pass: the
-    pools page, the waiting pages of the jobs behind it) both ask it here. None otherwise."""
+    """The rule by which a job asking `cards`, which the pass cannot give them, waits for
+    device nodes (CARD_NODES_MISSING) rather than for cards other jobs hold: it asks more of a
+    type than have their node on this machine now, but no more than the pool has
+    (jobs.runner.cards_short_of_nodes: the card type, how many it asks, how many have their
+    node, the missing nodes). The pass (dispatch_local) and its preview (next_pass: the pools
+    page, the API's queues, the pages of the jobs behind it) both ask it here, so they cannot
+    disagree on it. None otherwise."""
     from .runner import cards_short_of_nodes
 
     return cards_short_of_nodes(cards)
@@ -664,7 +665,7 @@ class NextPass:
     standalone_waits: bool = False
     # What that job needs (None when none waits).
     waiting: Requirement | None = None
-    # That job, as QueueHolder tells it (its rank is a standalone job's: 0).
+    # That job, as QueueHolder tells it (None when none waits).
     first_in_line: QueueHolder | None = None
 
 
