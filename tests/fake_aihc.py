@@ -309,6 +309,9 @@ class FakeJob:
     created_at: str = ""
     # When it first went Running (set_job_status): v1's runningAt, v2's jobTimeLine entry.
     running_at: str = ""
+    # Each status it went to after that, and when ([(status, time)]: Pending again, Running
+    # again...): v2's jobTimeLine goes on with them, in order (v1 answers only runningAt).
+    later_conditions: list[tuple[str, str]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
     # The uid of the job's resource in the pool's Kubernetes cluster: v1 GetJob's k8sUID
     # (v2's JobItem has none, reference: Get job, JobItem).
@@ -466,8 +469,16 @@ class FakeAihc:
             self.faults.setdefault(op, []).append(fault)
 
     def set_job_status(
-        self, job_id: str, status: str, *, pod_phase: str | None = None, restarts: int = 0
+        self,
+        job_id: str,
+        status: str,
+        *,
+        pod_phase: str | None = None,
+        restarts: int = 0,
+        at: datetime | None = None,
     ) -> None:
+        """The job goes to `status`, `at` a time (now by default) that v2's jobTimeLine gives
+        for it once the job has run."""
         phase = pod_phase or {
             "Pending": "Pending",
             "Running": "Running",
@@ -476,9 +487,12 @@ class FakeAihc:
         }.get(status, "Failed" if status == "ManualTermination" else "Pending")
         with self.lock:
             job = self.jobs[job_id]
+            stamp = (at or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if job.running_at and status != job.status:
+                job.later_conditions.append((status, stamp))
             job.status = status
             if status == "Running" and not job.running_at:
-                job.running_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                job.running_at = stamp
             for pod in job.pods:
                 pod["podStatus"]["podPhase"] = phase
                 pod["restartCount"] = restarts
@@ -873,6 +887,10 @@ class FakeAihc:
                     [{"conditionType": "Running", "conditionMessage": "", "time": job.running_at}]
                     if job.running_at
                     else []
+                ),
+                *(
+                    {"conditionType": condition, "conditionMessage": "", "time": stamp}
+                    for condition, stamp in job.later_conditions
                 ),
             ]
         else:

@@ -71,6 +71,7 @@ from jobs.models import (
     JobEvent,
     JobReplica,
     JobStatus,
+    JobWait,
     ReplicaStatus,
 )
 from jobs.runtime_env import (
@@ -1613,6 +1614,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 target,
                 recorded(gettext_noop("AIHC reports %(status)s."), status=status),
                 started=self._began(job, remote),
+                resumed=self._ran_again(job, remote),
             )
         if spec is not None:  # its time limit is in the spec it no longer reads
             self._enforce_timeout(job, client, config, spec)
@@ -1664,6 +1666,27 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         if when is None or when.year <= 1970:
             return None
         return min(max(when, self._first_sent(job)), timezone.now())
+
+    @staticmethod
+    def _ran_again(job: Job, remote: dict[str, Any]) -> datetime | None:
+        """When AIHC says a job back in Queued after its first start (Pending again) ran again:
+        the first Running time of v2's jobTimeLine after its wait began (JobWait), never in
+        the future. Its wait ends then, not at the sync that sees it (a sync every few
+        seconds, or after the worker was down for hours, which counted as waiting). None
+        when AIHC does not say: v1's runningAt is only the first start, and a Running time
+        before the wait began is that start (or AIHC's clock behind ours): the wait then ends
+        at this sync, as before."""
+        if job.status != JobStatus.QUEUED or job.started_at is None or not remote["runningTimes"]:
+            return None
+        began = (
+            JobWait.objects.filter(job_id=job.pk, ended_at=None)
+            .values_list("began_at", flat=True)
+            .first()
+        )
+        if began is None:
+            return None
+        after = [t for t in map(aihc_time, remote["runningTimes"]) if t is not None and t > began]
+        return min(min(after), timezone.now()) if after else None
 
     def sync(self, job: Job) -> None:
         super().sync(job)
