@@ -91,7 +91,6 @@ from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
 from .backends import local as local_backend
 from .backends.base import got_no_answer
-from .kubernetes.config import namespace_of
 from .languages import accepted_language, saved_language
 from .locks import user_row_locked
 from .logs import LOG_START, LogMarker, job_secrets, log_read, shown_lines
@@ -484,13 +483,13 @@ def placement_fields(job: Job) -> dict[str, Any]:
     Go type is *int with omitempty, which its CLI shows null; 0 read as a place in a line);
     `k8sNamespace` the namespace of a Kubernetes pool's job and
     `k8sUID` its resource's uid as the API server last answered it ("" before its create),
-    or an AIHC job's as AIHC's GetJob last answered it (fix128; "" until then, and with
-    v2, whose JobItem has none); the namespace "" off Kubernetes."""
+    or an AIHC job's both as AIHC's GetJob last answered them (fix128, fix141; "" until
+    then, and with v2, whose JobItem has neither); the namespace "" on the local runner."""
     return {
         "scheduledAt": _time(job.started_at),
         "queueingSequence": queue_position(job) or None,
         "k8sUID": job.k8s_uid,
-        "k8sNamespace": namespace_of(job.resource_pool) if job.backend == "kubernetes" else "",
+        "k8sNamespace": job.resource_namespace,
     }
 
 
@@ -1722,7 +1721,8 @@ def queues_held_fields(pool: Pool, owner: Any) -> dict[str, dict[str, Any]]:
     the admission read (jobs.scheduler.queues_held), and said as they say it (qa93: an API
     user saw 2 idle cards and no reason a job waited): the holder's job ID and name for its
     owner only (null for anyone else's), the cards it lacks per type (none: it waits for CPU
-    cores), the priority at or below which the queue's jobs wait behind it, and the note in
+    cores), the device nodes of those cards it waits for (none: other jobs hold them), the
+    priority at or below which the queue's jobs wait behind it, and the note in
     the answer's language. No plan (a pool of another platform): none."""
     if pool.next_pass is None:
         return {}
@@ -1731,6 +1731,7 @@ def queues_held_fields(pool: Pool, owner: Any) -> dict[str, dict[str, Any]]:
             "jobId": held.job[0] if held.job else None,
             "jobName": held.job[1] if held.job else None,
             "shortCards": held.short_cards,
+            "missingDeviceNodes": list(held.missing_nodes),
             "priority": held.priority.value,
             "note": held.note(link=False),
         }

@@ -162,6 +162,11 @@ class Job(models.Model):
     # create or the latest read answered it (a restart's new resource has another); "" until
     # then and off Kubernetes. AIHC's GetJob answers it as k8sUID (qa105).
     k8s_uid = models.CharField(max_length=64, blank=True, default="", editable=False)
+    # AIHC: the namespace of the job's Kubernetes resource in the pool's cluster, as AIHC's
+    # GetJob last answered it (v1's k8sNamespace; a v2 JobItem has none), answered again by
+    # the console's GetJob; "" until AIHC answered one, and off AIHC (a Kubernetes pool's jobs
+    # are in its pool's namespace: jobs.backends.kubernetes.namespace_of).
+    k8s_namespace = models.CharField(max_length=63, blank=True, default="", editable=False)
     # AIHC: the job's BCCL check as AIHC's GetJob last answered it (enableBcclStatus: success,
     # failed or unknown; enableBcclErrorReason), answered again by the console's GetJob
     # (jobs.api_views.bccl_fields); "" until AIHC answered one, and off AIHC.
@@ -353,6 +358,17 @@ class Job(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in FINAL_STATUSES
+
+    @property
+    def resource_namespace(self) -> str:
+        """The namespace of the job's Kubernetes resource: its Kubernetes pool's (a pool is a
+        namespace there), or the one AIHC's GetJob last answered for an AIHC job
+        (k8s_namespace); "" on the local runner, and for an AIHC job until answered."""
+        if self.backend == "kubernetes":
+            from .kubernetes.config import namespace_of
+
+            return namespace_of(self.resource_pool)
+        return self.k8s_namespace
 
     @property
     def status_reason_shown(self) -> str:

@@ -106,7 +106,15 @@ from .models import ACTIVE_STATUSES, CardQuota, Job, JobEvent, JobGroup, JobStat
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
 from .services import job_event, job_fail_unreadable, job_transition
 from .spec import SUBMIT_QUEUE, SpecError, parse_document
-from .texts import Words, display_text, ngettext_noop, recorded, recorded_plural, source_of
+from .texts import (
+    Words,
+    display_text,
+    list_words,
+    ngettext_noop,
+    recorded,
+    recorded_plural,
+    source_of,
+)
 
 if TYPE_CHECKING:
     from .runner import Capacity, Requirement
@@ -318,10 +326,11 @@ def dispatch_local(
                 break
             continue
         allocation = capacity.allocate(need)
-        if allocation is None and (no_nodes := card_nodes_waiting_message(need.cards)):
+        if allocation is None and (short_of_nodes := cards_short_of_their_nodes(need.cards)):
             # Held, not failed (see the rules above): it keeps its place, as a job whose
-            # cards are taken does, and starts by itself once the nodes are back.
-            held_for(job, CARD_NODES_MISSING, no_nodes)
+            # cards are taken does, and starts by itself once the nodes are back. next_pass
+            # tells the jobs behind it the same, by the same rule (QueueHolder.missing_nodes).
+            held_for(job, CARD_NODES_MISSING, card_nodes_message(short_of_nodes))
             if standalone:
                 standalone_waits = True
             else:
@@ -414,15 +423,28 @@ def standalone_waiting_message(need: Requirement, capacity: Capacity) -> str:
     return recorded(STANDALONE_CORES_MESSAGE)
 
 
-def card_nodes_waiting_message(cards: dict[str, int]) -> str | None:
-    """Why a job asking `cards` waits for device nodes (CARD_NODES_MISSING): more of a type
-    than have their node on this machine now, but no more than the pool has
-    (jobs.runner.cards_short_of_nodes). None otherwise."""
+def cards_short_of_their_nodes(cards: dict[str, int]) -> tuple[str, int, int, list[str]] | None:
+    """The rule by which a job asking `cards`, which the pass cannot give them, waits for
+    device nodes (CARD_NODES_MISSING) rather than for cards other jobs hold: it asks more of a
+    type than have their node on this machine now, but no more than the pool has
+    (jobs.runner.cards_short_of_nodes: the card type, how many it asks, how many have their
+    node, the missing nodes). The pass (dispatch_local) and its preview (next_pass: the pools
+    page, the API's queues, the pages of the jobs behind it) both ask it here, so they cannot
+    disagree on it. None otherwise."""
     from .runner import cards_short_of_nodes
 
-    short = cards_short_of_nodes(cards)
-    if short is None:
-        return None
+    return cards_short_of_nodes(cards)
+
+
+def card_nodes_waiting_message(cards: dict[str, int]) -> str | None:
+    """Why a job asking `cards` waits for device nodes (CARD_NODES_MISSING), or None
+    (cards_short_of_their_nodes)."""
+    short = cards_short_of_their_nodes(cards)
+    return card_nodes_message(short) if short else None
+
+
+def card_nodes_message(short: tuple[str, int, int, list[str]]) -> str:
+    """CARD_NODES_MISSING's message, recorded, from cards_short_of_their_nodes' answer."""
     card, wanted, present, missing = short
     return recorded_plural(
         CARD_NODES_MISSING_MESSAGE,
@@ -491,6 +513,12 @@ def held_for_waiting_note(plan: NextPass) -> str:
     ) % {"why": display_text(why, source_of(why))}
 
 
+def nodes_wanted(nodes: tuple[str, ...]) -> str:
+    """What a job waiting for device nodes waits for, in the language active now, to follow
+    "waits for" in a sentence about it (a queue's holder, the job a waiting job is behind)."""
+    return _("the device nodes of its cards (missing: %(nodes)s)") % {"nodes": list_words(nodes)}
+
+
 # A blocker's rank (RANKS) as its priority is shown (高/中/低).
 RANK_PRIORITIES = (Priority.HIGH, Priority.NORMAL, Priority.LOW)
 
@@ -505,12 +533,17 @@ class QueueHeld:
     job: tuple[str, str] | None  # (public_id, name): the reader's own job
     short_cards: dict[str, int]  # per card type, how many it lacks; none: the CPU cores
     priority: Priority
+    # The device nodes it waits for (QueueHolder.missing_nodes): then the cards it lacks are
+    # not taken by other jobs, and saying it waits for them sent readers looking for those.
+    missing_nodes: tuple[str, ...] = ()
 
     def note(self, *, link: bool) -> str:
         """The sentence, in the language active now: as HTML with the reader's job linked to
         its page (`link`: the pools page, the wizard), or as plain text (the API)."""
         say = conditional_escape if link else str
-        if self.short_cards:
+        if self.missing_nodes:
+            need = nodes_wanted(self.missing_nodes)
+        elif self.short_cards:
             need = pgettext("between list items", "; ").join(
                 ngettext("%(count)d %(card)s card", "%(count)d %(card)s cards", count)
                 % {"count": count, "card": card}
@@ -575,6 +608,7 @@ def queues_held(plan: NextPass, *, viewer_id: int | None) -> dict[str, QueueHeld
             job=names.get(held.job_id) if held.owner_id == viewer_id else None,
             short_cards=dict(held.short_cards),
             priority=RANK_PRIORITIES[min(held.rank, 2)],
+            missing_nodes=held.missing_nodes,
         )
         for queue, held in plan.blocked.items()
     }
@@ -606,6 +640,9 @@ class QueueHolder:
     # What it lacks at its turn: the cards of each type of which it asks more than are left
     # (none: the CPU cores it needs are taken).
     short_cards: dict[str, int]
+    # The device nodes it waits for, when what it lacks is cards whose nodes are missing
+    # (cards_short_of_their_nodes: the pass says CARD_NODES_MISSING of it); () otherwise.
+    missing_nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -628,6 +665,8 @@ class NextPass:
     standalone_waits: bool = False
     # What that job needs (None when none waits).
     waiting: Requirement | None = None
+    # That job, as QueueHolder tells it (None when none waits).
+    first_in_line: QueueHolder | None = None
 
 
 def next_pass(*, past_the_last_card: bool = False) -> NextPass:
@@ -660,6 +699,7 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
     blocked: dict[str, QueueHolder] = {}
     standalone_waits = False
     waiting: Requirement | None = None
+    first_in_line: QueueHolder | None = None
     rows = _queued_local_rows()
     for line, queue, rank, group_id, concurrency, owner_id, document, job_id in rows:
         # The standalone jobs (few, and first) are each looked at: whether one waits is part
@@ -695,16 +735,19 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
             if excesses(limits[owner_id], usage.get(owner_id, Usage()), need.cards):
                 continue  # set aside for its owner's quota, without blocking its queue
         if capacity.allocate(need) is None:
-            if line == STANDALONE_LINE:
-                standalone_waits = True  # it waits first in line: nothing behind it starts
-                waiting = need
-                break
             short = {
                 card: wanted
                 for card, wanted in need.cards.items()
                 if wanted > len(capacity.free_devices.get(card, []))
             }
-            blocked[queue] = QueueHolder(rank, job_id, owner_id, short)
+            # What the pass says it waits for (dispatch_local, the same rule).
+            nodes = cards_short_of_their_nodes(need.cards)
+            holder = QueueHolder(rank, job_id, owner_id, short, tuple(nodes[3]) if nodes else ())
+            if line == STANDALONE_LINE:
+                standalone_waits = True  # it waits first in line: nothing behind it starts
+                waiting, first_in_line = need, holder
+                break
+            blocked[queue] = holder
             continue
         if usage is not None:
             usage.setdefault(owner_id, Usage()).add(need.cards)
@@ -718,6 +761,7 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
         left=capacity,
         standalone_waits=standalone_waits,
         waiting=waiting,
+        first_in_line=first_in_line,
     )
 
 
@@ -938,14 +982,17 @@ def why_waiting(job: Job, *, worker: WorkerState | None = None) -> str | None:
 
 
 def _behind_its_queues_first(job: Job) -> str | None:
-    """For a queue task that waits behind its queue's first job while what it asks for is free
-    (the pass gives its queue nothing past a job that does not fit: no back-filling), why,
-    in the page's language. QA 63: its page said it starts "once the local pool has room for
-    it" while the cards it asked for showed idle on the pools page and in the wizard, and
-    its owner went looking for a room that was there. None otherwise (its own room is what it
-    waits for, or a standalone job first in line holds every job)."""
-    if is_standalone(job):
-        return None
+    """For a job that waits behind the job holding its line while what it asks for is free,
+    or behind one that waits for the device nodes of its cards, why, in the page's language.
+
+    The pass gives a queue nothing past its first job that does not fit (no back-filling),
+    and nothing at all past a standalone job that waits first in line. QA 63: a queue task's
+    page said it starts "once the local pool has room for it" while the cards it asked for
+    showed idle on the pools page and in the wizard, and its owner went looking for a room
+    that was there. fix141: behind a job waiting for missing device nodes (CardNodesMissing)
+    it said the same, though no card coming free starts it: the nodes coming back do. The
+    holder is next_pass's (its rule the pass's: cards_short_of_their_nodes). None otherwise
+    (its own room is what it waits for)."""
     from .runner import requirement
 
     try:
@@ -955,11 +1002,19 @@ def _behind_its_queues_first(job: Job) -> str | None:
     # A job asking no card is read past the last card, as its idle figure is: the pass
     # stops looking once no card is left (review 46: the queue's first job then went
     # unread, no queue was blocked, and a job asking only free cores was told it waits
-    # for room).
-    plan = next_pass(past_the_last_card=not any(need.cards.values()))
-    if plan.standalone_waits or job.queue not in plan.blocked or plan.left is None:
+    # for room). So is every job while a card's node is missing: those cards are not
+    # offered, and the job waiting for them may be past the last card offered.
+    plan = next_pass(past_the_last_card=not any(need.cards.values()) or _a_card_node_missing())
+    standalone = is_standalone(job)
+    if plan.standalone_waits:
+        holder = plan.first_in_line
+    else:
+        holder = None if standalone else plan.blocked.get(job.queue)
+    if holder is None or holder.job_id == job.pk or plan.left is None:
         return None
-    if plan.left.shortfall(need):
+    if holder.missing_nodes:
+        return _behind_nodes_message(job, holder, standalone=plan.standalone_waits)
+    if plan.standalone_waits or plan.left.shortfall(need):
         return None  # it would not start either: the room is what it waits for
     if plan.usage is not None and excesses(
         quota_limits(job.owner_id), plan.usage.get(job.owner_id, Usage()), need.cards
@@ -970,6 +1025,47 @@ def _behind_its_queues_first(job: Job) -> str | None:
         "no job passes the first job of its queue (so a big job is not starved by small ones), "
         "and this one starts after it, although what it asks for is free now."
     ) % {"queue": job.queue}
+
+
+def _behind_nodes_message(job: Job, holder: QueueHolder, *, standalone: bool) -> str:
+    """Why `job` waits behind `holder`, which waits for device nodes: the holder named by its
+    name when it is of the same owner (a job's page is its owner's), else as another user's,
+    as the pools page names a queue's holder (QueueHeld)."""
+    name, owner_id = Job.objects.filter(pk=holder.job_id).values_list(
+        "name", "owner_id"
+    ).first() or ("", None)
+    if owner_id == job.owner_id:
+        behind = _("job “%(name)s”") % {"name": name}
+    else:
+        behind = _("a job of another user")
+    figures = {"holder": behind, "queue": job.queue, "need": nodes_wanted(holder.missing_nodes)}
+    if standalone:
+        return (
+            _(
+                "Waiting behind %(holder)s, a standalone job first in line, which waits for "
+                "%(need)s: no job starts before it, so this one starts after it, once they are "
+                "back."
+            )
+            % figures
+        )
+    return (
+        _(
+            "Waiting behind %(holder)s, the first job of queue “%(queue)s”, which waits for "
+            "%(need)s: no job passes the first job of its queue, so this one starts after it, "
+            "once they are back."
+        )
+        % figures
+    )
+
+
+def _a_card_node_missing() -> bool:
+    """Whether the device node of any card of the local pool is missing now (those cards are
+    not offered: jobs.runner.current_capacity)."""
+    from .backends.local import detected_accelerators, missing_card_nodes
+
+    return any(
+        missing_card_nodes(card, range(total)) for card, total in detected_accelerators().items()
+    )
 
 
 def queue_position(job: Job) -> int | None:

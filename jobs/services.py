@@ -171,6 +171,7 @@ def job_transition(
     warning: bool = False,
     actor: Any = None,
     ended_at: datetime | None = None,
+    resumed_at: datetime | None = None,
     event: bool = True,
     **fields: Any,
 ) -> bool:
@@ -181,7 +182,10 @@ def job_transition(
     (or the job as it was, when it has been deleted meanwhile).
     Records an event (unless `event` is False: a move whose outcome's event says it all),
     and stamps started/finished times: a final status is stamped with `ended_at`, when the
-    job's processes ended, if the caller knows it (never later than now).
+    job's processes ended, if the caller knows it (never later than now). A job waiting to
+    run again ends its wait when it moves on, or at `resumed_at`, when the caller knows when
+    it ran again (a platform's own time: AIHC v2's jobTimeLine), bounded by the wait's start
+    and by the move's time.
     """
     current = job.status
     if to not in TRANSITIONS[current]:
@@ -229,7 +233,10 @@ def job_transition(
             # Its wait, if it was waiting to run again, is over (never before it began). Found
             # by the rows, not by what this process read of the job: another may have moved
             # it back to Queued since (review58).
-            until = Value(updates.get("finished_at", now), output_field=DateTimeField())
+            ended = updates.get("finished_at", now)
+            if resumed_at is not None:
+                ended = min(resumed_at, ended)
+            until = Value(ended, output_field=DateTimeField())
             JobWait.objects.filter(job_id=job.pk, ended_at=None).update(
                 ended_at=Greatest(F("began_at"), until)
             )

@@ -309,10 +309,15 @@ class FakeJob:
     created_at: str = ""
     # When it first went Running (set_job_status): v1's runningAt, v2's jobTimeLine entry.
     running_at: str = ""
+    # Each status it went to after that, and when ([(status, time)]: Pending again, Running
+    # again...): v2's jobTimeLine goes on with them, in order (v1 answers only runningAt).
+    later_conditions: list[tuple[str, str]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
     # The uid of the job's resource in the pool's Kubernetes cluster: v1 GetJob's k8sUID
     # (v2's JobItem has none, reference: Get job, JobItem).
     k8s_uid: str = field(default_factory=lambda: str(uuid.uuid4()))
+    # The namespace of that resource: v1 GetJob's k8sNamespace (v2's JobItem has none either).
+    k8s_namespace: str = "default"
     # Its BCCL check, which v1 GetJob and v2's JobItem answer as enableBcclStatus (one of
     # BCCL_STATUSES: "unknown" until set_bccl_status, as AIHC's own GetJob example has it for
     # a job with BCCL off too) and enableBcclErrorReason.
@@ -464,8 +469,16 @@ class FakeAihc:
             self.faults.setdefault(op, []).append(fault)
 
     def set_job_status(
-        self, job_id: str, status: str, *, pod_phase: str | None = None, restarts: int = 0
+        self,
+        job_id: str,
+        status: str,
+        *,
+        pod_phase: str | None = None,
+        restarts: int = 0,
+        at: datetime | None = None,
     ) -> None:
+        """The job goes to `status`, `at` a time (now by default) that v2's jobTimeLine gives
+        for it once the job has run."""
         phase = pod_phase or {
             "Pending": "Pending",
             "Running": "Running",
@@ -474,9 +487,12 @@ class FakeAihc:
         }.get(status, "Failed" if status == "ManualTermination" else "Pending")
         with self.lock:
             job = self.jobs[job_id]
+            stamp = (at or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if job.running_at and status != job.status:
+                job.later_conditions.append((status, stamp))
             job.status = status
             if status == "Running" and not job.running_at:
-                job.running_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                job.running_at = stamp
             for pod in job.pods:
                 pod["podStatus"]["podPhase"] = phase
                 pod["restartCount"] = restarts
@@ -861,7 +877,7 @@ class FakeAihc:
         }
         if not v2:  # v1's keys of the job's Kubernetes resource (reference: Get job)
             view["k8sUID"] = job.k8s_uid
-            view["k8sNamespace"] = "default"
+            view["k8sNamespace"] = job.k8s_namespace
         # When it began running: v1 gives runningAt (empty before), v2 a jobTimeLine of the
         # conditions it went through (reference: Get job, JobItem).
         if v2:
@@ -871,6 +887,10 @@ class FakeAihc:
                     [{"conditionType": "Running", "conditionMessage": "", "time": job.running_at}]
                     if job.running_at
                     else []
+                ),
+                *(
+                    {"conditionType": condition, "conditionMessage": "", "time": stamp}
+                    for condition, stamp in job.later_conditions
                 ),
             ]
         else:

@@ -10,6 +10,8 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 
 from jobs import spec as spec_module
@@ -162,6 +164,38 @@ def test_an_aihc_jobs_get_job_answers_aihcs_own_k8s_uid_and_bccl_check_v1_and_v2
         "failed",
         reason,
     )
+
+
+def test_an_aihc_jobs_get_job_and_page_give_the_namespace_aihc_answered(api, fake, alice):
+    # fix141: the console's GetJob answered "" for an AIHC job's k8sNamespace, which AIHC's
+    # own GetJob answers, and the console did not keep it.
+    created = api.request(
+        "POST",
+        "/api/v1/aijobs",
+        params=[("resourcePoolId", "cce-pool1")],
+        body=v1.SEED_001,
+        idempotent=False,
+    )["result"]
+    job = Job.objects.get(public_id=created["jobId"])
+    worker = Worker()
+    worker.dispatch_remote()
+    job.refresh_from_db()
+    fake.jobs[job.external_id].k8s_namespace = "aihc-team-a"
+    fake.set_job_status(job.external_id, "Running")
+    worker.sync_remote()
+
+    described = v1.get(api, f"/api/v1/aijobs/{job.public_id}", resourcePoolId="cce-pool1")
+    client = Client(headers={"Accept-Language": "en"})
+    client.force_login(alice)
+    page = client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert (described["k8sNamespace"], described["k8sUID"]) == (
+        "aihc-team-a",
+        fake.jobs[job.external_id].k8s_uid,
+    )
+    assert '<span id="job-k8s-namespace">aihc-team-a</span>' in page
+    job.refresh_from_db()
+    assert job.k8s_namespace == "aihc-team-a"
 
 
 def test_a_describe_job_answers_empty_fault_tolerance_args_sent_back_make_the_same_job(api):

@@ -272,6 +272,7 @@ def test_the_api_says_which_queue_is_held_by_whose_job_for_how_many_cards(
             "jobId": None,
             "jobName": None,
             "shortCards": {V100: 3},
+            "missingDeviceNodes": [],
             "priority": "normal",
             "note": HELD_BY_OTHER,
         },

@@ -514,7 +514,8 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # again by the worker's next sync), and when a job is deleted for its retention past
     # 0060 (filled again from its spec: none of these has one), an AIHC job's BCCL check
     # past 0061 ("": read again at the worker's next poll) and a job's wait to run again past
-    # 0062 (none: none of these waited) and its waits as intervals past 0063 (none: the same).
+    # 0062 (none: none of these waited) and its waits as intervals past 0063 (none: the same),
+    # and an AIHC job's Kubernetes namespace past 0064 ("": read again at the next poll).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -531,6 +532,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "stop_reason_source",
         "restart_begun_at",
         "k8s_uid",
+        "k8s_namespace",
         "deletes_at",
         "bccl_status",
         "bccl_error_reason",
@@ -548,6 +550,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "time_zone": "",
         "stop_reason": "",
         "k8s_uid": "",
+        "k8s_namespace": "",
         "pod_name": "",
         "bccl_status": "",
         "bccl_error_reason": "",

@@ -71,6 +71,7 @@ from jobs.models import (
     JobEvent,
     JobReplica,
     JobStatus,
+    JobWait,
     ReplicaStatus,
 )
 from jobs.runtime_env import (
@@ -1613,6 +1614,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 target,
                 recorded(gettext_noop("AIHC reports %(status)s."), status=status),
                 started=self._began(job, remote),
+                resumed=self._ran_again(job, remote),
             )
         if spec is not None:  # its time limit is in the spec it no longer reads
             self._enforce_timeout(job, client, config, spec)
@@ -1629,14 +1631,17 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     @staticmethod
     def _keep_answered(job: Job, remote: dict[str, Any], secrets: list[str]) -> None:
         """Keeps what AIHC's GetJob says of the job that the console's GetJob answers again:
-        its Kubernetes resource's uid (k8sUID; a v2 JobItem has none, and one not answered
-        leaves the one kept) and its BCCL check (enableBcclStatus, enableBcclErrorReason;
+        its Kubernetes resource's uid and namespace (k8sUID, k8sNamespace; a v2 JobItem has
+        neither, and one not answered leaves the one kept) and its BCCL check (enableBcclStatus, enableBcclErrorReason;
         the reason scrubbed of the job's secrets, as AIHC's other words are). Saved only when
         changed: a sync every few seconds writes nothing otherwise."""
         changed: dict[str, str] = {}
         uid = remote["k8sUID"][: Job._meta.get_field("k8s_uid").max_length]
         if uid and uid != job.k8s_uid:
             changed["k8s_uid"] = uid
+        namespace = remote["k8sNamespace"][: Job._meta.get_field("k8s_namespace").max_length]
+        if namespace and namespace != job.k8s_namespace:
+            changed["k8s_namespace"] = namespace
         status = remote["enableBcclStatus"][: Job._meta.get_field("bccl_status").max_length]
         reason = scrub(remote["enableBcclErrorReason"], secrets) if status else ""
         if status and (status, reason) != (job.bccl_status, job.bccl_error_reason):
@@ -1661,6 +1666,27 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         if when is None or when.year <= 1970:
             return None
         return min(max(when, self._first_sent(job)), timezone.now())
+
+    @staticmethod
+    def _ran_again(job: Job, remote: dict[str, Any]) -> datetime | None:
+        """When AIHC says a job back in Queued after its first start (Pending again) ran again:
+        the first Running time of v2's jobTimeLine after its wait began (JobWait), never in
+        the future. Its wait ends then, not at the sync that sees it (a sync every few
+        seconds, or after the worker was down for hours, which counted as waiting). None
+        when AIHC does not say: v1's runningAt is only the first start, and a Running time
+        before the wait began is that start (or AIHC's clock behind ours): the wait then ends
+        at this sync, as before."""
+        if job.status != JobStatus.QUEUED or job.started_at is None or not remote["runningTimes"]:
+            return None
+        began = (
+            JobWait.objects.filter(job_id=job.pk, ended_at=None)
+            .values_list("began_at", flat=True)
+            .first()
+        )
+        if began is None:
+            return None
+        after = [t for t in map(aihc_time, remote["runningTimes"]) if t is not None and t > began]
+        return min(min(after), timezone.now()) if after else None
 
     def sync(self, job: Job) -> None:
         super().sync(job)

@@ -816,6 +816,7 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         *,
         reason: str = "",
         started: datetime | None = None,
+        resumed: datetime | None = None,
     ) -> None:
         """Moves the job to `target` through the state machine's shortest allowed path.
 
@@ -826,7 +827,10 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         `started`: when the platform says the job began running. A job not started yet is
         started then, and one it reports ended goes through Running first: it ran between two
         syncs (seen Queued, then ended), and without a start its page showed no start time,
-        duration or card-hours (qa80)."""
+        duration or card-hours (qa80).
+
+        `resumed`: when the platform says a job waiting to run again (back in Queued after its
+        first start) ran again: its wait ends then, not at this sync (job_transition)."""
         fields = {"started_at": started} if started is not None and job.started_at is None else {}
         if (
             fields
@@ -855,7 +859,7 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
                     paths.append([*path, nxt])
         if not route:
             return
-        for step in route[1:]:
+        for number, step in enumerate(route[1:]):
             final = step == target
             if not self._move(
                 job,
@@ -864,6 +868,8 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
                 message if final else "",
                 warning=final and target in (JobStatus.FAILED, JobStatus.TIMED_OUT),
                 **(fields if step == JobStatus.RUNNING else {}),
+                # The first step leaves Queued: the one that ends a wait to run again.
+                **({"resumed_at": resumed} if resumed is not None and number == 0 else {}),
             ):
                 return
 
