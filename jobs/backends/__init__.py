@@ -34,7 +34,9 @@ __all__ = [
     "enabled_backends",
     "get_backend",
     "all_pools",
+    "configured",
     "find_pool",
+    "unconfigured_remote",
     "no_log_yet",
     "request_json",
 ]
@@ -62,6 +64,23 @@ def get_backend(name: str) -> Backend:
 
 def enabled_backends() -> list[Backend]:
     return [get_backend(name) for name in settings.CONSOLE_BACKENDS if name in BACKEND_MODULES]
+
+
+# A remote platform's name, as people read it.
+PLATFORM_NAMES = {"aihc": "AIHC", "kubernetes": "Kubernetes"}
+
+
+def configured(name: str) -> bool:
+    """Whether CONSOLE_BACKENDS lists backend `name` now. A remote backend it does not list
+    (switched off, or never set up on this console) has no settings to reach its platform
+    with: its jobs' statuses are not followed and their stops reach nothing (qa114), so staff
+    end them with Mark as lost (jobs.review.markable_lost)."""
+    return name in settings.CONSOLE_BACKENDS
+
+
+def unconfigured_remote() -> list[str]:
+    """The remote backends CONSOLE_BACKENDS does not list now."""
+    return [name for name in BACKEND_MODULES if name != "local" and not configured(name)]
 
 
 def all_pools() -> list[Pool]:
