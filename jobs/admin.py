@@ -1756,10 +1756,12 @@ class JobAdmin(
             if reviewer
             else [],
             "not_markable_lost": not_lost,
-            # Its platform's name, said above the page while the job has not ended.
+            # Its platform's name and why it cannot be reached, said above the page while the
+            # job has not ended.
             "platform_not_configured": PLATFORM_NAMES.get(job.backend, job.backend)
             if unfollowed and job.status not in FINAL_STATUSES
             else "",
+            "platform_problem": get_backend(job.backend).settings_problem() if unfollowed else "",
             "platform_lost_markable": lost_applies and not not_lost and reviewer,
             # Why there is no Approve: the reviewer submitted this job.
             "own_job_not_approvable": refused

@@ -375,8 +375,8 @@ def job_resubmit(*, job: Job, actor: Any) -> bool:
 # touching any process (they are on the other machine); its cards go back to the pool; a
 # worker that comes back there ends what still runs (jobs.runner.end_leftover_replicas).
 #
-# A remote job whose backend CONSOLE_BACKENDS no longer lists (or never did: jobs.backends
-# .configured) is followed by nothing either: no sync reads its status, a Stop reaches no
+# A remote job whose platform this console has no usable settings for (never set up, or its
+# credentials taken away: jobs.backends.configured) is followed by nothing either: no sync reads its status, a Stop reaches no
 # platform, and its card-hours counted for ever (qa114: 12 such jobs, 39% of a month's
 # report). It is marked as lost the same way, its replicas shown ended with it; a platform
 # that still runs it is the operator's to stop there. While its backend is configured its

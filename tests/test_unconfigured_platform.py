@@ -1,6 +1,6 @@
-"""Jobs of a remote platform CONSOLE_BACKENDS does not list now (switched off, or never set up
-on this console: jobs.backends.configured; README "Jobs of a platform not configured"):
-nothing follows them, so staff mark them as lost (jobs.review.job_mark_lost), a Stop says why
+"""Jobs of a remote platform this console cannot reach, its settings unusable (never set up, or
+its credentials taken away: jobs.backends.configured; README "Jobs of a platform not
+configured"): nothing follows them, so staff mark them as lost (jobs.review.job_mark_lost), a Stop says why
 it cannot reach them instead of "stopped or stopping", their pages and the admin's index say
 so, and a Delete of one stuck Stopping says why it waits (qa114)."""
 
@@ -27,6 +27,14 @@ _ids = itertools.count(1)
 def local_only(settings):
     """AIHC and Kubernetes not configured, as in qa114's console."""
     settings.CONSOLE_BACKENDS = ["local"]
+    settings.AIHC_ACCESS_KEY = settings.AIHC_SECRET_KEY = ""
+    settings.KUBERNETES_API_URL = settings.KUBERNETES_TOKEN = settings.KUBERNETES_TOKEN_FILE = ""
+
+
+def aihc_settings(settings) -> None:
+    """AIHC's credentials there (nothing here sends a request): the worker follows its jobs,
+    whether CONSOLE_BACKENDS lists it or not (jobs.worker.Worker.remote_backends)."""
+    settings.AIHC_ACCESS_KEY, settings.AIHC_SECRET_KEY = "ak-test", "sk-test"
 
 
 def remote_job(
@@ -104,8 +112,14 @@ def test_a_stopping_job_with_a_platform_id_of_a_platform_not_configured_ends_sto
     assert "Kubernetes" in job.status_reason and "carol" in job.status_reason
 
 
-def test_a_job_of_a_configured_platform_is_still_not_marked_lost(alice, reviewer, settings):
-    settings.CONSOLE_BACKENDS = ["local", "aihc"]
+@pytest.mark.parametrize("listed", [["local", "aihc"], ["local"]])
+def test_a_job_of_a_platform_whose_settings_are_there_is_still_not_marked_lost(
+    alice, reviewer, settings, listed
+):
+    """Listed in CONSOLE_BACKENDS or taken out of it: the worker follows it while its
+    settings are there."""
+    settings.CONSOLE_BACKENDS = listed
+    aihc_settings(settings)
     job = remote_job(alice)
 
     with translation.override("en"), pytest.raises(ActionError, match="its platform follows"):
@@ -138,6 +152,17 @@ def test_the_admin_list_marks_jobs_of_a_platform_not_configured_as_lost(alice, r
     assert Job.objects.get(pk=queued.pk).status == JobStatus.QUEUED
 
 
+def test_a_job_of_a_platform_listed_without_its_credentials_is_marked_lost(
+    alice, reviewer, settings
+):
+    settings.CONSOLE_BACKENDS = ["local", "aihc"]  # "enabled but unusable"
+    job = remote_job(alice)
+
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+
+    assert Job.objects.get(pk=job.pk).status == JobStatus.FAILED
+
+
 def test_the_admin_job_page_says_its_platform_is_not_configured_and_offers_mark_as_lost(
     alice, reviewer
 ):
@@ -148,11 +173,12 @@ def test_the_admin_job_page_says_its_platform_is_not_configured_and_offers_mark_
     assert "review-mark_lost" in page
     note = page.split('id="platform-not-configured">', 1)[1].split("</p>", 1)[0]
     assert note.startswith("Its platform (AIHC) is not configured on this console")
+    assert "AIHC credentials are not configured (AIHC_ACCESS_KEY, AIHC_SECRET_KEY)." in note
     assert "Mark it as lost to end it here" in note
 
 
 def test_the_admin_job_page_of_a_configured_platform_says_nothing_of_it(alice, reviewer, settings):
-    settings.CONSOLE_BACKENDS = ["local", "aihc"]
+    aihc_settings(settings)
     job = remote_job(alice)
 
     page = english(reviewer).get(f"{CHANGELIST}{job.pk}/change/").content.decode()
@@ -185,7 +211,7 @@ def test_the_admin_index_counts_the_jobs_of_platforms_not_configured_and_links_t
 def test_the_admin_index_says_nothing_while_every_platform_with_jobs_is_configured(
     alice, reviewer, settings
 ):
-    settings.CONSOLE_BACKENDS = ["local", "aihc"]
+    aihc_settings(settings)
     remote_job(alice)
 
     assert "unfollowed-jobs" not in english(reviewer).get("/admin/").content.decode()
@@ -262,7 +288,7 @@ def test_a_delete_of_a_job_stuck_stopping_on_a_platform_not_configured_says_so(a
 
 
 def test_a_delete_of_a_job_stopped_while_being_sent_says_it_is_stopping(alice, settings):
-    settings.CONSOLE_BACKENDS = ["local", "aihc"]
+    aihc_settings(settings)
     job = remote_job(alice, status=JobStatus.STOPPING)
 
     with translation.override("en"):

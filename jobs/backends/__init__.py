@@ -71,15 +71,18 @@ PLATFORM_NAMES = {"aihc": "AIHC", "kubernetes": "Kubernetes"}
 
 
 def configured(name: str) -> bool:
-    """Whether CONSOLE_BACKENDS lists backend `name` now. A remote backend it does not list
-    (switched off, or never set up on this console) has no settings to reach its platform
-    with: its jobs' statuses are not followed and their stops reach nothing (qa114), so staff
-    end them with Mark as lost (jobs.review.markable_lost)."""
-    return name in settings.CONSOLE_BACKENDS
+    """Whether this console can reach backend `name`'s platform: its settings can be used
+    (Backend.settings_problem). A remote backend whose settings cannot (never set up, or its
+    credentials or API server taken away) has its jobs followed by nothing: no sync reads
+    their status and their stops reach nothing (qa114), so staff end them with Mark as lost
+    (jobs.review.markable_lost). CONSOLE_BACKENDS need not list it: the worker follows the
+    jobs of a backend taken out of that list while its settings are there
+    (jobs.worker.Worker.remote_backends)."""
+    return name == "local" or get_backend(name).settings_problem() is None
 
 
 def unconfigured_remote() -> list[str]:
-    """The remote backends CONSOLE_BACKENDS does not list now."""
+    """The remote backends this console cannot reach now (configured)."""
     return [name for name in BACKEND_MODULES if name != "local" and not configured(name)]
 
 
