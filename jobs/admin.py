@@ -1252,16 +1252,15 @@ ACTION_QUESTIONS = {
     ),
     "mark_lost": ngettext_lazy(
         "Mark this job as lost? Only for a job whose worker's machine is gone for good, or whose "
-        "platform is not configured on this console: it ends "
-        "now as Failed (Stopped if it was stopping; as its replicas' exit records say when the "
-        "folder it ran in is on this machine) and its cards are released. Nothing is "
-        "sent to its processes; if they still run, the worker ends them when it runs there "
-        "again.",
+        "platform is not configured on this console: it ends now as Failed (Stopped if it was "
+        "stopping; as its replicas' exit records say when the folder it ran in is on this "
+        "machine) and its cards are released. Nothing is sent to its processes; if they still "
+        "run, the worker ends them when it runs there again.",
         "Mark these %(count)d jobs as lost? Only for jobs whose worker's machine is gone for "
-        "good, or whose platform is not configured on this console: they end now as Failed (Stopped if they were stopping; as their replicas' exit "
-        "records say when the folder they ran in is on this machine) and their cards are "
-        "released. Nothing is sent to their processes; if they still run, the worker ends "
-        "them when it runs there again.",
+        "good, or whose platform is not configured on this console: they end now as Failed "
+        "(Stopped if they were stopping; as their replicas' exit records say when the folder "
+        "they ran in is on this machine) and their cards are released. Nothing is sent to "
+        "their processes; if they still run, the worker ends them when it runs there again.",
         "count",
     ),
 }
@@ -1285,11 +1284,10 @@ ACTION_QUESTIONS_ONE = {
     "mark_lost": pgettext_lazy(
         "of one job",
         "Mark this job as lost? Only for a job whose worker's machine is gone for good, or whose "
-        "platform is not configured on this console: it ends "
-        "now as Failed (Stopped if it was stopping; as its replicas' exit records say when the "
-        "folder it ran in is on this machine) and its cards are released. Nothing is "
-        "sent to its processes; if they still run, the worker ends them when it runs there "
-        "again.",
+        "platform is not configured on this console: it ends now as Failed (Stopped if it was "
+        "stopping; as its replicas' exit records say when the folder it ran in is on this "
+        "machine) and its cards are released. Nothing is sent to its processes; if they still "
+        "run, the worker ends them when it runs there again.",
     ),
 }
 # Said on Stop's confirmation page of each job whose create got no clear answer while its
