@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop
 
-from .backends import BackendError, get_backend
+from .backends import PLATFORM_NAMES, BackendError, configured, get_backend
 from .backends.remote import STOP_LOOKING_AT, console_time
 from .models import (
     FINAL_STATUSES,
@@ -101,6 +101,37 @@ DELETE_WHILE_SUBMIT_LOOKED_FOR = gettext_lazy(
 )
 
 
+# Why a Stop of a job whose platform is not configured on this console (jobs.backends
+# .configured) does nothing: until qa114 it said "stopped or stopping", and the job sat
+# Stopping for ever, its card-hours counted.
+STOP_UNREACHABLE = gettext_lazy(
+    "Its platform (%(platform)s) is not configured on this console, so nothing can reach it "
+    "to stop the job. Staff can end the job here with Mark as lost (in the admin); if it "
+    "still runs on %(platform)s, stop it there."
+)
+# Why a Delete keeps a Stopping job whose platform is not configured (it said the job was
+# being sent to its platform right now: qa114).
+DELETE_UNREACHABLE = gettext_lazy(
+    "The job is stopping, and its platform (%(platform)s) is not configured on this console, "
+    "so nothing can finish its stop. Staff can end it with Mark as lost (in the admin); "
+    "delete it once it has ended."
+)
+# Why a Delete keeps a Stopping job with no platform id otherwise: stopped while its create
+# was on its way, the worker stops what that create makes.
+DELETE_WHILE_CREATE_STOPPED = gettext_lazy(
+    "The job is stopping: it was stopped while it was being sent to its platform, and the "
+    "worker stops what that create makes there. It can be deleted once it has stopped."
+)
+
+
+def platform_unreachable(job: Job) -> str:
+    """The platform's name when the job's backend is a remote one not configured now (its
+    platform unreachable from this console), else ""."""
+    if job.backend == "local" or configured(job.backend):
+        return ""
+    return PLATFORM_NAMES.get(job.backend, job.backend)
+
+
 class ActionError(Exception):
     """The action cannot be done now; the message is safe to show."""
 
@@ -147,6 +178,8 @@ def job_stop(
             ):
                 return True
             continue  # the worker dispatched it meanwhile: stop it through the backend
+        if platform := platform_unreachable(job):
+            raise ActionError(str(STOP_UNREACHABLE % {"platform": platform}))
         if actor is not None:
             if reason:
                 requested = recorded(
@@ -592,6 +625,11 @@ def job_delete_refusal(job: Job) -> str:
         if get_backend(job.backend).submit_looked_for(job):
             # Until lookfix this said it was being sent right now, to wait a moment.
             return str(DELETE_WHILE_SUBMIT_LOOKED_FOR)
+        # A Stopping job is not being sent (qa114 said so of one stuck for days).
+        if job.status == S.STOPPING and (platform := platform_unreachable(job)):
+            return str(DELETE_UNREACHABLE % {"platform": platform})
+        if job.status == S.STOPPING:
+            return str(DELETE_WHILE_CREATE_STOPPED)
         return _(
             "The job is being sent to its platform right now. Stop it, or wait a moment; "
             "it can be deleted once the platform has answered."

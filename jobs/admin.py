@@ -92,7 +92,15 @@ from .admin_lists import (
 )
 from .alerts import webhook_shown
 from .api_keys import password_set_by, usable_keys
-from .backends import BackendError, NoLog, get_backend, no_log_yet
+from .backends import (
+    PLATFORM_NAMES,
+    BackendError,
+    NoLog,
+    configured,
+    get_backend,
+    no_log_yet,
+    unconfigured_remote,
+)
 from .backends import local as local_backend
 from .backends.local import detected_accelerators
 from .backends.remote import unsettled_creates
@@ -102,6 +110,7 @@ from .labels import label_asked, labelled
 from .languages import language_after_login
 from .models import (
     ACTIVE_STATUSES,
+    FINAL_STATUSES,
     ApiKey,
     CardQuota,
     Job,
@@ -774,6 +783,25 @@ class FrameworkFilter(admin.SimpleListFilter):
         return queryset.filter(framework=self.value()) if self.value() else queryset
 
 
+class UnfollowedFilter(admin.SimpleListFilter):
+    """The running or stopping jobs of remote platforms not configured now, which only Mark as
+    lost ends (jobs.review.markable_lost; the admin index's warning links here). Offered only
+    while a remote backend is not configured."""
+
+    title = gettext_lazy("platform")
+    parameter_name = "unfollowed"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        if not unconfigured_remote():
+            return []
+        return [("1", _("Not configured: running or stopping"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() != "1":
+            return queryset
+        return queryset.filter(backend__in=unconfigured_remote(), status__in=LOST_STATUSES)
+
+
 class PriorityFilter(admin.SimpleListFilter):
     title = gettext_lazy("priority")
     parameter_name = "priority"
@@ -1143,7 +1171,8 @@ ACTION_STATUSES: dict[str, frozenset[str]] = {
         | (ACTIVE_STATUSES - {JobStatus.STOPPING})
     ),
     "resubmit": frozenset({JobStatus.REJECTED, JobStatus.SUBMIT_FAILED}),
-    # Of these, only local jobs the active worker does not follow (jobs.review.markable_lost).
+    # Of these, only local jobs the active worker does not follow, and remote jobs whose backend
+    # is not configured (jobs.review.markable_lost).
     "mark_lost": LOST_STATUSES,
 }
 # The fields a review action may change, as the admin's history (LogEntry) names them.
@@ -1222,16 +1251,16 @@ ACTION_QUESTIONS = {
         "count",
     ),
     "mark_lost": ngettext_lazy(
-        "Mark this job as lost? Only for a job whose worker's machine is gone for good: it ends "
-        "now as Failed (Stopped if it was stopping; as its replicas' exit records say when the "
-        "folder it ran in is on this machine) and its cards are released. Nothing is "
-        "sent to its processes; if they still run, the worker ends them when it runs there "
-        "again.",
+        "Mark this job as lost? Only for a job whose worker's machine is gone for good, or whose "
+        "platform is not configured on this console: it ends now as Failed (Stopped if it was "
+        "stopping; as its replicas' exit records say when the folder it ran in is on this "
+        "machine) and its cards are released. Nothing is sent to its processes; if they still "
+        "run, the worker ends them when it runs there again.",
         "Mark these %(count)d jobs as lost? Only for jobs whose worker's machine is gone for "
-        "good: they end now as Failed (Stopped if they were stopping; as their replicas' exit "
-        "records say when the folder they ran in is on this machine) and their cards are "
-        "released. Nothing is sent to their processes; if they still run, the worker ends "
-        "them when it runs there again.",
+        "good, or whose platform is not configured on this console: they end now as Failed "
+        "(Stopped if they were stopping; as their replicas' exit records say when the folder "
+        "they ran in is on this machine) and their cards are released. Nothing is sent to "
+        "their processes; if they still run, the worker ends them when it runs there again.",
         "count",
     ),
 }
@@ -1254,11 +1283,11 @@ ACTION_QUESTIONS_ONE = {
     ),
     "mark_lost": pgettext_lazy(
         "of one job",
-        "Mark this job as lost? Only for a job whose worker's machine is gone for good: it ends "
-        "now as Failed (Stopped if it was stopping; as its replicas' exit records say when the "
-        "folder it ran in is on this machine) and its cards are released. Nothing is "
-        "sent to its processes; if they still run, the worker ends them when it runs there "
-        "again.",
+        "Mark this job as lost? Only for a job whose worker's machine is gone for good, or whose "
+        "platform is not configured on this console: it ends now as Failed (Stopped if it was "
+        "stopping; as its replicas' exit records say when the folder it ran in is on this "
+        "machine) and its cards are released. Nothing is sent to its processes; if they still "
+        "run, the worker ends them when it runs there again.",
     ),
 }
 # Said on Stop's confirmation page of each job whose create got no clear answer while its
@@ -1400,6 +1429,7 @@ class JobAdmin(
         LabelFilter,
         QueueGroupFilter,
         OwnerFilter,
+        UnfollowedFilter,
         "created_at",
     ]
     # The group: a queue group's task says which task it is (name_shown).
@@ -1706,11 +1736,12 @@ class JobAdmin(
     def _job_page_context(self, request: HttpRequest, job: Job) -> dict[str, Any]:
         refused = self._refused_own("approve") and job.owner_id == request.user.pk
         reviewer = self.has_review_permission(request)
+        # A remote job whose backend is not configured now: nothing follows it (qa114).
+        unfollowed = job.backend != "local" and not configured(job.backend)
+        lost_applies = job.status in LOST_STATUSES and (job.backend == "local" or unfollowed)
         # Why a running local job offers no Mark as lost ("" when it does, or is not one).
         not_lost = (
-            lost_refusal(job=job, active=active_runner())
-            if reviewer and job.backend == "local" and job.status in LOST_STATUSES
-            else ""
+            lost_refusal(job=job, active=active_runner()) if reviewer and lost_applies else ""
         )
         context: dict[str, Any] = {
             "review_actions": [
@@ -1718,11 +1749,18 @@ class JobAdmin(
                 for name, statuses in ACTION_STATUSES.items()
                 if job.status in statuses
                 and not (name == "approve" and refused)
-                and not (name == "mark_lost" and (job.backend != "local" or not_lost))
+                and not (name == "mark_lost" and (not lost_applies or not_lost))
             ]
             if reviewer
             else [],
             "not_markable_lost": not_lost,
+            # Its platform's name and why it cannot be reached, said above the page while the
+            # job has not ended.
+            "platform_not_configured": PLATFORM_NAMES.get(job.backend, job.backend)
+            if unfollowed and job.status not in FINAL_STATUSES
+            else "",
+            "platform_problem": get_backend(job.backend).settings_problem() if unfollowed else "",
+            "platform_lost_markable": lost_applies and not not_lost and reviewer,
             # Why there is no Approve: the reviewer submitted this job.
             "own_job_not_approvable": refused
             and job.status in ACTION_STATUSES["approve"]

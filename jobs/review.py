@@ -15,13 +15,15 @@ impossible state.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Q
+from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -29,9 +31,19 @@ from django.utils.translation import gettext_noop
 from . import spec as spec_module
 from .actions import ActionError
 from .alerts import job_alert, job_link, named_for_alert
+from .backends import PLATFORM_NAMES, configured, unconfigured_remote
 from .health import active_runner
 from .languages import reader_language
-from .models import Job, JobStatus, LocalRun, ReviewMode, ReviewPolicy, ReviewState
+from .models import (
+    Job,
+    JobReplica,
+    JobStatus,
+    LocalRun,
+    ReplicaStatus,
+    ReviewMode,
+    ReviewPolicy,
+    ReviewState,
+)
 from .services import job_event, job_transition, recorded
 from .texts import display_text, joined, ngettext_noop, recorded_plural, source_of
 
@@ -362,6 +374,13 @@ def job_resubmit(*, job: Job, actor: Any) -> bool:
 # it ends the job at once, Failed (Stopped if someone had asked it to stop), without
 # touching any process (they are on the other machine); its cards go back to the pool; a
 # worker that comes back there ends what still runs (jobs.runner.end_leftover_replicas).
+#
+# A remote job whose platform this console has no usable settings for (never set up, or its
+# credentials taken away: jobs.backends.configured) is followed by nothing either: no sync reads its status, a Stop reaches no
+# platform, and its card-hours counted for ever (qa114: 12 such jobs, 39% of a month's
+# report). It is marked as lost the same way, its replicas shown ended with it; a platform
+# that still runs it is the operator's to stop there. While its backend is configured its
+# platform follows it, and Mark as lost is not offered.
 
 LOST_STATUSES = frozenset({JobStatus.RUNNING, JobStatus.STOPPING})
 
@@ -372,17 +391,51 @@ def markable_lost(*, active: str | None) -> Q:
     q = Q(backend="local", status__in=LOST_STATUSES, local_run__isnull=False)
     if active is not None:
         q &= ~Q(local_run__runner__in=["", active])
-    return q
+    return q | Q(backend__in=unconfigured_remote(), status__in=LOST_STATUSES)
+
+
+@dataclass(frozen=True)
+class Unfollowed:
+    """The running or stopping jobs on remote backends not configured now (markable_lost's),
+    for the admin's index: how many, their platforms' names, and the job list showing them."""
+
+    count: int
+    platforms: str
+    url: str
+
+
+def unfollowed_jobs() -> Unfollowed | None:
+    """Unfollowed, or None when there are none (one query; none while every backend is
+    configured)."""
+    backends = unconfigured_remote()
+    if not backends:
+        return None
+    found = dict(
+        Job.objects.filter(backend__in=backends, status__in=LOST_STATUSES)
+        .order_by()
+        .values_list("backend")
+        .annotate(count=Count("pk"))
+    )
+    if not found:
+        return None
+    return Unfollowed(
+        count=sum(found.values()),
+        platforms=", ".join(PLATFORM_NAMES.get(name, name) for name in sorted(found)),
+        # The job list's UnfollowedFilter.
+        url=f"{reverse('admin:jobs_job_changelist')}?unfollowed=1",
+    )
 
 
 def lost_refusal(*, job: Job, active: str | None) -> str:
     """Why the job cannot be marked as lost ("" when it can), for the reviewer."""
-    if job.backend != "local":
+    if job.backend != "local" and configured(job.backend):
         return _(
             "Only a job of the local pool can be marked as lost; its platform follows this one."
         )
     if job.status not in LOST_STATUSES:
         return _("Only a running or stopping job can be marked as lost.")
+    if job.backend != "local":
+        return ""  # its backend is not configured: nothing follows it (markable_lost)
     run = LocalRun.objects.filter(job=job).values_list("runner", flat=True).first()
     if run is None:
         return _("Only a running or stopping job can be marked as lost.")
@@ -438,10 +491,35 @@ def _ended_as_recorded(*, job: Job, reviewer: Any) -> bool:
     return done
 
 
+def _lost_remote_message(*, job: Job, reviewer: Any, stopping: bool) -> str:
+    """The reason a remote job whose backend is not configured is marked as lost with."""
+    values = {
+        "user": reviewer.get_username(),
+        "platform": PLATFORM_NAMES.get(job.backend, job.backend),
+    }
+    if stopping:
+        return recorded(
+            gettext_noop(
+                "Marked as lost by %(user)s while stopping: its platform (%(platform)s) is not "
+                "configured on this console, so nothing could stop it from here. Its card time "
+                "ends now; if it still runs on %(platform)s, stop it there."
+            ),
+            **values,
+        )
+    return recorded(
+        gettext_noop(
+            "Marked as lost by %(user)s: its platform (%(platform)s) is not configured on this "
+            "console, so nothing follows it from here. Its card time ends now; if it still runs "
+            "on %(platform)s, stop it there."
+        ),
+        **values,
+    )
+
+
 def job_mark_lost(*, job: Job, reviewer: Any) -> bool:
-    """Ends a local job that no worker can follow any more: Failed, or Stopped if it was
-    Stopping, naming the reviewer; its cards are released (they are counted while it runs);
-    no process is signalled. A jobFailed alert goes as for any failure. Refused
+    """Ends a local job that no worker can follow any more, or a remote one whose backend is
+    not configured now: Failed, or Stopped if it was Stopping, naming the reviewer; its cards
+    are released (they are counted while it runs); no process is signalled. A jobFailed alert goes as for any failure. Refused
     (ActionError) when the job is not one to mark (lost_refusal)."""
     with transaction.atomic():
         # The run's row is held as request_stop holds it; the active worker is read inside,
@@ -452,27 +530,32 @@ def job_mark_lost(*, job: Job, reviewer: Any) -> bool:
         if refusal:
             raise ActionError(refusal)
         stopping = job.status == JobStatus.STOPPING
-        if not stopping and _ended_as_recorded(job=job, reviewer=reviewer):
+        remote = job.backend != "local"
+        if not remote and not stopping and _ended_as_recorded(job=job, reviewer=reviewer):
             return True
         message = (
-            recorded(
-                gettext_noop(
-                    "Marked as lost by %(user)s while stopping: the worker where it ran (another "
-                    "machine or run directory) is gone, so it could not be stopped from here. "
-                    "Its cards are released; if its processes still run there, the worker ends "
-                    "them once it runs there again."
-                ),
-                user=reviewer.get_username(),
-            )
-            if stopping
-            else recorded(
-                gettext_noop(
-                    "Marked as lost by %(user)s: the worker where it ran (another machine or run "
-                    "directory) is gone, so it could not be followed from here. Its cards are "
-                    "released; if its processes still run there, the worker ends them once it "
-                    "runs there again."
-                ),
-                user=reviewer.get_username(),
+            _lost_remote_message(job=job, reviewer=reviewer, stopping=stopping)
+            if remote
+            else (
+                recorded(
+                    gettext_noop(
+                        "Marked as lost by %(user)s while stopping: the worker where it ran (another "
+                        "machine or run directory) is gone, so it could not be stopped from here. "
+                        "Its cards are released; if its processes still run there, the worker ends "
+                        "them once it runs there again."
+                    ),
+                    user=reviewer.get_username(),
+                )
+                if stopping
+                else recorded(
+                    gettext_noop(
+                        "Marked as lost by %(user)s: the worker where it ran (another machine or run "
+                        "directory) is gone, so it could not be followed from here. Its cards are "
+                        "released; if its processes still run there, the worker ends them once it "
+                        "runs there again."
+                    ),
+                    user=reviewer.get_username(),
+                )
             )
         )
         done = job_transition(
@@ -483,6 +566,11 @@ def job_mark_lost(*, job: Job, reviewer: Any) -> bool:
             warning=True,
             actor=reviewer,
         )
+        if done and remote:
+            # As a remote job's end closes them (RemoteBackend._close_replicas): no sync will.
+            JobReplica.objects.filter(
+                job=job, status__in=[ReplicaStatus.PENDING, ReplicaStatus.RUNNING]
+            ).update(status=ReplicaStatus.STOPPED, finished_at=job.finished_at)
         if done and not stopping:
             job_alert(job=job, item="jobFailed", message=named_for_alert(job=job, message=message))
     if done:

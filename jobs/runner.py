@@ -1938,6 +1938,42 @@ def cards_short_of_nodes(cards: dict[str, int]) -> tuple[str, int, int, list[str
     return None
 
 
+def cards_not_held(*, spec: JobSpec, devices: dict[str, list[int]]) -> str | None:
+    """Why a run holding `devices` cannot start the replicas of `spec` on them: the local pool
+    no longer has as many cards of a type as the job needs (a worker started again without that
+    type in LOCAL_ACCELERATORS), said as the scheduler says it of a queued job it fails for it
+    (Capacity.impossible); or the run's record holds fewer than the job needs. Until qa114 a
+    relaunch failed such a job with an internal error (a KeyError handing out its cards).
+
+    Decision: failed, not held Queued: the job is Running, its cards given at its start, and
+    the scheduler fails a queued job that can never fit (cards whose device nodes are
+    missing for a while hold it Queued instead: cards_short_of_nodes)."""
+    totals = detected_accelerators()
+    for card, count in spec.accelerators_by_type().items():
+        if count > totals.get(card, 0):
+            return recorded_plural(
+                ngettext_noop(
+                    "Needs %(count)s %(card)s card; the local pool has %(total)s.",
+                    "Needs %(count)s %(card)s cards; the local pool has %(total)s.",
+                ),
+                "count",
+                count=count,
+                card=card,
+                total=totals.get(card, 0),
+            )
+        if count > len(devices.get(card, [])):
+            return recorded(
+                gettext_noop(
+                    "Needs %(count)s %(card)s cards; its run holds %(held)s of them (its record "
+                    "of the cards it was given is incomplete)."
+                ),
+                count=count,
+                card=card,
+                held=len(devices.get(card, [])),
+            )
+    return None
+
+
 def _no_device_node_message(missing: list[str]) -> str:
     return recorded(
         gettext_noop(
@@ -2013,7 +2049,11 @@ def launch_attempt(
     """
     # The scheduling pass asked both before the job started (jobs.scheduler.dispatch_local);
     # asked again for a relaunch or a fault-tolerance restart, and for what changed meanwhile.
-    if problem := bwrap_missing_message() or card_nodes_refusal(run.devices):
+    if problem := (
+        bwrap_missing_message()
+        or card_nodes_refusal(run.devices)
+        or cards_not_held(spec=spec, devices=run.devices)
+    ):
         raise SandboxError(problem)
     launched = any(
         read_state(replica_state_dir(job.public_id, run.attempt, ref.label)).phase != "unlaunched"

@@ -62,6 +62,7 @@ from .actions import (
     job_submit_again,
     jobs_delete,
     jobs_stop,
+    platform_unreachable,
     stop_look_at_ahead,
     stop_look_time,
     stop_look_time_ahead,
@@ -1147,6 +1148,9 @@ def _live_context(job: Job, *, log: bool = False, every_usage: bool = False) -> 
         # Its outbound network ended this attempt (OutboundLost): said at the top as well while
         # it runs, not only at the end of its events.
         "network_lost": outbound_lost_notice(job=job),
+        # Its platform when that is not configured on this console: nothing follows the job,
+        # and its card-hours count until staff mark it as lost (qa114).
+        "platform_unreachable": "" if job.is_final else platform_unreachable(job),
         "final": job.is_final,
         # What its Delete asks: stop and keep it, or that it is not deleted yet, for a job
         # whose create got no clear answer (_delete_question).

@@ -167,6 +167,15 @@ def alice_en(alice_client) -> Client:
     return alice_client
 
 
+@pytest.fixture
+def kubernetes_settings(settings) -> None:
+    """Kubernetes settings that can be used (no request is sent to this address): a job of
+    the Kubernetes backend is one the console can reach, not one of a platform not
+    configured (jobs.backends.configured), whose stop it refuses."""
+    settings.KUBERNETES_API_URL = "https://127.0.0.1:6443"
+    settings.KUBERNETES_TOKEN = "test-token"
+
+
 # -- Browser tests --------------------------------------------------------------------
 # Playwright drives Debian's chromium (playwright cannot download browsers here). Locally
 # a missing browser skips these tests; CI sets REQUIRE_BROWSER=1 so it fails instead.

@@ -443,6 +443,7 @@ def create_unanswered(job: Job) -> Job:
     return job
 
 
+@pytest.mark.usefixtures("kubernetes_settings")
 def test_delete_selected_lists_a_job_it_only_stops_apart_and_says_to_delete_it_again(
     alice, alice_en
 ):

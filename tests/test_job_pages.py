@@ -2071,6 +2071,7 @@ def test_a_job_delete_only_stops_is_asked_about_as_stopped_and_kept_with_and_wit
     assert status_of(job) == JobStatus.QUEUED  # asked, nothing done
 
 
+@pytest.mark.usefixtures("kubernetes_settings")
 def test_a_second_delete_of_a_job_looked_for_on_its_platform_says_it_is_looked_for(alice, alice_en):
     """The first Delete of a job queued again after a create with no clear answer stops it
     and keeps it (Stopping: the worker looks for what the create made). Pressed again, until
@@ -2100,6 +2101,7 @@ def test_a_second_delete_of_a_job_looked_for_on_its_platform_says_it_is_looked_f
     assert status_of(job) == JobStatus.STOPPING  # kept, until the worker has settled it
 
 
+@pytest.mark.usefixtures("kubernetes_settings")
 def test_a_job_delete_keeps_as_looked_for_says_so_before_it_is_asked_with_and_without_javascript(
     alice, alice_en
 ):

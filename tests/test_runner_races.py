@@ -24,7 +24,7 @@ from jobs import spec as S
 from jobs.actions import job_delete, job_stop
 from jobs.logs import replica_log_path
 from jobs.models import Job, JobStatus, LocalRun
-from jobs.runner import read_state, replica_state_dir
+from jobs.runner import attempt_dir, read_state, replica_state_dir
 from jobs.services import job_transition
 from jobs.worker import Worker
 
@@ -209,13 +209,9 @@ def test_a_replica_recorded_as_launched_whose_shim_never_started_is_launched_not
     wait_for(lambda: (state / "started").exists(), what="worker-0's shim starting")
 
 
-def test_a_job_that_cannot_start_for_a_fault_of_the_consoles_says_internal_error_not_its_words(
-    alice, leftovers, caplog
-):
-    # qa107: a run whose cards the worker no longer knew (restored, seeded) failed with a
-    # KeyError's text for its reason, "无法启动：'baidu.com/a800_80g_cgpu'".
-    from django.utils import translation
-
+def half_launched(alice, leftovers) -> Job:
+    """A job of two one-card replicas whose worker was killed once master-0 had spawned and
+    worker-0 was marked launched: the next worker relaunches the rest (launch_attempt)."""
     from .runner_helpers import CARD
 
     job = submit(
@@ -235,7 +231,21 @@ def test_a_job_that_cannot_start_for_a_fault_of_the_consoles_says_internal_error
     state.mkdir(parents=True, exist_ok=True)
     os.close(os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600))
     (state / "launched").write_text("1")
-    LocalRun.objects.filter(job=job).update(devices={})  # its cards unknown to the run
+    return job
+
+
+def test_a_job_that_cannot_start_for_a_fault_of_the_consoles_says_internal_error_not_its_words(
+    alice, leftovers, caplog
+):
+    # qa107: an exception the launch does not expect failed the job with its text for a
+    # reason ("无法启动：'baidu.com/a800_80g_cgpu'", a KeyError). Here the attempt's record
+    # of its replicas' ports cannot be read (a ValueError).
+    from django.utils import translation
+
+    from .runner_helpers import CARD
+
+    job = half_launched(alice, leftovers)
+    (attempt_dir(job.public_id, 1) / "ports.json").write_text("{not json")
 
     run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="the job failing")
 
@@ -251,7 +261,48 @@ def test_a_job_that_cannot_start_for_a_fault_of_the_consoles_says_internal_error
         )
     assert CARD not in job.status_reason
     [logged] = [r for r in caplog.records if r.getMessage().endswith(": could not start")]
-    assert logged.exc_info[0] is KeyError
+    assert issubclass(logged.exc_info[0], ValueError)
+
+
+def test_a_relaunch_after_its_card_type_left_the_local_pool_fails_saying_so(
+    alice, leftovers, settings
+):
+    # qa114: a worker started again without LOCAL_ACCELERATORS failed the job with an internal
+    # error (a KeyError handing out the cards), where a queued job is told what the pool has.
+    from django.utils import translation
+
+    from .runner_helpers import CARD
+
+    job = half_launched(alice, leftovers)
+    settings.LOCAL_ACCELERATORS = ""
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="the job failing")
+
+    job.refresh_from_db()
+    assert job.status_reason_shown == f"无法启动：需要 2 张 {CARD} 卡，本机资源池只有 0 张。"
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            f"Could not start: Needs 2 {CARD} cards; the local pool has 0."
+        )
+
+
+def test_a_relaunch_of_a_run_whose_record_lacks_its_cards_fails_saying_so(alice, leftovers):
+    # qa114's seeded runs recorded no cards: an internal error (KeyError) until then.
+    from django.utils import translation
+
+    from .runner_helpers import CARD
+
+    job = half_launched(alice, leftovers)
+    LocalRun.objects.filter(job=job).update(devices={})
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="the job failing")
+
+    job.refresh_from_db()
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            f"Could not start: Needs 2 {CARD} cards; its run holds 0 of them (its record of "
+            "the cards it was given is incomplete)."
+        )
 
 
 def test_a_pid_file_naming_another_process_is_not_trusted_and_the_lock_holder_is_stopped(

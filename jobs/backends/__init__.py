@@ -34,7 +34,9 @@ __all__ = [
     "enabled_backends",
     "get_backend",
     "all_pools",
+    "configured",
     "find_pool",
+    "unconfigured_remote",
     "no_log_yet",
     "request_json",
 ]
@@ -62,6 +64,26 @@ def get_backend(name: str) -> Backend:
 
 def enabled_backends() -> list[Backend]:
     return [get_backend(name) for name in settings.CONSOLE_BACKENDS if name in BACKEND_MODULES]
+
+
+# A remote platform's name, as people read it.
+PLATFORM_NAMES = {"aihc": "AIHC", "kubernetes": "Kubernetes"}
+
+
+def configured(name: str) -> bool:
+    """Whether this console can reach backend `name`'s platform: its settings can be used
+    (Backend.settings_problem). A remote backend whose settings cannot (never set up, or its
+    credentials or API server taken away) has its jobs followed by nothing: no sync reads
+    their status and their stops reach nothing (qa114), so staff end them with Mark as lost
+    (jobs.review.markable_lost). CONSOLE_BACKENDS need not list it: the worker follows the
+    jobs of a backend taken out of that list while its settings are there
+    (jobs.worker.Worker.remote_backends)."""
+    return name == "local" or get_backend(name).settings_problem() is None
+
+
+def unconfigured_remote() -> list[str]:
+    """The remote backends this console cannot reach now (configured)."""
+    return [name for name in BACKEND_MODULES if name != "local" and not configured(name)]
 
 
 def all_pools() -> list[Pool]:

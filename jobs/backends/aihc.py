@@ -558,6 +558,27 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
 
     # -- configuration -------------------------------------------------------------
 
+    @staticmethod
+    def _config() -> Config:
+        """The settings as they are now; BackendError ("Misconfigured") when unusable."""
+        try:
+            config = Config.from_settings()
+        except ValueError as exc:
+            raise BackendError(str(exc), code="Misconfigured") from None
+        if not config.access_key or not config.secret_key:
+            raise BackendError(
+                _("AIHC credentials are not configured (AIHC_ACCESS_KEY, AIHC_SECRET_KEY)."),
+                code="Misconfigured",
+            )
+        return config
+
+    def settings_problem(self) -> str | None:
+        try:
+            self._config()
+        except BackendError as exc:
+            return exc.message
+        return None
+
     def _setup(
         self, *, for_page: bool = False, for_action: bool = False, for_download: bool = False
     ) -> tuple[Config, AihcClient]:
@@ -572,15 +593,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         `for_download`: a whole-log download's own client (to be closed), its reads tried as
         the worker's are but waiting AIHC_DOWNLOAD_READ_TIMEOUT, all within
         LOG_DOWNLOAD_TOTAL_SECONDS."""
-        try:
-            config = Config.from_settings()
-        except ValueError as exc:
-            raise BackendError(str(exc), code="Misconfigured") from None
-        if not config.access_key or not config.secret_key:
-            raise BackendError(
-                _("AIHC credentials are not configured (AIHC_ACCESS_KEY, AIHC_SECRET_KEY)."),
-                code="Misconfigured",
-            )
+        config = self._config()
         if for_download:
             return config, AihcClient(
                 endpoint=config.endpoint,

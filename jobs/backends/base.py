@@ -421,6 +421,13 @@ class Backend(ABC):
         missing from it may still be offered (jobs.pools.pool_labels)."""
         return True
 
+    def settings_problem(self) -> str | None:
+        """Why this console cannot reach the backend's platform at all, its settings unusable
+        (no credentials, no API server), in the reader's language; None when they can be used
+        (the default). A remote job of such a backend is followed by nothing
+        (jobs.backends.configured)."""
+        return None
+
     def inventory_problem(self) -> str | None:
         """Why its pools cannot be read now, for staff's notice (jobs.backends
         .inventory_problems), in the reader's language; None when they can (the default)."""

@@ -1064,6 +1064,15 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         except ConfigError as exc:
             raise BackendError(str(exc), code="Misconfigured") from None
 
+    def settings_problem(self) -> str | None:
+        try:
+            self._config().bearer_token()
+        except BackendError as exc:
+            return exc.message
+        except ConfigError as exc:
+            return str(exc)
+        return None
+
     def _setup(
         self, *, for_page: bool = False, for_action: bool = False, for_download: bool = False
     ) -> tuple[Config, KubeClient]:

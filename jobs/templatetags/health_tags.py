@@ -9,6 +9,7 @@ from django import template
 
 from jobs.backends import inventory_problems
 from jobs.health import KnownWorker, WorkerState, known_workers, worker_state
+from jobs.review import Unfollowed, unfollowed_jobs
 
 register = template.Library()
 
@@ -21,6 +22,17 @@ def worker_health(context: Any) -> WorkerState | None:
     if user is None or not user.is_staff:
         return None
     return worker_state()
+
+
+@register.simple_tag(name="unfollowed_jobs", takes_context=True)
+def unfollowed_jobs_tag(context: Any) -> Unfollowed | None:
+    """The running or stopping jobs whose platform is not configured, for staff who may see
+    jobs (jobs.review.unfollowed_jobs); None for anyone else (no query)."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_staff or not user.has_perm("jobs.view_job"):
+        return None
+    return unfollowed_jobs()
 
 
 @register.simple_tag(name="inventory_problems", takes_context=True)

@@ -1,0 +1,297 @@
+"""Jobs of a remote platform this console cannot reach, its settings unusable (never set up, or
+its credentials taken away: jobs.backends.configured; README "Jobs of a platform not
+configured"): nothing follows them, so staff mark them as lost (jobs.review.job_mark_lost), a Stop says why
+it cannot reach them instead of "stopped or stopping", their pages and the admin's index say
+so, and a Delete of one stuck Stopping says why it waits (qa114)."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone, translation
+
+from jobs import spec as S
+from jobs.actions import ActionError, job_delete_refusal, job_stop
+from jobs.models import Job, JobReplica, JobStatus, ReplicaStatus
+from jobs.review import job_mark_lost
+
+CHANGELIST = "/admin/jobs/job/"
+A800 = "baidu.com/a800_80g_cgpu"
+_ids = itertools.count(1)
+
+
+@pytest.fixture(autouse=True)
+def local_only(settings):
+    """AIHC and Kubernetes not configured, as in qa114's console."""
+    settings.CONSOLE_BACKENDS = ["local"]
+    settings.AIHC_ACCESS_KEY = settings.AIHC_SECRET_KEY = ""
+    settings.KUBERNETES_API_URL = settings.KUBERNETES_TOKEN = settings.KUBERNETES_TOKEN_FILE = ""
+
+
+def aihc_settings(settings) -> None:
+    """AIHC's credentials there (nothing here sends a request): the worker follows its jobs,
+    whether CONSOLE_BACKENDS lists it or not (jobs.worker.Worker.remote_backends)."""
+    settings.AIHC_ACCESS_KEY, settings.AIHC_SECRET_KEY = "ak-test", "sk-test"
+
+
+def remote_job(
+    owner,
+    *,
+    backend: str = "aihc",
+    status: str = JobStatus.RUNNING,
+    external_id: str = "",
+    hours: float = 3,
+) -> Job:
+    """A job of `owner` on `backend` (8 cards), running for `hours`, with one replica shown
+    running; no platform job id unless given (qa114's seeded jobs had none)."""
+    spec = S.JobSpec(
+        name="train",
+        resource_pool_id="cce-a800-train",
+        image="python:3.12",
+        command="python train.py",
+        roles=[S.Role("master", 1, A800, 8)],
+    )
+    job = Job.objects.create(
+        public_id=f"pytorchjob-{next(_ids)}",
+        name="train",
+        owner=owner,
+        spec=spec.to_document(),
+        backend=backend,
+        resource_pool="cce-a800-train",
+        total_cards=spec.total_accelerators,
+        status=status,
+        external_id=external_id,
+        started_at=timezone.now() - timedelta(hours=hours),
+    )
+    JobReplica.objects.create(job=job, role="master", index=0, status=ReplicaStatus.RUNNING)
+    return job
+
+
+def english(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    client.cookies["django_language"] = "en"
+    return client
+
+
+# -- Mark as lost -------------------------------------------------------------------------
+
+
+def test_a_running_job_of_a_platform_not_configured_is_marked_lost_failed_its_card_time_ending(
+    alice, reviewer
+):
+    job = remote_job(alice)
+
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert timezone.now() - job.finished_at < timedelta(minutes=1)
+    with translation.override("en"):
+        assert job.status_reason_shown.startswith(
+            "Marked as lost by carol: its platform (AIHC) is not configured on this console"
+        )
+    [event] = job.events.filter(reason="MarkedLost")
+    assert event.actor == reviewer and event.type == "Warning"
+    replica = JobReplica.objects.get(job=job)
+    assert replica.status == ReplicaStatus.STOPPED and replica.finished_at == job.finished_at
+
+
+def test_a_stopping_job_with_a_platform_id_of_a_platform_not_configured_ends_stopped(
+    alice, reviewer
+):
+    job = remote_job(alice, backend="kubernetes", status=JobStatus.STOPPING, external_id="pj-1")
+
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert "Kubernetes" in job.status_reason and "carol" in job.status_reason
+
+
+@pytest.mark.parametrize("listed", [["local", "aihc"], ["local"]])
+def test_a_job_of_a_platform_whose_settings_are_there_is_still_not_marked_lost(
+    alice, reviewer, settings, listed
+):
+    """Listed in CONSOLE_BACKENDS or taken out of it: the worker follows it while its
+    settings are there."""
+    settings.CONSOLE_BACKENDS = listed
+    aihc_settings(settings)
+    job = remote_job(alice)
+
+    with translation.override("en"), pytest.raises(ActionError, match="its platform follows"):
+        job_mark_lost(job=job, reviewer=reviewer)
+
+    assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING
+
+
+def test_the_admin_list_marks_jobs_of_a_platform_not_configured_as_lost(alice, reviewer):
+    running = remote_job(alice)
+    stopping = remote_job(alice, backend="kubernetes", status=JobStatus.STOPPING)
+    queued = remote_job(alice, status=JobStatus.QUEUED)
+    ids = [running.pk, stopping.pk, queued.pk]
+    client = english(reviewer)
+
+    page = client.post(CHANGELIST, {"action": "mark_lost_jobs", "_selected_action": ids})
+    done = client.post(
+        CHANGELIST,
+        {"action": "mark_lost_jobs", "_selected_action": ids, "post": "yes"},
+        follow=True,
+    )
+
+    text = page.content.decode()
+    eligible = text.split('class="review-jobs"', 1)[1].split("</ul>", 1)[0]
+    assert running.public_id in eligible and stopping.public_id in eligible
+    assert queued.public_id not in eligible
+    assert "2 jobs marked as lost; their cards are released." in done.content.decode()
+    assert Job.objects.get(pk=running.pk).status == JobStatus.FAILED
+    assert Job.objects.get(pk=stopping.pk).status == JobStatus.STOPPED
+    assert Job.objects.get(pk=queued.pk).status == JobStatus.QUEUED
+
+
+def test_a_job_of_a_platform_listed_without_its_credentials_is_marked_lost(
+    alice, reviewer, settings
+):
+    settings.CONSOLE_BACKENDS = ["local", "aihc"]  # "enabled but unusable"
+    job = remote_job(alice)
+
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+
+    assert Job.objects.get(pk=job.pk).status == JobStatus.FAILED
+
+
+def test_the_admin_job_page_says_its_platform_is_not_configured_and_offers_mark_as_lost(
+    alice, reviewer
+):
+    job = remote_job(alice, status=JobStatus.STOPPING)
+
+    page = english(reviewer).get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+
+    assert "review-mark_lost" in page
+    note = page.split('id="platform-not-configured">', 1)[1].split("</p>", 1)[0]
+    assert note.startswith("Its platform (AIHC) is not configured on this console")
+    assert "AIHC credentials are not configured (AIHC_ACCESS_KEY, AIHC_SECRET_KEY)." in note
+    assert "Mark it as lost to end it here" in note
+
+
+def test_the_admin_job_page_of_a_configured_platform_says_nothing_of_it(alice, reviewer, settings):
+    aihc_settings(settings)
+    job = remote_job(alice)
+
+    page = english(reviewer).get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+
+    assert "review-mark_lost" not in page and "platform-not-configured" not in page
+
+
+def test_the_admin_index_counts_the_jobs_of_platforms_not_configured_and_links_to_them(
+    alice, reviewer
+):
+    first, second = remote_job(alice), remote_job(alice, backend="kubernetes")
+    remote_job(alice, status=JobStatus.SUCCEEDED)  # ended: nothing to do
+    client = english(reviewer)
+
+    index = client.get("/admin/").content.decode()
+
+    warning = index.split('id="unfollowed-jobs">', 1)[1].split("</ul>", 1)[0]
+    assert (
+        "2 running or stopping jobs are on platforms not configured on this console "
+        "(AIHC, Kubernetes)" in warning
+    )
+    link = warning.split('href="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    listed = client.get(link)
+    assert listed.status_code == 200
+    shown = listed.content.decode()
+    assert first.public_id in shown and second.public_id in shown
+    assert "1 job" not in shown.split("result-list", 1)[0]  # (no ?e=1 error redirect)
+
+
+def test_the_admin_index_says_nothing_while_every_platform_with_jobs_is_configured(
+    alice, reviewer, settings
+):
+    aihc_settings(settings)
+    remote_job(alice)
+
+    assert "unfollowed-jobs" not in english(reviewer).get("/admin/").content.decode()
+
+
+# -- Stop -----------------------------------------------------------------------------------
+
+
+def test_a_stop_of_a_running_job_of_a_platform_not_configured_says_why_and_changes_nothing(
+    alice, reviewer
+):
+    job = remote_job(alice)
+
+    done = english(reviewer).post(
+        CHANGELIST,
+        {"action": "stop_jobs", "_selected_action": [job.pk], "post": "yes", "reason": ""},
+        follow=True,
+    )
+
+    text = done.content.decode()
+    assert "stopped or stopping" not in text
+    # (The admin's messages begin with a capital: "Pytorchjob-…".)
+    assert (
+        f"{job.public_id[1:]}: Its platform (AIHC) is not configured on this console, so "
+        "nothing can reach it to stop the job. Staff can end the job here with Mark as lost" in text
+    )
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+    assert not job.events.filter(reason__in=["StopRequested", "Stopping"]).exists()
+
+
+def test_the_owners_stop_of_such_a_job_says_the_same(alice, alice_en):
+    job = remote_job(alice, backend="kubernetes", external_id="pj-2")
+
+    page = alice_en.post(f"/jobs/{job.public_id}/stop/", {"confirmed": "1"}, follow=True)
+
+    assert "Its platform (Kubernetes) is not configured on this console" in page.content.decode()
+    assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING
+
+
+def test_a_queued_job_of_a_platform_not_configured_is_still_stopped_at_once(alice):
+    job = remote_job(alice, status=JobStatus.QUEUED)
+
+    assert job_stop(job=job, actor=alice) is True
+
+    assert Job.objects.get(pk=job.pk).status == JobStatus.STOPPED
+
+
+def test_the_owners_job_page_says_its_platform_is_not_configured(alice, alice_en):
+    job = remote_job(alice)
+
+    page = alice_en.get(f"/jobs/{job.public_id}/").content.decode()
+
+    note = page.split('id="platform-not-configured">', 1)[1].split("</div>", 1)[0]
+    assert note.startswith("Its platform (AIHC) is not configured on this console")
+    assert "until an administrator ends it (Mark as lost)" in note
+
+
+# -- Delete ---------------------------------------------------------------------------------
+
+
+def test_a_delete_of_a_job_stuck_stopping_on_a_platform_not_configured_says_so(alice, alice_en):
+    job = remote_job(alice, status=JobStatus.STOPPING)
+
+    page = alice_en.post(f"/jobs/{job.public_id}/delete/", {"confirmed": "1"}, follow=True)
+
+    text = page.content.decode()
+    assert "being sent to its platform" not in text
+    assert (
+        "The job is stopping, and its platform (AIHC) is not configured on this console, so "
+        "nothing can finish its stop." in text
+    )
+    assert Job.objects.filter(pk=job.pk).exists()
+
+
+def test_a_delete_of_a_job_stopped_while_being_sent_says_it_is_stopping(alice, settings):
+    aihc_settings(settings)
+    job = remote_job(alice, status=JobStatus.STOPPING)
+
+    with translation.override("en"):
+        said = job_delete_refusal(job)
+
+    assert said.startswith("The job is stopping: it was stopped while it was being sent")
