@@ -1236,3 +1236,125 @@ def test_a_done_file_that_cannot_be_written_is_one_warning_line_not_a_traceback(
     assert len(told) == 1
     assert "could not tell its MPI agents" in told[0].getMessage()
     assert not any(r.exc_info for r in caplog.records)
+
+
+# -- fix142: a tear-down there survives its worker's death, and signals only its replicas -----
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# One look of a worker of another run directory at the jobs that ran where no worker runs now
+# (jobs.runner.end_jobs_ended_where_they_ran), as a process of its own the test can kill.
+ONE_LOOK = """
+import django
+django.setup()
+from jobs.runner import end_jobs_ended_where_they_ran
+end_jobs_ended_where_they_ran(looked_at={})
+"""
+
+
+def a_look_in_a_process_of_its_own(tmp_path) -> subprocess.Popen:
+    from django.db import connection
+
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
+        "LOCAL_RUN_DIR": str(tmp_path / "the-look's" / "runs"),
+        "LOCAL_STOP_GRACE_SECONDS": f"{settings.LOCAL_STOP_GRACE_SECONDS:g}",
+    }
+    return subprocess.Popen([sys.executable, "-c", ONE_LOOK], cwd=ROOT, env=env)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_between_the_tear_downs_commit_and_its_sigterm_leaves_sigterm_first(
+    alice, old_run_dir, processes, tmp_path
+):
+    """review 60 committed the tear-down's kill_at (and its event) before the SIGTERM, so a
+    worker killed in between left no SIGKILL without its event; but the next look, past that
+    kill_at, sent the parameter server SIGKILL alone, no SIGTERM ever coming to let it save."""
+    job = a_tensorflow_job_whose_chief_exited_0(alice, old_run_dir)
+    server = alive_where_it_ran(job, old_run_dir, "ps-0", processes, pid_file=False)
+    pid_file = old_run_dir / job.public_id / "attempt-1" / "ps-0" / "pid"
+    # The look reads it only after its commit, to find the shim to send SIGTERM to: a named
+    # pipe with no writer holds it there, where it is killed.
+    os.mkfifo(pid_file)
+    left_by_its_worker(old_run_dir)
+    look = a_look_in_a_process_of_its_own(tmp_path)
+    try:
+        wait_for(
+            lambda: LocalRun.objects.get(job=job).kill_at is not None, what="the tear-down's commit"
+        )
+    finally:
+        look.kill()
+        look.wait()
+    pid_file.unlink()
+    pid_file.write_text(str(server.pid))
+    assert not terms_pending(server)  # killed before its SIGTERM
+    first_kill_at = LocalRun.objects.get(job=job).kill_at
+    wait_for(lambda: timezone.now() > first_kill_at, what="the grace to pass")
+    worker = Worker()
+
+    worker.tick()
+
+    assert terms_pending(server)
+    assert server.poll() is None  # SIGTERM, not SIGKILL
+    run = LocalRun.objects.get(job=job)
+    assert run.kill_at > first_kill_at  # a grace of its own
+    assert job.events.filter(reason="Succeeding").count() == 1
+    past_the_grace(job, worker)
+
+    worker.tick()
+
+    assert server.wait(timeout=30) == -signal.SIGKILL
+    assert read_state(old_run_dir / job.public_id / "attempt-1" / "ps-0").exit_code == 137
+    a_minute_on(worker)
+    worker.tick()
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert job.events.filter(reason="Succeeding").count() == 1
+
+
+def test_the_tear_down_there_sends_sigterm_once_its_kill_at_and_event_are_recorded(
+    alice, old_run_dir, processes
+):
+    job = a_tensorflow_job_whose_chief_exited_0(alice, old_run_dir)
+    server = alive_where_it_ran(job, old_run_dir, "ps-0", processes)
+    left_by_its_worker(old_run_dir)
+    before = timezone.now()
+
+    Worker().tick()
+
+    assert terms_pending(server)
+    assert server.poll() is None
+    run = LocalRun.objects.get(job=job)
+    assert run.kill_at >= before + timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
+    assert not run.sigterm_due
+    assert job.events.filter(reason="Succeeding").count() == 1
+
+
+def test_a_pid_file_naming_a_process_that_is_not_the_shim_now_is_never_signalled(
+    alice, old_run_dir, processes
+):
+    """The pid its shim wrote, recycled: another process has it now (it does not hold the
+    replica's lock). Neither the tear-down's SIGTERM nor its SIGKILL reaches it."""
+    job = a_tensorflow_job_whose_chief_exited_0(alice, old_run_dir)
+    alive_where_it_ran(job, old_run_dir, "ps-0", processes, pid_file=False)
+    stranger = subprocess.Popen(
+        [sys.executable, "-c", BLOCKS_SIGTERM], stdout=subprocess.PIPE, start_new_session=True
+    )
+    processes.append(stranger)
+    assert stranger.stdout.readline()
+    (old_run_dir / job.public_id / "attempt-1" / "ps-0" / "pid").write_text(str(stranger.pid))
+    left_by_its_worker(old_run_dir)
+    worker = Worker()
+
+    worker.tick()  # the tear-down begins: SIGTERM
+
+    assert LocalRun.objects.get(job=job).kill_at is not None
+    past_the_grace(job, worker)
+    worker.tick()  # SIGKILL
+
+    assert stranger.poll() is None
+    assert not terms_pending(stranger)
+    # Its replica is not recorded as killed either: what signalled nothing ended nothing.
+    assert read_state(old_run_dir / job.public_id / "attempt-1" / "ps-0").phase == "alive"
