@@ -4076,7 +4076,16 @@ def _check_hang(
     """Warns once per silence past the hang threshold (event, jobHang alert, a capture of the
     stacks). With fault tolerance on, the warned silence then restarts the job (or fails it,
     its restarts used up) once that capture is stored: True when that was decided, the job
-    to be torn down."""
+    to be torn down.
+
+    A silence is one attempt's, from its replicas' last write (or the attempt's start): the
+    warning is recorded as hang_warned_at, committed with its event, and every later look at
+    the same silence finds it warned (this worker's, or the next one's after a restart of the
+    worker). Only a write after it (HangCleared) or the next attempt (_begin_next_attempt
+    clears it; the attempt's start, its banner line and its first line are new) begins
+    another, which is warned about again: after a hang restart the job is warned about twice,
+    a threshold apart, once per attempt (fix142: seen so under load, and right: the new
+    attempt's processes hang anew, and their stacks are captured anew)."""
     ftc = spec.fault_tolerance_config
     if not ftc or not ftc.enabled_hang_detection or not ftc.hang_detection_timeout_minutes:
         return False
