@@ -200,7 +200,10 @@ def signal_group(replica: JobReplica, sig: int, *, hold_escaped: bool = False) -
 
     With `hold_escaped`, a SIGKILL spares the group while such a child still lives after
     ESCAPED_WAIT_SECONDS: the caller signals again on a later tick (see _escaped_children)."""
-    if not replica.pid:
+    if not replica.pid or replica.pid == 1:
+        # Never a shim's: os.killpg(1, sig) is kill(-1, sig), every process the worker may
+        # signal (as root, the machine's). A pid read from a file of an old run folder that
+        # says 1 is refused before this (_shim_where_it_ran); this is the last line (fix142).
         return
     current = process_start(replica.pid)
     if current is not None and current != replica.process_start:
