@@ -13,8 +13,6 @@ from django.conf import settings
 from django.core.management import call_command
 from whitenoise.storage import CompressedManifestStaticFilesStorage
 
-MANIFEST = "staticfiles.json"
-
 
 class ConsoleStaticFilesStorage(CompressedManifestStaticFilesStorage):
     """WhiteNoise's storage for collectstatic, which `manage.py serve` runs before it starts:

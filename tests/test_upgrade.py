@@ -514,7 +514,8 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # again by the worker's next sync), and when a job is deleted for its retention past
     # 0060 (filled again from its spec: none of these has one), an AIHC job's BCCL check
     # past 0061 ("": read again at the worker's next poll) and a job's wait to run again past
-    # 0062 (none: none of these waited) and its waits as intervals past 0063 (none: the same).
+    # 0062 (none: none of these waited) and its waits as intervals past 0063 (none: the same),
+    # and a local run's SIGTERM still due past 0064 (not due: none of these was torn down).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -551,6 +552,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "pod_name": "",
         "bccl_status": "",
         "bccl_error_reason": "",
+        "sigterm_due": False,
     }
     for name, rows in before.items():
         gone = dropped[name] - {"group_index", "cards", "image"}
