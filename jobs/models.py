@@ -931,6 +931,11 @@ class LocalRun(models.Model):
     stop_message = models.TextField(blank=True)
     stop_message_source = models.JSONField(null=True, blank=True)  # see jobs.texts
     kill_at = models.DateTimeField(null=True, blank=True)
+    # A tear-down of a job in an old run folder (jobs.runner._end_the_rest_where_it_ran and
+    # _stop_where_it_ran) commits its kill_at before it sends SIGTERM, and clears this once
+    # sent: a worker killed in between leaves it set, and the next look sends that SIGTERM
+    # with a grace period of its own, never a SIGKILL alone.
+    sigterm_due = models.BooleanField(default=False)
     delete_when_stopped = models.BooleanField(default=False)
     # The access key ID of the API request that asked for that deletion ("" for a console
     # page's Delete): the worker deletes the job once it has stopped, outside the request, and

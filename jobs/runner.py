@@ -200,7 +200,10 @@ def signal_group(replica: JobReplica, sig: int, *, hold_escaped: bool = False) -
 
     With `hold_escaped`, a SIGKILL spares the group while such a child still lives after
     ESCAPED_WAIT_SECONDS: the caller signals again on a later tick (see _escaped_children)."""
-    if not replica.pid:
+    if not replica.pid or replica.pid == 1:
+        # Never a shim's: os.killpg(1, sig) is kill(-1, sig), every process the worker may
+        # signal (as root, the machine's). A pid read from a file of an old run folder that
+        # says 1 is refused before this (_shim_where_it_ran); this is the last line (fix142).
         return
     current = process_start(replica.pid)
     if current is not None and current != replica.process_start:
@@ -741,7 +744,9 @@ def _kill_the_rest_of_ended_jobs(
         attempt = Path(run_dir) / job.public_id / f"attempt-{run.attempt}"
         with no_worker_runs_in(run_dir) as free:
             # A worker there ends them itself (end_leftover_replicas).
-            if free:
+            if free and run.sigterm_due:
+                _sigterm_again_where_it_ran(run, attempt, list(job.replicas.all()), at)
+            elif free:
                 _kill_where_it_ran(job, run, attempt, list(job.replicas.all()), at)
 
 
@@ -827,14 +832,13 @@ def _stop_where_it_ran(job: Job, run: LocalRun) -> bool:
             kill_at = now + timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
             if LocalRun.objects.filter(
                 pk=run.pk, kill_at=None, job__status=JobStatus.STOPPING
-            ).update(kill_at=kill_at):
-                for replica in alive:
-                    _signal_where_it_ran(
-                        attempt / f"{replica.role}-{replica.index}", signal.SIGTERM
-                    )
+            ).update(kill_at=kill_at, sigterm_due=True):
+                _sigterm_where_it_ran(run, attempt, alive, kill_at=kill_at)
             return False
         if alive:
-            if now >= run.kill_at:
+            if run.sigterm_due:
+                _sigterm_again_where_it_ran(run, attempt, alive, now)
+            elif now >= run.kill_at:
                 _kill_where_it_ran(job, run, attempt, alive, now)
             return False
         with transaction.atomic():
@@ -908,21 +912,49 @@ def _end_the_rest_where_it_ran(job: Job, run: LocalRun, end: RecordedEnd) -> Non
             if _workers_given_time(every, end.states, decided_at, deadline, now):
                 return  # left to end by themselves first, as supervise leaves them
         kill_at = now + timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
-        # The kill_at and its event are committed together, and only then is SIGTERM sent:
-        # a worker killed in between never leaves a SIGKILL that no SIGTERM and no event
-        # came before (review 60); at worst the SIGKILL comes alone, said.
+        # The kill_at and its event are committed together, with the SIGTERM still due, and
+        # only then is SIGTERM sent: a worker killed in between never leaves a SIGKILL that no
+        # event came before (review 60), and the SIGTERM it did not send is sent by the next
+        # look (sigterm_due), never a SIGKILL alone (fix142).
         with transaction.atomic():
             # Only while nothing changed it (a reviewer's Mark as lost ended it meanwhile).
             if not LocalRun.objects.filter(
                 pk=run.pk, kill_at=None, stop_target=run.stop_target, job__status=JobStatus.RUNNING
-            ).update(kill_at=kill_at):
+            ).update(kill_at=kill_at, sigterm_due=True):
                 return
             if not run.stop_target:  # else its worker said it as it decided
                 _said_where_it_ran(job, end, result, replicas)
-        for replica in replicas:
-            _signal_where_it_ran(attempt / f"{replica.role}-{replica.index}", signal.SIGTERM)
+        _sigterm_where_it_ran(run, attempt, replicas, kill_at=kill_at)
+    elif run.sigterm_due:
+        _sigterm_again_where_it_ran(run, attempt, replicas, now)
     elif now >= run.kill_at:
         _kill_where_it_ran(job, run, attempt, replicas, now)
+
+
+def _sigterm_where_it_ran(
+    run: LocalRun, attempt: Path, replicas: list[JobReplica], *, kill_at: datetime
+) -> None:
+    """The SIGTERM of a tear-down where the job ran, its `kill_at` committed with sigterm_due
+    set: sent to the replicas alive there, then sigterm_due cleared (while that kill_at still
+    stands)."""
+    for replica in replicas:
+        _signal_where_it_ran(attempt / f"{replica.role}-{replica.index}", signal.SIGTERM)
+    LocalRun.objects.filter(pk=run.pk, kill_at=kill_at).update(sigterm_due=False)
+
+
+def _sigterm_again_where_it_ran(
+    run: LocalRun, attempt: Path, replicas: list[JobReplica], now: datetime
+) -> None:
+    """The SIGTERM a worker killed after committing its tear-down's kill_at did not send
+    (sigterm_due still set): sent now, the SIGKILL a grace period after it, as any tear-down
+    gives. A replica that had the first SIGTERM after all gets a second one, which ends it
+    as the first would: better than a SIGKILL that no SIGTERM came before, which gives the
+    job no chance to save its work."""
+    kill_at = now + timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
+    if LocalRun.objects.filter(pk=run.pk, kill_at=run.kill_at, sigterm_due=True).update(
+        kill_at=kill_at
+    ):
+        _sigterm_where_it_ran(run, attempt, replicas, kill_at=kill_at)
 
 
 def _kill_where_it_ran(
@@ -1068,6 +1100,12 @@ def replica_state_dir(public_id: str, attempt: int, label: str, runner: str = ""
     return attempt_dir(public_id, attempt, runner) / label
 
 
+# Why start_job failed a job whose folder's earlier run could not be set aside.
+EARLIER_RUN_NOT_SET_ASIDE = gettext_noop(
+    "its folder holds the records and logs of an earlier run of it, which could not be moved "
+    "aside (%(error)s). Nothing of them was deleted. Once the job's folder can be written, run "
+    "the job again."
+)
 # Where start_job moves what a job's folder held from an earlier run of it, inside the job's
 # folder (so its Delete and its retention remove it too), named by the UTC time of the move.
 EARLIER_RUN = "earlier-run-"
@@ -2945,7 +2983,9 @@ def start_job(
         try:
             aside = earlier_run_set_aside(job.public_id)
         except OSError as exc:
-            _fail_queued_start(job=job, error=str(exc))
+            # Never deleted instead: the operator may want them (qa110). The OSError names the
+            # file refused and, for a move cut short, the folder what was moved is in.
+            _fail_queued_start(job=job, error=recorded(EARLIER_RUN_NOT_SET_ASIDE, error=str(exc)))
             return True
         if aside:
             logger.warning("%s: moved its earlier run's files to %s", job.public_id, aside)
@@ -2996,6 +3036,7 @@ def start_job(
                 "stop_message": "",
                 "stop_message_source": None,
                 "kill_at": None,
+                "sigterm_due": False,
                 "hang_warned_at": None,
                 "attempt_started_at": now,
                 "running_alert_due": True,
@@ -4122,7 +4163,16 @@ def _check_hang(
     """Warns once per silence past the hang threshold (event, jobHang alert, a capture of the
     stacks). With fault tolerance on, the warned silence then restarts the job (or fails it,
     its restarts used up) once that capture is stored: True when that was decided, the job
-    to be torn down."""
+    to be torn down.
+
+    A silence is one attempt's, from its replicas' last write (or the attempt's start): the
+    warning is recorded as hang_warned_at, committed with its event, and every later look at
+    the same silence finds it warned (this worker's, or the next one's after a restart of the
+    worker). Only a write after it (HangCleared) or the next attempt (_begin_next_attempt
+    clears it; the attempt's start, its banner line and its first line are new) begins
+    another, which is warned about again: after a hang restart the job is warned about twice,
+    a threshold apart, once per attempt (fix142: seen so under load, and right: the new
+    attempt's processes hang anew, and their stacks are captured anew)."""
     ftc = spec.fault_tolerance_config
     if not ftc or not ftc.enabled_hang_detection or not ftc.hang_detection_timeout_minutes:
         return False
@@ -4253,11 +4303,14 @@ def _tear_down(
 ) -> None:
     alive = [r for r in replicas if states[r.pk].phase == "alive"]
     if alive:
-        if run.kill_at is None:
+        # sigterm_due: a worker of another run directory began this tear-down and was killed
+        # before its SIGTERM (_sigterm_again_where_it_ran).
+        if run.kill_at is None or run.sigterm_due:
             for replica in alive:
                 signal_group(replica, signal.SIGTERM)
             run.kill_at = now + timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
-            run.save(update_fields=["kill_at"])
+            run.sigterm_due = False
+            run.save(update_fields=["kill_at", "sigterm_due"])
         elif now >= run.kill_at:
             # An escaped pid 1 that will not die holds its group only so long (see
             # ESCAPED_HOLD_SECONDS): then the job ends without it, as below.
@@ -4578,6 +4631,7 @@ def _begin_next_attempt(job: Job, run: LocalRun, now: datetime) -> bool:
                 stop_message="",
                 stop_message_source=None,
                 kill_at=None,
+                sigterm_due=False,
                 hang_warned_at=None,
                 attempt_started_at=now,
                 running_alert_due=False,  # a restart's attempt has its jobFT alert instead

@@ -117,6 +117,11 @@ def test_a_hung_job_with_fault_tolerance_is_restarted_after_its_stacks_are_captu
     assert job.restarts == 1
     assert job.events.filter(reason="StacksCaptured").count() == 2
     assert not processes_with(job.public_id)
+    # One warning per attempt's silence, never two for one (fix142: two warnings a threshold
+    # apart, seen under load, were these: the restart's attempt is a new silence).
+    reasons = list(job.events.order_by("pk").values_list("reason", flat=True))
+    hang = [r for r in reasons if r in ("HangSuspected", "HangCleared", "Restarted", "Failed")]
+    assert hang == ["HangSuspected", "Restarted", "HangSuspected", "Failed"], reasons
 
 
 def test_a_hung_job_with_fault_tolerance_and_no_retries_fails_at_once(alice):

@@ -8,9 +8,12 @@ only a second `migrate` (it checked before migrating, on the old schema, and rea
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import shutil
+import subprocess
 import time
 from datetime import timedelta
 
@@ -18,7 +21,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from jobs import runner
 from jobs.logs import job_dir
@@ -109,6 +112,74 @@ def test_a_queued_job_with_an_empty_folder_starts_with_nothing_set_aside(alice):
     assert "first run" in log_text(job, "master-0")
     assert list(job_dir(job.public_id).glob("earlier-run-*")) == []
     assert not job.events.filter(reason="EarlierRunSetAside").exists()
+
+
+@contextlib.contextmanager
+def immutable(path):
+    """`path` made immutable (chattr +i) for the block: nothing in it can be added, removed or
+    renamed, by root too, as a file system that refuses the move does (a read-only mount, a
+    folder of another owner). Skipped where that cannot be done."""
+    if os.geteuid() != 0 or shutil.which("chattr") is None:
+        pytest.skip("needs root and chattr to make a folder refuse even root's rename")
+    made = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"this file system has no immutable flag: {made.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_a_queued_job_whose_earlier_run_cannot_be_set_aside_fails_unstarted_with_nothing_deleted(
+    alice,
+):
+    """The move's failure was untested (root can always rename): the job fails from Queued,
+    as never run, saying why; the earlier run's records and log stay as they were."""
+    job = submit(alice, make_spec("echo this run"))
+    ran_by_the_old_console(job.public_id, code=0, log="the earlier run\n")
+    folder = job_dir(job.public_id)
+
+    with immutable(folder):
+        run_until(Worker(), lambda: status_of(job) in FINAL_STATUSES)
+
+    assert job.status == JobStatus.FAILED
+    assert job.started_at is None  # as never run: no start, no card time
+    with translation.override("en"):
+        assert job.status_reason_shown.startswith(
+            "Could not start: its folder holds the records and logs of an earlier run of it, "
+            "which could not be moved aside"
+        ), job.status_reason_shown
+    assert job.status_reason.startswith(
+        "无法启动：其文件夹中有它之前一次运行的记录和日志，无法移开（"
+    )
+    assert list(job.events.values_list("reason", flat=True)) == ["Created", "StartFailed"]
+    assert (folder / "logs" / "master-0.log").read_text() == "the earlier run\n"
+    assert json.loads((folder / "attempt-1" / "master-0" / "exit").read_text())["code"] == 0
+    assert list(folder.glob("earlier-run-*")) == []
+
+
+def test_a_move_aside_cut_short_leaves_each_file_of_the_earlier_run_in_one_place_or_the_other(
+    alice,
+):
+    """Its attempt's records moved, its logs refused (that folder immutable): the job fails
+    unstarted, saying where what was moved is, and nothing is lost."""
+    job = submit(alice, make_spec("echo this run"))
+    ran_by_the_old_console(job.public_id, code=0, log="the earlier run\n")
+    folder = job_dir(job.public_id)
+
+    with immutable(folder / "logs"):
+        run_until(Worker(), lambda: status_of(job) in FINAL_STATUSES)
+
+    assert job.status == JobStatus.FAILED
+    assert job.started_at is None
+    [aside] = folder.glob("earlier-run-*")
+    with translation.override("en"):
+        assert "which could not be moved aside" in job.status_reason_shown
+        assert aside.name in job.status_reason_shown, job.status_reason_shown
+        assert "Nothing of them was deleted." in job.status_reason_shown
+    assert json.loads((aside / "attempt-1" / "master-0" / "exit").read_text())["code"] == 0
+    assert (folder / "logs" / "master-0.log").read_text() == "the earlier run\n"
+    assert not (folder / "attempt-1").exists()
 
 
 @pytest.mark.django_db(transaction=True)

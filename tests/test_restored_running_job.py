@@ -1316,3 +1316,225 @@ def test_a_delete_of_a_job_whose_run_directory_has_a_live_worker_says_it_waits_f
             "deleted with its logs, once a worker runs where it started again. If that machine "
             "is gone for good, an administrator can mark the job as lost."
         )
+
+
+# -- fix142: a tear-down there survives its worker's death, and signals only its replicas -----
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# One look of a worker of another run directory at the jobs that ran where no worker runs now
+# (jobs.runner.end_jobs_ended_where_they_ran), as a process of its own the test can kill.
+ONE_LOOK = """
+import django
+django.setup()
+from jobs.runner import end_jobs_ended_where_they_ran
+end_jobs_ended_where_they_ran(looked_at={})
+"""
+
+
+def look_environment(tmp_path) -> dict[str, str]:
+    """A worker's settings, on the test's database, in a run directory of its own."""
+    from django.db import connection
+
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
+        "LOCAL_RUN_DIR": str(tmp_path / "the-look's" / "runs"),
+        "LOCAL_STOP_GRACE_SECONDS": f"{settings.LOCAL_STOP_GRACE_SECONDS:g}",
+    }
+
+
+def a_look_in_a_process_of_its_own(tmp_path) -> subprocess.Popen:
+    env = look_environment(tmp_path)
+    return subprocess.Popen([sys.executable, "-c", ONE_LOOK], cwd=ROOT, env=env)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_between_the_tear_downs_commit_and_its_sigterm_leaves_sigterm_first(
+    alice, old_run_dir, processes, tmp_path
+):
+    """review 60 committed the tear-down's kill_at (and its event) before the SIGTERM, so a
+    worker killed in between left no SIGKILL without its event; but the next look, past that
+    kill_at, sent the parameter server SIGKILL alone, no SIGTERM ever coming to let it save."""
+    job = a_tensorflow_job_whose_chief_exited_0(alice, old_run_dir)
+    server = alive_where_it_ran(job, old_run_dir, "ps-0", processes, pid_file=False)
+    pid_file = old_run_dir / job.public_id / "attempt-1" / "ps-0" / "pid"
+    # The look reads it only after its commit, to find the shim to send SIGTERM to: a named
+    # pipe with no writer holds it there, where it is killed.
+    os.mkfifo(pid_file)
+    left_by_its_worker(old_run_dir)
+    look = a_look_in_a_process_of_its_own(tmp_path)
+    try:
+        wait_for(
+            lambda: LocalRun.objects.get(job=job).kill_at is not None, what="the tear-down's commit"
+        )
+    finally:
+        look.kill()
+        look.wait()
+    pid_file.unlink()
+    pid_file.write_text(str(server.pid))
+    assert not terms_pending(server)  # killed before its SIGTERM
+    first_kill_at = LocalRun.objects.get(job=job).kill_at
+    wait_for(lambda: timezone.now() > first_kill_at, what="the grace to pass")
+    worker = Worker()
+
+    worker.tick()
+
+    assert terms_pending(server)
+    assert server.poll() is None  # SIGTERM, not SIGKILL
+    run = LocalRun.objects.get(job=job)
+    assert run.kill_at > first_kill_at  # a grace of its own
+    assert job.events.filter(reason="Succeeding").count() == 1
+    past_the_grace(job, worker)
+
+    worker.tick()
+
+    assert server.wait(timeout=30) == -signal.SIGKILL
+    assert read_state(old_run_dir / job.public_id / "attempt-1" / "ps-0").exit_code == 137
+    a_minute_on(worker)
+    worker.tick()
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert job.events.filter(reason="Succeeding").count() == 1
+
+
+def test_the_tear_down_there_sends_sigterm_once_its_kill_at_and_event_are_recorded(
+    alice, old_run_dir, processes
+):
+    job = a_tensorflow_job_whose_chief_exited_0(alice, old_run_dir)
+    server = alive_where_it_ran(job, old_run_dir, "ps-0", processes)
+    left_by_its_worker(old_run_dir)
+    before = timezone.now()
+
+    Worker().tick()
+
+    assert terms_pending(server)
+    assert server.poll() is None
+    run = LocalRun.objects.get(job=job)
+    assert run.kill_at >= before + timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
+    assert not run.sigterm_due
+    assert job.events.filter(reason="Succeeding").count() == 1
+
+
+def test_a_pid_file_naming_a_process_that_is_not_the_shim_now_is_never_signalled(
+    alice, old_run_dir, processes
+):
+    """The pid its shim wrote, recycled: another process has it now (it does not hold the
+    replica's lock). Neither the tear-down's SIGTERM nor its SIGKILL reaches it."""
+    job = a_tensorflow_job_whose_chief_exited_0(alice, old_run_dir)
+    alive_where_it_ran(job, old_run_dir, "ps-0", processes, pid_file=False)
+    stranger = subprocess.Popen(
+        [sys.executable, "-c", BLOCKS_SIGTERM], stdout=subprocess.PIPE, start_new_session=True
+    )
+    processes.append(stranger)
+    assert stranger.stdout.readline()
+    (old_run_dir / job.public_id / "attempt-1" / "ps-0" / "pid").write_text(str(stranger.pid))
+    left_by_its_worker(old_run_dir)
+    worker = Worker()
+
+    worker.tick()  # the tear-down begins: SIGTERM
+
+    assert LocalRun.objects.get(job=job).kill_at is not None
+    past_the_grace(job, worker)
+    worker.tick()  # SIGKILL
+
+    assert stranger.poll() is None
+    assert not terms_pending(stranger)
+    # Its replica is not recorded as killed either: what signalled nothing ended nothing.
+    assert read_state(old_run_dir / job.public_id / "attempt-1" / "ps-0").phase == "alive"
+
+
+# pid 1 of a pid namespace of the test's own, which runs a bystander (blocking SIGTERM, so one
+# sent stays pending) and the look, each in a session of its own, then says what reached
+# them: os.killpg(1, sig) is kill(-1, sig), every process the sender may signal, so it would
+# reach the bystander (and, outside such a namespace, every process of the machine).
+SENTINEL = """
+import re, signal, subprocess, sys
+from pathlib import Path
+got = []
+signal.signal(signal.SIGTERM, lambda *_: got.append("pid 1"))
+bystander = subprocess.Popen(
+    [sys.executable, "-c", sys.argv[2]], stdout=subprocess.PIPE, start_new_session=True
+)
+assert bystander.stdout.readline()
+subprocess.run([sys.executable, "-c", sys.argv[1]], start_new_session=True, check=True)
+status = Path(f"/proc/{bystander.pid}/status").read_text()
+pending = int(re.search(r"^ShdPnd:\\s*([0-9a-f]+)$", status, re.M).group(1), 16)
+if pending & (1 << (signal.SIGTERM - 1)) or bystander.poll() is not None:
+    got.append("bystander")
+bystander.kill()
+print(",".join(got) or "none", flush=True)
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pid_file_naming_pid_1_never_signals_pid_1(alice, old_run_dir, processes, tmp_path):
+    """A `pid` file that says 1 (written by hand, or a sandbox's init's pid read inside it):
+    signalled as a replica's process group, that is kill(-1), every process of the machine
+    (the console, every job) when the worker runs as root."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare for a pid namespace whose pid 1 is the test's")
+    job = a_tensorflow_job_whose_chief_exited_0(alice, old_run_dir)
+    alive_where_it_ran(job, old_run_dir, "ps-0", processes, pid_file=False)
+    (old_run_dir / job.public_id / "attempt-1" / "ps-0" / "pid").write_text("1")
+    left_by_its_worker(old_run_dir)
+
+    looked = subprocess.run(
+        [
+            *("unshare", "--pid", "--fork", "--mount-proc"),
+            *(sys.executable, "-c", SENTINEL, ONE_LOOK, BLOCKS_SIGTERM),
+        ],
+        cwd=ROOT,
+        env=look_environment(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    if looked.returncode != 0 and "unshare" in looked.stderr.split(":", 1)[0]:
+        pytest.skip(f"no pid namespace here: {looked.stderr.strip()}")
+    assert looked.returncode == 0, looked.stderr
+    assert looked.stdout.strip() == "none"
+    assert LocalRun.objects.get(job=job).kill_at is not None  # the tear-down began
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_between_a_stops_commit_and_its_sigterm_leaves_sigterm_first(
+    alice, old_run_dir, processes, tmp_path
+):
+    """As for a tear-down the job's end began: the Stop there (review 60) committed its kill_at
+    before the SIGTERM too."""
+    job = running_elsewhere(alice, runner=f"{socket.gethostname()}:{old_run_dir}")
+    replica = alive_where_it_ran(job, old_run_dir, "master-0", processes, pid_file=False)
+    pid_file = old_run_dir / job.public_id / "attempt-1" / "master-0" / "pid"
+    os.mkfifo(pid_file)  # holds the look after its commit, where it is killed
+    left_by_its_worker(old_run_dir)
+    assert job_stop(job=job, actor=alice) is True
+    look = a_look_in_a_process_of_its_own(tmp_path)
+    try:
+        wait_for(
+            lambda: LocalRun.objects.get(job=job).kill_at is not None, what="the stop's commit"
+        )
+    finally:
+        look.kill()
+        look.wait()
+    pid_file.unlink()
+    pid_file.write_text(str(replica.pid))
+    first_kill_at = LocalRun.objects.get(job=job).kill_at
+    wait_for(lambda: timezone.now() > first_kill_at, what="the grace to pass")
+    worker = Worker()
+
+    worker.tick()
+
+    assert terms_pending(replica)
+    assert replica.poll() is None  # SIGTERM, not SIGKILL
+    past_the_grace(job, worker)
+
+    worker.tick()
+
+    assert replica.wait(timeout=30) == -signal.SIGKILL
+    a_minute_on(worker)
+    worker.tick()
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED, job.status_reason

@@ -867,6 +867,32 @@ def test_a_silent_job_raises_a_hang_warning(alice):
     assert job.events.filter(reason="HangSuspected").count() == 1
 
 
+def test_a_silence_already_warned_about_is_not_warned_again_by_the_next_worker(alice):
+    """A worker restarted (systemd, an upgrade) does not begin the silence again: it is the
+    attempt's, recorded with its warning (fix142)."""
+    from jobs.health import worker_stopped
+
+    spec = make_spec(
+        "echo started; sleep 300",
+        fault_tolerance_config=S.FaultToleranceConfig(
+            enabled_hang_detection=True, hang_detection_timeout_minutes=1
+        ),
+    )
+    job = submit(alice, spec)
+    first = Worker()
+    run_until(first, lambda: "started" in log_text(job, "master-0"), what="its line")
+    silent_for_minutes(job, 2)
+    run_until(first, lambda: job.events.filter(reason="HangSuspected").exists())
+    worker_stopped(worker=first.identity)
+    successor = Worker()
+
+    for _ in range(5):
+        successor.tick()
+
+    assert job.events.filter(reason="HangSuspected").count() == 1
+    assert status_of(job) == JobStatus.RUNNING
+
+
 def test_a_replica_ending_after_a_hang_warning_does_not_clear_it_while_another_is_silent(
     alice, settings
 ):

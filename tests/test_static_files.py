@@ -5,11 +5,22 @@ collectstatic refuse to run."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
+from django.contrib.staticfiles import finders
+from django.test import Client
 
 from console.static_storage import static_files_collected
+
+ROOT = Path(__file__).resolve().parent.parent
 
 CONSOLE_STORAGE = "console.static_storage.ConsoleStaticFilesStorage"
 
@@ -60,3 +71,160 @@ def test_a_collectstatic_that_fails_is_said_and_leaves_no_half_written_manifest(
 
     assert "Is a directory" in failure
     assert not (static_root / "staticfiles.json").exists()
+
+
+# -- fix142: a real full disk, and a collect killed as it wrote ---------------------------------
+
+
+@pytest.fixture
+def tiny_static_disk(static_root):
+    """STATIC_ROOT on a tmpfs of its own, 1 MB (the static files and their compressed copies
+    take several): collectstatic fills it. Yields a function that gives it room (64 MB)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(static_root)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+
+    def give_room(size: str = "64m") -> None:
+        subprocess.run(["mount", "-o", f"remount,size={size}", str(static_root)], check=True)
+
+    try:
+        yield give_room
+    finally:
+        if subprocess.run(["umount", str(static_root)]).returncode != 0:
+            subprocess.run(["umount", "-l", str(static_root)], check=True)
+
+
+def cut_short(static_root) -> list[str]:
+    """The files in STATIC_ROOT a browser would get cut short: a `.gz` that does not unpack to
+    the file beside it, a copy of a source file that is not that file."""
+    found = []
+    for path in sorted(static_root.rglob("*")):
+        if not path.is_file():
+            continue
+        name = path.relative_to(static_root).as_posix()
+        if name.endswith(".gz"):
+            try:
+                whole = gzip.decompress(path.read_bytes()) == path.with_suffix("").read_bytes()
+            except (OSError, EOFError):
+                whole = False
+            if not whole:
+                found.append(name)
+        elif (source := finders.find(name)) and Path(source).read_bytes() != path.read_bytes():
+            found.append(name)
+    return found
+
+
+def served_whole(settings, static_root) -> None:
+    """The login page answers, and the stylesheet it links comes whole, compressed or not, from
+    a web server started after the collect (as `serve` starts it: a process of its own, which
+    reads the manifest and STATIC_ROOT as they are then)."""
+    settings.STORAGES = {**settings.STORAGES}  # read anew
+    client = Client()
+    page = client.get("/login/")
+    assert page.status_code == 200
+    css = re.search(r'href="/static/(vendor/bootstrap-[^"]+\.css)"', page.content.decode())[1]
+    sent = client.get(f"/static/{css}", headers={"Accept-Encoding": "gzip"})
+    assert sent.status_code == 200
+    body = b"".join(sent.streaming_content)
+    if sent.headers.get("Content-Encoding") == "gzip":
+        body = gzip.decompress(body)
+    # A plain name is served from the source folders (WHITENOISE_USE_FINDERS), a hashed one
+    # from STATIC_ROOT.
+    source = finders.find(css)
+    expected = Path(source).read_bytes() if source else (static_root / css).read_bytes()
+    assert body == expected
+    assert b".container" in body
+
+
+def test_a_disk_that_fills_as_static_files_are_collected_leaves_no_file_cut_short_to_serve(
+    settings, static_root, tiny_static_disk
+):
+    failure = static_files_collected()
+
+    assert "No space left on device" in failure
+    assert cut_short(static_root) == []
+    served_whole(settings, static_root)
+
+
+def test_the_collect_after_a_full_disk_makes_every_static_file_whole(
+    settings, static_root, tiny_static_disk
+):
+    """The copies cut short by the full disk were newer than their sources, so collectstatic
+    skipped them for ever, and hashed and compressed them as they were."""
+    assert static_files_collected() != ""
+    tiny_static_disk()  # room made
+
+    assert static_files_collected() == ""
+
+    assert cut_short(static_root) == []
+    assert (static_root / "staticfiles.json").exists()
+    served_whole(settings, static_root)
+
+
+def test_a_disk_that_fills_as_the_compressed_copies_are_written_leaves_none_cut_short(
+    static_root, tiny_static_disk, tmp_path, settings
+):
+    """The manifest is written before the `.gz` copies: whole, it named files whose copies a
+    browser got cut short."""
+    measured = tmp_path / "measured"
+    settings.STATIC_ROOT = measured
+    measured.mkdir()
+    assert static_files_collected() == ""
+    files = [p for p in measured.rglob("*") if p.is_file()]
+    pages = sum(-(-p.stat().st_size // 4096) for p in files if not p.name.endswith(".gz"))
+    compressed = sum(-(-p.stat().st_size // 4096) for p in files if p.name.endswith(".gz"))
+    settings.STATIC_ROOT = static_root
+    # Room for every file but half the compressed copies.
+    tiny_static_disk(f"{(pages + compressed // 2) * 4}k")
+
+    failure = static_files_collected()
+
+    assert "No space left on device" in failure
+    assert cut_short(static_root) == []
+    served_whole(settings, static_root)
+
+
+COLLECT = """
+import django
+django.setup()
+from console.static_storage import static_files_collected
+static_files_collected()
+"""
+
+
+def test_a_collect_killed_as_it_wrote_is_made_whole_by_the_next(static_root, settings):
+    """Killed (a power cut, systemd's SIGKILL) with a copy cut short and the manifest half
+    written: pages work, and the next collect (the next start) makes every file whole."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        "CONSOLE_VAR_DIR": str(static_root.parent),
+    }
+    assert Path(settings.STATIC_ROOT) == static_root.parent / "staticfiles"
+    collect = subprocess.Popen([sys.executable, "-c", COLLECT], cwd=ROOT, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(static_root.rglob("*.css")):  # it has begun to write
+            assert collect.poll() is None and time.monotonic() < deadline, "it wrote nothing"
+            time.sleep(0.01)
+    finally:
+        collect.kill()
+        collect.wait()
+    # Whatever the kill cut, these are cut: a copy (newer than its source, as a copy is) and
+    # the manifest.
+    copy = static_root / "vendor" / "bootstrap-5.3.9" / "bootstrap.min.css"
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_bytes(b".container{")
+    half_written_manifest(static_root)
+
+    served_whole(settings, static_root)
+    assert static_files_collected() == ""
+
+    assert cut_short(static_root) == []
+    served_whole(settings, static_root)

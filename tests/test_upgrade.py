@@ -515,7 +515,8 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # 0060 (filled again from its spec: none of these has one), an AIHC job's BCCL check
     # past 0061 ("": read again at the worker's next poll) and a job's wait to run again past
     # 0062 (none: none of these waited) and its waits as intervals past 0063 (none: the same),
-    # and an AIHC job's Kubernetes namespace past 0064 ("": read again at the next poll).
+    # an AIHC job's Kubernetes namespace past 0064 ("": read again at the next poll) and a
+    # local run's SIGTERM still due past 0065 (not due: none of these was torn down).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -554,6 +555,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "pod_name": "",
         "bccl_status": "",
         "bccl_error_reason": "",
+        "sigterm_due": False,
     }
     for name, rows in before.items():
         gone = dropped[name] - {"group_index", "cards", "image"}
