@@ -713,11 +713,12 @@ def _autofocus_first_problem(forms: W.StepForms) -> None:
 
 
 def _stepper(draft: Draft, current: str) -> list[dict[str, Any]]:
+    # Titles as text: a lazy one is translated again at each of its uses in the template.
     return [
         {
             "slug": slug,
             "number": i + 1,
-            "title": W.STEP_TITLES[slug],
+            "title": str(W.STEP_TITLES[slug]),
             "url": _step_url(draft, slug),
             "current": slug == current,
             "done": slug in draft.completed_steps,

@@ -103,13 +103,37 @@ def elapsed(seconds: int) -> str:
 
 
 @register.filter
-def required_mark(field: BoundField) -> bool:
-    """Whether a wizard field's label carries the required mark (*): a required field, or one
-    required only sometimes that its form marks (`marked_required`, jobs.forms._mark_required).
-    One call per field in jobs/wizard/field.html
-    instead of `field.field.required or field.field.marked_required` at each of its uses,
-    which on an optional field was a failed template lookup each time."""
-    return bool(field.field.required or getattr(field.field, "marked_required", False))
+def field_facts(field: BoundField) -> dict[str, Any]:
+    """What jobs/wizard/field.html writes about a field, read once: its kind, whether its
+    label carries the required mark (*), ids, label, help text, classes and errors.
+    The template asked the bound field for these up to 30 times per field, and each
+    `{{ field.x }}` is a failed item lookup first (BoundField only indexes its subwidgets by
+    number) and, for `errors`, a new empty error list each time; a dict's item is found at
+    the first try. The required mark: a required field, or one required only sometimes that
+    its form marks (`marked_required`, jobs.forms._mark_required)."""
+    return {
+        "kind": field.widget_type,
+        "marked": bool(field.field.required or getattr(field.field, "marked_required", False)),
+        "auto_id": field.auto_id,
+        "id_for_label": field.id_for_label,
+        "html_name": field.html_name,
+        "label": field.label,
+        "help_text": field.help_text,
+        "css_classes": field.css_classes(),
+        "errors": field.errors,
+    }
+
+
+@register.filter(is_safe=True)
+def management_inputs(form: Any) -> SafeString:
+    """A formset's management form as Django writes it (`{{ formset.management_form }}`),
+    without drawing its empty error list through two templates and django/forms/div.html
+    around four hidden inputs: with no errors, div.html writes the hidden inputs one after
+    the other (the form renderer strips the rest), so they are joined here; a form with
+    errors (a tampered post) is drawn by Django itself, its errors above the inputs."""
+    if form.errors:
+        return mark_safe(str(form))
+    return mark_safe("".join(str(field) for field in form.hidden_fields()))
 
 
 @register.filter
