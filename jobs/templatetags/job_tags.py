@@ -104,15 +104,22 @@ def elapsed(seconds: int) -> str:
 
 @register.filter
 def field_facts(field: BoundField) -> dict[str, Any]:
-    """What jobs/wizard/field.html writes about a field, read once: its kind, whether its
-    label carries the required mark (*), ids, label, help text, classes and errors.
+    """What jobs/wizard/field.html writes about a field, read once: its kind of widget,
+    whether its label carries the required mark (*), ids, label, help text, classes and
+    errors.
     The template asked the bound field for these up to 30 times per field, and each
     `{{ field.x }}` is a failed item lookup first (BoundField only indexes its subwidgets by
     number) and, for `errors`, a new empty error list each time; a dict's item is found at
     the first try. The required mark: a required field, or one required only sometimes that
     its form marks (`marked_required`, jobs.forms._mark_required)."""
+    kind = field.widget_type
     return {
-        "kind": field.widget_type,
+        # The kind of widget as the template branches on it, each a plain truth value
+        # (a comparison in `{% if %}` is several times the cost of a name).
+        "choice_list": kind in ("radioselect", "checkboxselectmultiple"),
+        "checkbox": kind == "checkbox",
+        "select": kind in ("select", "selectmultiple"),
+        "label_above": bool(field.label) and kind != "checkbox",
         "marked": bool(field.field.required or getattr(field.field, "marked_required", False)),
         "auto_id": field.auto_id,
         "id_for_label": field.id_for_label,
