@@ -714,12 +714,15 @@ def _autofocus_first_problem(forms: W.StepForms) -> None:
 
 def _stepper(draft: Draft, current: str) -> list[dict[str, Any]]:
     # Titles as text: a lazy one is translated again at each of its uses in the template.
+    # Only the review draws the steps as links (the other steps' buttons post the form):
+    # eight reverse()s a page for nothing elsewhere.
+    links = current == W.REVIEW
     return [
         {
             "slug": slug,
             "number": i + 1,
             "title": str(W.STEP_TITLES[slug]),
-            "url": _step_url(draft, slug),
+            "url": _step_url(draft, slug) if links else "",
             "current": slug == current,
             "done": slug in draft.completed_steps,
             "allowed": W.step_allowed(draft, slug),

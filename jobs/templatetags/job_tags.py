@@ -124,11 +124,18 @@ def field_facts(field: BoundField) -> dict[str, Any]:
         "auto_id": field.auto_id,
         "id_for_label": field.id_for_label,
         "html_name": field.html_name,
-        "label": field.label,
-        "help_text": field.help_text,
+        # As text: a lazy label or help text is translated again at each use (and `{% if %}`).
+        "label": _text(field.label),
+        "help_text": _text(field.help_text),
         "css_classes": field.css_classes(),
         "errors": field.errors,
     }
+
+
+def _text(value: Any) -> Any:
+    """A lazy translation as the template would write it (`str()`, as
+    render_value_in_context does), anything else as it is."""
+    return str(value) if isinstance(value, Promise) else value
 
 
 @register.filter(is_safe=True)
