@@ -237,3 +237,25 @@ def select_options(optgroups: Any, attr: str = "") -> SafeString:
         if group_name:
             parts.append("\n  </optgroup>")
     return mark_safe("".join(parts))
+
+
+@register.filter(is_safe=True)
+def review_rows(rows: Any) -> SafeString:
+    """A review section's rows, each label and value (or "—") as the review's template loop
+    wrote them (`<dt class="col-5">{{ label }}</dt><dd class="col-7 text-break">{{
+    value|default:"—" }}</dd>`), in one call: ~60 rows of three tags each were a twelfth of
+    the review's work."""
+    return mark_safe(
+        "".join(
+            f'<dt class="col-5">{_written(label)}</dt>'
+            f'<dd class="col-7 text-break">{_written(value) if value else "—"}</dd>'
+            for label, value in rows
+        )
+    )
+
+
+@register.filter(is_safe=True)
+def env_lines(env: Any) -> SafeString:
+    """A replica's variables, one `NAME=value` line each, as `{% for k, v in env %}{{ k }}={{
+    v }}` and a line break wrote them, in one call (~100 variables on the review)."""
+    return mark_safe("".join(f"{_written(name)}={_written(value)}\n" for name, value in env))
