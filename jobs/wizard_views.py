@@ -713,22 +713,32 @@ def _autofocus_first_problem(forms: W.StepForms) -> None:
 
 
 def _stepper(draft: Draft, current: str) -> list[dict[str, Any]]:
-    # Titles as text: a lazy one is translated again at each of its uses in the template.
-    # Only the review draws the steps as links (the other steps' buttons post the form):
-    # eight reverse()s a page for nothing elsewhere.
-    links = current == W.REVIEW
-    return [
-        {
-            "slug": slug,
-            "number": i + 1,
-            "title": str(W.STEP_TITLES[slug]),
-            "url": _step_url(draft, slug) if links else "",
-            "current": slug == current,
-            "done": slug in draft.completed_steps,
-            "allowed": W.step_allowed(draft, slug),
-        }
-        for i, slug in enumerate(W.STEPS)
-    ]
+    """The steps' list: each step a link on the review, a button posting the step's form on
+    the other steps (what is typed is saved on the way), or its title alone (the current
+    step, and one not reached yet). Each decided here once rather than by three conditions
+    per step in the template. Titles as text: a lazy one is translated again at each use.
+    Only the review reverses the steps' addresses (eight reverse()s a page for nothing
+    elsewhere)."""
+    review = current == W.REVIEW
+    steps = []
+    for i, slug in enumerate(W.STEPS):
+        allowed = W.step_allowed(draft, slug)
+        reachable = allowed and slug != current
+        steps.append(
+            {
+                "slug": slug,
+                "number": i + 1,
+                "title": str(W.STEP_TITLES[slug]),
+                "url": _step_url(draft, slug) if review else "",
+                "current": slug == current,
+                "done": slug in draft.completed_steps,
+                "allowed": allowed,
+                "disabled": not allowed,
+                "link": reachable and review,
+                "button": reachable and not review,
+            }
+        )
+    return steps
 
 
 def _basic_extras(
