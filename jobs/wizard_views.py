@@ -664,13 +664,13 @@ def _render_step(
         "step_number": W.STEPS.index(step) + 1,
         "step_url": _step_url(draft, step),
         "step_template": f"jobs/wizard/_{step}.html",
-        "steps": _stepper(draft, step),
+        "steps": (steps := _stepper(draft, step)),
         "has_prev": step != W.BASIC,
         "import_notices": I.import_notices(draft, step=step),
         "recovered_notice": _recovered_notice(draft, step),
     }
     if step == W.REVIEW:
-        context.update(_review_context(state))
+        context.update(_review_context(state, step_urls={s["slug"]: s["url"] for s in steps}))
     else:
         forms = W.pasted_secrets_hidden(
             W.webhook_secrets_hidden(
@@ -713,18 +713,32 @@ def _autofocus_first_problem(forms: W.StepForms) -> None:
 
 
 def _stepper(draft: Draft, current: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "slug": slug,
-            "number": i + 1,
-            "title": W.STEP_TITLES[slug],
-            "url": _step_url(draft, slug),
-            "current": slug == current,
-            "done": slug in draft.completed_steps,
-            "allowed": W.step_allowed(draft, slug),
-        }
-        for i, slug in enumerate(W.STEPS)
-    ]
+    """The steps' list: each step a link on the review, a button posting the step's form on
+    the other steps (what is typed is saved on the way), or its title alone (the current
+    step, and one not reached yet). Each decided here once rather than by three conditions
+    per step in the template. Titles as text: a lazy one is translated again at each use.
+    Only the review reverses the steps' addresses (eight reverse()s a page for nothing
+    elsewhere)."""
+    review = current == W.REVIEW
+    steps = []
+    for i, slug in enumerate(W.STEPS):
+        allowed = W.step_allowed(draft, slug)
+        reachable = allowed and slug != current
+        steps.append(
+            {
+                "slug": slug,
+                "number": i + 1,
+                "title": str(W.STEP_TITLES[slug]),
+                "url": _step_url(draft, slug) if review else "",
+                "current": slug == current,
+                "done": slug in draft.completed_steps,
+                "allowed": allowed,
+                "disabled": not allowed,
+                "link": reachable and review,
+                "button": reachable and not review,
+            }
+        )
+    return steps
 
 
 def _basic_extras(
@@ -1025,7 +1039,8 @@ _STEP_EXTRAS = {
 }
 
 
-def _review_context(state: W.WizardState) -> dict[str, Any]:
+def _review_context(state: W.WizardState, *, step_urls: dict[str, str]) -> dict[str, Any]:
+    """`step_urls`: each step's address, as the stepper has them (reversed once a page)."""
     assembly = W.assemble(state)
     spec = assembly.spec
     problems = W.review_problems(state, assembly)
@@ -1056,18 +1071,18 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
             # loads (HTML's "scroll to the fragment"): no script needed (test_alerts_browser).
             fault_step=format_html(
                 '<a href="{}#id_fault_tolerance" class="alert-link">{}</a>',
-                _step_url(draft, W.FAULT),
+                step_urls[W.FAULT],
                 W.STEP_TITLES[W.FAULT],
             ),
         ),
         "plain_secrets": W.plain_secret_warnings(state=state, assembly=assembly).all(),
-        "image_step_url": _step_url(draft, W.IMAGE),
+        "image_step_url": step_urls[W.IMAGE],
         "problems": [
             {
                 "step": loc.step,
                 "title": W.STEP_TITLES[loc.step],
                 # The step opens with its messages shown, also when it is marked done.
-                "url": _step_url(draft, loc.step) + (CHECKED_QUERY if loc.step != W.REVIEW else ""),
+                "url": step_urls[loc.step] + (CHECKED_QUERY if loc.step != W.REVIEW else ""),
                 "message": message,
             }
             for loc, message in problems
@@ -1100,7 +1115,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "source_deleted": W.copied_from_deleted(draft),
         # The admin's reading of a spec, one section per form step, each with its edit link.
         "sections": [
-            (title, rows, step)
+            (title, rows, step, step_urls[step] + FIXING_QUERY)
             for (title, rows), step in zip(
                 spec_sections(
                     spec,

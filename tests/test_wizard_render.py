@@ -267,3 +267,107 @@ def test_the_review_reads_the_local_pools_running_and_queued_jobs_once(alice_cli
     assert len([q for q in sql if "jobs_localrun" in q]) == 1
     assert len([q for q in sql if "q_line" in q]) == 1  # the Queued local jobs, in order
     assert len(sql) == 7
+
+
+# What jobs/wizard/_review.html wrote before its rows and variables were written by filters,
+# kept here as the filters' references.
+REVIEW_ROWS_LOOP = (
+    '{% for label, value in rows %}<dt class="col-5">{{ label }}</dt><dd class="col-7 '
+    'text-break">{{ value|default:"—" }}</dd>{% endfor %}'
+)
+ENV_LINES_LOOP = "{% for k, v in env %}{{ k }}={{ v }}\n{% endfor %}"
+# Text to escape, safe text, lazy translations, numbers, nothing (written "—" as a value).
+REVIEW_VALUES = [
+    "plain",
+    "a \"q\" <b> & 'c'\nsecond line",
+    mark_safe("<i>kept</i>"),
+    gettext_lazy("Name"),
+    3,
+    0,
+    2.5,
+    "",
+    None,
+    [],
+    ["a", "<b>"],
+]
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_a_review_sections_rows_are_written_exactly_as_the_template_loop_wrote_them(language):
+    from django.template import Context, Template
+    from django.utils import translation
+
+    from jobs.templatetags.job_tags import review_rows
+
+    labels = ["Job name", mark_safe("<i>L</i>"), gettext_lazy("Queue"), 'x <y> & "z"', 7]
+    rows = [(labels[i % len(labels)], value) for i, value in enumerate(REVIEW_VALUES)]
+    with translation.override(language):
+        loop = Template(REVIEW_ROWS_LOOP).render(Context({"rows": rows}))
+        assert review_rows(rows) == loop
+    assert review_rows([]) == ""
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_a_replicas_variables_are_written_exactly_as_the_template_loop_wrote_them(language):
+    from django.template import Context, Template
+    from django.utils import translation
+
+    from jobs.templatetags.job_tags import env_lines
+
+    env = [(f"NAME_{i}", value) for i, value in enumerate(REVIEW_VALUES)]
+    env.append(('A<"&>', "1"))
+    with translation.override(language):
+        loop = Template(ENV_LINES_LOOP).render(Context({"env": env}))
+        assert env_lines(env) == loop
+    assert env_lines([]) == ""
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,  # unbound: the initial counts
+        {"rows-TOTAL_FORMS": "2", "rows-INITIAL_FORMS": "0"},
+        {"rows-TOTAL_FORMS": "x<b>"},  # tampered: Django writes its errors above the inputs
+        {},  # missing
+    ],
+)
+def test_a_formsets_management_form_is_written_as_django_writes_it(data):
+    from jobs.templatetags.job_tags import management_inputs
+
+    formset = forms.formset_factory(F.LabelForm, formset=F.LeanFormSet)(data, prefix="rows")
+    form = formset.management_form
+    written = management_inputs(form)
+    assert written == str(form)
+    assert written.count('type="hidden"') == 4
+    assert ("errorlist" in written) == bool(form.errors)
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_the_field_wrapper_reads_what_the_bound_field_says(language):
+    from django.utils import translation
+
+    from jobs.templatetags.job_tags import field_facts
+
+    with translation.override(language):
+        form = F.AdvancedForm(data={"timeout_minutes": "abc", "retention_value": "x"})
+        form.is_valid()
+        for field in form:
+            facts = field_facts(field)
+            kind = field.widget_type
+            assert facts["choice_list"] == (kind in ("radioselect", "checkboxselectmultiple"))
+            assert facts["checkbox"] == (kind == "checkbox")
+            assert facts["select"] == (kind in ("select", "selectmultiple"))
+            assert facts["label_above"] == (bool(field.label) and kind != "checkbox")
+            assert facts["marked"] == bool(
+                field.field.required or getattr(field.field, "marked_required", False)
+            )
+            assert facts["auto_id"] == field.auto_id
+            assert facts["id_for_label"] == field.id_for_label
+            assert facts["html_name"] == field.html_name
+            assert facts["label"] == str(field.label) and type(facts["label"]) is not type(
+                gettext_lazy("x")
+            )
+            assert facts["help_text"] == str(field.help_text)
+            assert facts["css_classes"] == field.css_classes()
+            assert list(facts["errors"]) == list(field.errors)
+        assert field_facts(form["timeout_minutes"])["errors"]
