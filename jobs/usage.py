@@ -341,6 +341,16 @@ def _keep_usage_of_deleted_job(sender: Any, instance: Job, using: str, **kwargs:
 # -- the report ------------------------------------------------------------------------
 
 
+def month_links() -> dict[str, Period]:
+    """This month and last month in the reader's time zone, which the usage pages link to
+    (My usage, the admin's report): `this_month` and `last_month`."""
+    this_month = Period.this_month()
+    return {
+        "this_month": this_month,
+        "last_month": Period.this_month(today=this_month.first - timedelta(days=1)),
+    }
+
+
 def usage_report(
     *, period: Period, now: datetime | None = None, owner: AbstractBaseUser | None = None
 ) -> UsageReport:
