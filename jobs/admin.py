@@ -950,9 +950,8 @@ class CardsFilter(admin.SimpleListFilter):
 class FinishedFilter(admin.SimpleListFilter):
     """Jobs by when they ended (`?finished=today`): today, yesterday, the past 7 days or this
     month, in the reader's time zone, as the creation filter offers them (qa114: "what failed
-    last night?" was a scroll through the newest created). A range of finished_at, tested on
-    the jobs read newest created first: no index of its own (one on finished_at would be
-    SQLite's pick for the usage report's jobs too, which its covering job_usage serves)."""
+    last night?" was a scroll through the newest created). A range of finished_at, read from
+    the job_finished index (the jobs of that range alone, then sorted)."""
 
     title = gettext_lazy("finished")
     parameter_name = "finished"

@@ -180,6 +180,29 @@ def test_saving_a_group_quota_says_how_many_queued_jobs_come_under_it_and_links_
     assert quota.max_cards == 4
 
 
+def test_what_a_quota_governs_is_counted_in_three_queries_whatever_the_number_of_owners(
+    alice, bob
+):
+    from jobs.models import CardQuota
+    from jobs.quotas import queued_under_quota
+
+    team = Group.objects.create(name="team-01")
+    alice.groups.add(team)
+    submit(alice, "a1")
+    quota = CardQuota.objects.create(group=team, card_type="", max_cards=4)
+    with CaptureQueriesContext(connection) as one:
+        one_owner = queued_under_quota(quota=quota)
+    for n in range(20):
+        member = User.objects.create_user(f"member{n:02d}")
+        member.groups.add(team)
+        submit(member, f"m{n}")
+    with CaptureQueriesContext(connection) as many:
+        many_owners = queued_under_quota(quota=quota)
+
+    assert (one_owner, many_owners) == (1, 21)
+    assert len(one) == len(many) == 3
+
+
 # -- the history ---------------------------------------------------------------------------
 
 HISTORY = "/admin/admin/logentry/"
@@ -334,3 +357,54 @@ def test_the_admin_usage_report_links_to_this_month_and_last_month(reviewer):
     ) in html
     assert f'id="usage-this-month" href="?date_from={this_month.first:%Y-%m-%d}&amp;' in html
     assert followed.context["report"].period.first == last_month.first
+
+
+def test_the_history_of_a_key_revoked_in_the_admin_says_it_was_revoked_and_by_whom(
+    superuser, alice
+):
+    from jobs.api_keys import api_key_create
+
+    key, _secret = api_key_create(owner=alice)
+    client = client_for(superuser, "en")
+    client.post("/admin/jobs/apikey/", {"action": "revoke_keys", "_selected_action": [key.pk]})
+
+    found = client.get(HISTORY, {"q": "revoked"})
+    in_chinese = client_for(superuser).get(HISTORY, {"q": "revoked"}).content.decode()
+
+    assert len(found.context["cl"].result_list) == 1
+    assert "Revoked by staff, in the admin. Changed" in found.content.decode()
+    assert "已吊销，操作方：" in in_chinese
+
+
+# -- what the new filters and search read (SQLite's plans) --------------------------------
+
+
+def plans_of(queries, marker: str) -> list[str]:
+    plans = []
+    for query in queries:
+        if marker not in query["sql"]:
+            continue
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN QUERY PLAN {query['sql']}")
+            plans.append("; ".join(row[-1] for row in cursor.fetchall()))
+    return plans
+
+
+def test_the_finished_filter_reads_the_jobs_of_its_range_from_an_index_not_every_job(
+    alice, reviewer
+):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's query plans")
+    submit(alice, "one")
+    client = client_for(reviewer)
+
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(CHANGELIST, {"finished": "7d"})
+
+    assert page.status_code == 200
+    plans = plans_of(queries.captured_queries, '"jobs_job"."finished_at" >=')
+    # Its count, its page and the date drill-down's first and last day.
+    assert len(plans) >= 3
+    for plan in plans:
+        assert "job_finished (finished_at>? AND finished_at<?)" in plan, plan
+        assert "SCAN jobs_job" not in plan, plan
