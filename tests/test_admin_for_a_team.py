@@ -180,9 +180,7 @@ def test_saving_a_group_quota_says_how_many_queued_jobs_come_under_it_and_links_
     assert quota.max_cards == 4
 
 
-def test_what_a_quota_governs_is_counted_in_three_queries_whatever_the_number_of_owners(
-    alice, bob
-):
+def test_what_a_quota_governs_is_counted_in_three_queries_whatever_the_number_of_owners(alice, bob):
     from jobs.models import CardQuota
     from jobs.quotas import queued_under_quota
 
@@ -408,3 +406,13 @@ def test_the_finished_filter_reads_the_jobs_of_its_range_from_an_index_not_every
     for plan in plans:
         assert "job_finished (finished_at>? AND finished_at<?)" in plan, plan
         assert "SCAN jobs_job" not in plan, plan
+
+
+def test_a_group_asked_for_on_a_site_without_groups_lists_no_job(alice, superuser):
+    submit(alice, "mine")
+    Group.objects.all().delete()
+
+    r = client_for(superuser).get(CHANGELIST, {"owner__groups__id__exact": "3"})
+
+    assert r.status_code == 200
+    assert listed(r) == []
