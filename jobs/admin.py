@@ -48,7 +48,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import formats, timezone, translation
 from django.utils.html import format_html, format_html_join
-from django.utils.http import content_disposition_header
+from django.utils.http import content_disposition_header, urlencode
 from django.utils.safestring import mark_safe
 from django.utils.text import (
     Truncator,
@@ -81,6 +81,7 @@ from .actions import (
     stop_look_time_ahead,
     stop_looked_for,
 )
+from .admin_history import REVIEW_ACTION_WORDS, action_part, groups_part
 from .admin_lists import (
     CheckedDateHierarchyChangeList,
     CheckedSelectionMixin,
@@ -91,7 +92,7 @@ from .admin_lists import (
     address_id,
 )
 from .alerts import webhook_shown
-from .api_keys import password_set_by, usable_keys
+from .api_keys import password_set_by
 from .backends import (
     PLATFORM_NAMES,
     BackendError,
@@ -103,7 +104,7 @@ from .backends import (
 )
 from .backends import local as local_backend
 from .backends.local import detected_accelerators
-from .backends.remote import unsettled_creates
+from .deactivation import AccountLeft, account_left
 from .health import active_runner
 from .http import is_console_address
 from .labels import label_asked, labelled
@@ -130,6 +131,7 @@ from .quotas import (
     never_allowed,
     never_allowed_note,
     queued_never_allowed,
+    queued_under_quota,
     quota_limits,
     quota_limits_of,
 )
@@ -364,9 +366,82 @@ class ConsoleUserAdmin(
     change_password_form = ConsolePasswordChangeForm
     # Whether an account is active, beside whether it is staff (qa98: a quota admin saw it only
     # on each user's page, or through the filter).
-    list_display = (*UserAdmin.list_display, "is_active")
+    # Their groups and last log-in too (qa114: a team admin of 60 opened each user's page to
+    # see who is in which team, and who has left).
+    list_display = (*UserAdmin.list_display, "is_active", "groups_shown", "last_login")
+    actions = ["deactivate_users"]
     # The user's page links to their jobs, API keys and card quotas (object-tools).
     change_form_template = "admin/auth/user/change_form.html"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # The groups column's names, one query for the page whatever its number of users.
+        return super().get_queryset(request).prefetch_related("groups")
+
+    @admin.display(description=gettext_lazy("groups"))
+    def groups_shown(self, user: User) -> str:
+        names = sorted(group.name for group in user.groups.all())
+        return list_words(names) or self.get_empty_value_display()
+
+    @admin.action(permissions=["change"], description=gettext_lazy("Deactivate selected users"))
+    def deactivate_users(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        """Deactivates the chosen accounts after a confirmation page that says, for each, what
+        it keeps (jobs.deactivation.account_left, as a user's page saved inactive says it):
+        a team admin closing the accounts of several people who left ticked each page
+        (qa114). Accounts already inactive, their own and those they may not change (a
+        staff account, for staff who are not superusers) are left alone, and said so."""
+        chosen = list(queryset.order_by("username"))
+        refused = [
+            user
+            for user in chosen
+            if user.pk == request.user.pk or not self.has_change_permission(request, user)
+        ]
+        inactive = [user for user in chosen if not user.is_active and user not in refused]
+        users = [user for user in chosen if user.is_active and user not in refused]
+        if request.POST.get("post") != "yes":
+            context = {
+                **self.admin_site.each_context(request),
+                "title": _("Deactivate selected users"),
+                "opts": self.opts,
+                "rows": [(user, account_left(user=user)) for user in users],
+                "refused": refused,
+                "inactive": inactive,
+                "chosen": chosen,
+                "action_checkbox_name": ACTION_CHECKBOX_NAME,
+            }
+            return TemplateResponse(
+                request, "admin/auth/user/deactivate_selected_confirmation.html", context
+            )
+        for user in users:
+            user.is_active = False
+            user.save(update_fields=["is_active"])
+            self.log_change(
+                request,
+                user,
+                [
+                    action_part("deactivated"),
+                    # The field as Django's own change of a user's page records it.
+                    {"changed": {"fields": ["Active"]}},
+                ],
+            )
+        if users:
+            self.message_user(
+                request,
+                ngettext(
+                    "%(count)d account deactivated: %(users)s.",
+                    "%(count)d accounts deactivated: %(users)s.",
+                    len(users),
+                )
+                % {"count": len(users), "users": list_words(u.get_username() for u in users)},
+                messages.SUCCESS,
+            )
+        if refused or inactive:
+            self.message_user(
+                request,
+                _("Left alone: %(users)s.")
+                % {"users": list_words(u.get_username() for u in refused + inactive)},
+                messages.WARNING,
+            )
+        return None
 
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
@@ -429,9 +504,22 @@ class ConsoleUserAdmin(
             limits_before = quota_limits(form.instance)
         super().save_related(request, form, formsets, change)
         if moved:
+            form.groups_before = groups_before  # for the history (construct_change_message)
             self._moved_jobs_said(
                 request, form.instance, groups_before=groups_before, limits_before=limits_before
             )
+
+    def construct_change_message(
+        self, request: HttpRequest, form: Any, formsets: Any, add: bool = False
+    ) -> Any:
+        """Django's "Changed groups." with the groups before and after (qa114: the history
+        did not say from which team to which a user moved)."""
+        message = super().construct_change_message(request, form, formsets, add)
+        before = getattr(form, "groups_before", None)
+        if before is None:
+            return message
+        after = list(form.instance.groups.values_list("name", flat=True))
+        return [groups_part(before=list(before), after=after), *message]
 
     def _moved_jobs_said(
         self, request: HttpRequest, user: User, *, groups_before: set[str], limits_before: Any
@@ -504,17 +592,17 @@ class ConsoleUserAdmin(
     def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
         response = super().response_change(request, obj)
         if not obj.is_active:
-            self._deactivated_jobs_said(request, obj)
-            self._deactivated_keeps_said(request, obj)
+            left = account_left(user=obj)
+            self._deactivated_jobs_said(request, obj, left)
+            self._deactivated_keeps_said(request, obj, left)
         return response
 
-    def _deactivated_keeps_said(self, request: HttpRequest, user: User) -> None:
+    def _deactivated_keeps_said(self, request: HttpRequest, user: User, left: AccountLeft) -> None:
         """What else a deactivated account keeps (qa106): its drafts, and its API keys that
         still sign, which are refused while it is inactive and work again once it is active
         (not revoked: jobs.api_keys.verify_request), linked to its keys so staff can revoke
         them."""
-        drafts = user.drafts.filter(submitted_at__isnull=True).count()
-        keys = user.api_keys.filter(usable_keys()).count()
+        drafts, keys = left.drafts, left.keys
         if not drafts and not keys:
             return
         # Only what it keeps (list_words leaves out an empty item), and the keys' sentence
@@ -556,19 +644,11 @@ class ConsoleUserAdmin(
             messages.WARNING,
         )
 
-    def _deactivated_jobs_said(self, request: HttpRequest, user: User) -> None:
+    def _deactivated_jobs_said(self, request: HttpRequest, user: User, left: AccountLeft) -> None:
         """What deactivating leaves of the user's jobs, linked to their list so staff can stop
-        them (qa98): running jobs go on, queued ones wait (jobs.scheduler's rules). A Queued
-        job its platform has (queued there), or may have (its create got no clear answer:
-        jobs.worker's dispatch_remote looks for it, and sends it if none is found), goes on
-        too: counted apart, as sent (fix105: it was counted as waiting)."""
-        running = user.jobs.filter(status__in=ACTIVE_STATUSES).count()
-        waiting = user.jobs.filter(status__in=[JobStatus.QUEUED, JobStatus.PENDING_REVIEW])
-        remote = waiting.exclude(backend="local")
-        sent = remote.exclude(external_id="").count() + len(
-            unsettled_creates(remote.filter(status=JobStatus.QUEUED, external_id=""))
-        )
-        queued = waiting.count() - sent
+        them (qa98): running jobs go on, queued ones wait (jobs.scheduler's rules); those sent
+        to their platform go on too, counted apart (jobs.deactivation.account_left)."""
+        running, queued, sent = left.running, left.queued, left.sent
         if not running and not queued and not sent:
             return
         counts = {"user": user.get_username(), "running": running, "queued": queued}
@@ -895,6 +975,81 @@ class CardsFilter(admin.SimpleListFilter):
         return queryset.filter(total_cards__lte=high) if high is not None else queryset
 
 
+class FinishedFilter(admin.SimpleListFilter):
+    """Jobs by when they ended (`?finished=today`): today, yesterday, the past 7 days or this
+    month, in the reader's time zone, as the creation filter offers them (qa114: "what failed
+    last night?" was a scroll through the newest created). A range of finished_at, read from
+    the job_finished index (the jobs of that range alone, then sorted)."""
+
+    title = gettext_lazy("finished")
+    parameter_name = "finished"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [
+            ("today", _("Today")),
+            ("yesterday", _("Yesterday")),
+            ("7d", _("Past 7 days")),
+            ("month", _("This month")),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        bounds = finished_bounds(self.value() or "", now=timezone.localtime())
+        if bounds is None:
+            return queryset
+        start, end = bounds
+        return queryset.filter(finished_at__gte=start, finished_at__lt=end)
+
+
+def finished_bounds(choice: str, *, now: datetime) -> tuple[datetime, datetime] | None:
+    """The times a FinishedFilter choice covers, [start, end), in `now`'s time zone; None for
+    no choice (or one the filter does not offer: the whole list, as for other filters)."""
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    tomorrow = _next_period(today, "day")
+    if choice == "today":
+        return today, tomorrow
+    if choice == "yesterday":
+        return timezone.make_aware((today - timedelta(days=1)).replace(tzinfo=None)), today
+    if choice == "7d":
+        # As Django's "Past 7 days" on the creation time: today and the six days before.
+        return timezone.make_aware((today - timedelta(days=6)).replace(tzinfo=None)), tomorrow
+    if choice == "month":
+        first = _period_start(now, "month")
+        return first, _next_period(first, "month")
+    return None
+
+
+# What an owner's group filter offers at most (a team has a few groups; a site with more asks
+# by id in the address, `?owner__groups__id__exact=<id>`).
+MAX_GROUPS_OFFERED = 200
+
+
+class OwnerGroupFilter(admin.SimpleListFilter):
+    """Jobs whose owner is in a group today (`?owner__groups__id__exact=<id>`): "what is
+    team-01 running now?" with the status filter (qa114: the address was refused, and the
+    owner box takes one user at a time). Its members' jobs, through the owner indexes."""
+
+    title = gettext_lazy("owner's group")
+    parameter_name = "owner__groups__id__exact"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        groups = Group.objects.order_by("name").values_list("pk", "name")[:MAX_GROUPS_OFFERED]
+        return [(str(pk), name) for pk, name in groups]
+
+    def has_output(self) -> bool:
+        # Django applies only the filters it shows: one asked for on a site with no group
+        # shows (with "All") and lists no job, as for any id no group has.
+        return bool(self.value()) or super().has_output()
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if not self.value():
+            return queryset
+        group_id = address_id(self.value())
+        if group_id is None:
+            return queryset.none()
+        members = User.groups.through.objects.filter(group_id=group_id).values("user_id")
+        return queryset.filter(owner__in=Subquery(members))
+
+
 # -- date hierarchy ----------------------------------------------------------------------
 
 
@@ -1187,14 +1342,20 @@ def history_snapshot(*, jobs: list[Job]) -> dict[int, tuple[Any, ...]]:
 
 
 def admin_history_acted(
-    *, before: dict[int, tuple[Any, ...]], jobs: list[Job], actor_id: int
+    *,
+    before: dict[int, tuple[Any, ...]],
+    jobs: list[Job],
+    actor_id: int,
+    action: str,
+    reason: str = "",
 ) -> None:
     """Each job a review action changed in the admin's history (LogEntry: the Recent actions
     panel, the job's History page) under `actor_id`, as Django records a change: the fields
     that changed (from `before`, a history_snapshot taken before acting; a stop of a job
     waiting for review changes its review state too, of a running one its status only) by
-    their English verbose names, which the history translates when shown. The job's events
-    say the rest (by whom, why)."""
+    their English verbose names, which the history translates when shown, after the review
+    action taken (ACTION_TITLES' name) and its reason (jobs.admin_history; qa114: each read
+    "Changed status." alone). The job's events say the rest."""
     after = history_snapshot(jobs=jobs)
     with translation.override(None):
         names = [str(Job._meta.get_field(f).verbose_name) for f in HISTORY_FIELDS]
@@ -1214,7 +1375,10 @@ def admin_history_acted(
             user_id=actor_id,
             queryset=changed_jobs,
             action_flag=CHANGE,
-            change_message=[{"changed": {"fields": list(changed)}}],
+            change_message=[
+                action_part(REVIEW_ACTION_WORDS[action], reason=reason),
+                {"changed": {"fields": list(changed)}},
+            ],
         )
 
 
@@ -1332,6 +1496,8 @@ def _user_text(user: Any) -> str:
 # A job list row's labels: a few, as compact links (_row_labels); the rest counted.
 SHOWN_ROW_LABELS = 3
 LABEL_CHARS_SHOWN = 24
+# A job list row's status reason, cut to this (whole in its title).
+STATUS_REASON_CHARS_SHOWN = 60
 
 
 def _row_labels(job: Job) -> str:
@@ -1408,7 +1574,7 @@ class JobAdmin(
         "public_id_shown",
         "name_shown",
         "owner",
-        "status",
+        "status_shown",
         "review_state",
         "pool_and_queue",
         "framework",
@@ -1430,7 +1596,9 @@ class JobAdmin(
         QueueGroupFilter,
         OwnerFilter,
         UnfollowedFilter,
+        OwnerGroupFilter,
         "created_at",
+        FinishedFilter,
     ]
     # The group: a queue group's task says which task it is (name_shown).
     list_select_related = ["owner", "group"]
@@ -1478,6 +1646,9 @@ class JobAdmin(
                 | Q(name__icontains=word)
                 | Q(owner__in=owners)
                 | Q(image__icontains=word)
+                # Its status reason as recorded (qa114: `OOMKilled`, an exit code, a
+                # reviewer's reason), read from each row: no index holds it.
+                | Q(status_reason__icontains=word)
             )
         # In no order: read from job_search alone, not the creation-time index and each row.
         few = list(
@@ -1644,6 +1815,22 @@ class JobAdmin(
             moment.strftime("%Y-%m-%d %H:%M:%S"),
             moment.strftime("%Y-%m-%d"),
             moment.strftime("%H:%M"),
+        )
+
+    @admin.display(description=gettext_lazy("status"), ordering="status")
+    def status_shown(self, job: Job) -> str:
+        """The status with its reason under it, on one line cut short (whole on hover and on
+        the job's page; qa114: why 5 jobs failed took 5 pages). A reason that only says the
+        status again ("Stopped.") is left out, as on the job's page."""
+        status = job.get_status_display()
+        if not job.status_reason_says_more:
+            return status
+        reason = job.status_reason_one_line
+        return format_html(
+            '{}<div class="job-status-reason" title="{}">{}</div>',
+            status,
+            reason,
+            Truncator(reason).chars(STATUS_REASON_CHARS_SHOWN),
         )
 
     @admin.display(description=gettext_lazy("pool / queue"), ordering="resource_pool")
@@ -2099,7 +2286,14 @@ class JobAdmin(
             except ActionError as e:
                 failures.append(f"{job.public_id}: {e}")
         if acted:
-            admin_history_acted(before=before, jobs=acted, actor_id=request.user.pk)
+            admin_history_acted(
+                before=before,
+                jobs=acted,
+                actor_id=request.user.pk,
+                action=action,
+                # Reject's and Stop's, checked by their actions before they run.
+                reason=request.POST.get("reason", "").replace("\r\n", "\n").strip(),
+            )
         if done:
             self.message_user(request, done_message % {"count": done}, messages.SUCCESS)
         if skipped:
@@ -2469,13 +2663,57 @@ class CardQuotaAdmin(
 
     def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> Any:
         response = super().response_add(request, obj, post_url_continue)
-        self._never_allowed_said(request, obj)  # after Django's "was added"
+        self._governed_said(request, obj)  # after Django's "was added"
+        self._never_allowed_said(request, obj)
         return response
 
     def response_change(self, request: HttpRequest, obj: Any) -> Any:
         response = super().response_change(request, obj)
+        self._governed_said(request, obj)
         self._never_allowed_said(request, obj)
         return response
+
+    def _governed_said(self, request: HttpRequest, quota: CardQuota) -> None:
+        """What a saved quota governs now: how many local jobs waiting to start come under
+        it (queued_under_quota), linked to its subject's waiting local jobs for staff who may
+        see jobs, as moving a user between groups says of theirs (qa114: the save said only
+        "was changed")."""
+        count = queued_under_quota(quota=quota)
+        if not count:
+            return
+        said = ngettext(
+            "%(count)d queued local job comes under this limit from the scheduler's next pass.",
+            "%(count)d queued local jobs come under this limit from the scheduler's next pass.",
+            count,
+        ) % {"count": count}
+        if not request.user.has_perm("jobs.view_job"):
+            self.message_user(request, said, messages.INFO)
+            return
+        subject = (
+            {"owner__id__exact": quota.user_id}
+            if quota.user_id is not None
+            else {"owner__groups__id__exact": quota.group_id}
+            if quota.group_id is not None
+            else {}
+        )
+        query = urlencode(
+            {
+                **subject,
+                "pool": local_backend.POOL_ID,
+                "status__in": f"{JobStatus.QUEUED},{JobStatus.PENDING_REVIEW}",
+            }
+        )
+        self.message_user(
+            request,
+            format_html(
+                '{} <a href="{}?{}">{}</a>',
+                said,
+                reverse("admin:jobs_job_changelist"),
+                query,
+                _("Their queued jobs"),
+            ),
+            messages.INFO,
+        )
 
     def _never_allowed_said(self, request: HttpRequest, quota: CardQuota) -> None:
         """A quota saved under what Queued jobs ask says how many never start until it is

@@ -272,12 +272,15 @@ def _log_revoked(keys: Iterable[ApiKey], reason: str, by: str = "") -> None:
         )
 
 
-def admin_history_revoked(*, keys: Iterable[ApiKey], actor_id: int) -> None:
+def admin_history_revoked(*, keys: Iterable[ApiKey], actor_id: int, reason: str) -> None:
     """Each key's revocation in the admin's history (LogEntry) under `actor_id`, as Django's
     own change messages record a change: the fields by their English verbose names, which the
-    history page translates when it shows them."""
+    history page translates when it shows them, after the action and who or what revoked it
+    (`reason`, an ApiKeyRevokeReason; jobs.admin_history)."""
     from django.contrib.admin.models import CHANGE, LogEntry
     from django.utils import translation
+
+    from .admin_history import action_part
 
     with translation.override(None):
         changed = [str(ApiKey._meta.get_field(f).verbose_name) for f in REVOKE_FIELDS]
@@ -286,7 +289,7 @@ def admin_history_revoked(*, keys: Iterable[ApiKey], actor_id: int) -> None:
             user_id=actor_id,
             queryset=[key],
             action_flag=CHANGE,
-            change_message=[{"changed": {"fields": changed}}],
+            change_message=[action_part("revoked", by=reason), {"changed": {"fields": changed}}],
             single_object=True,
         )
 
@@ -377,7 +380,7 @@ def password_saved(sender: Any, instance: Any, created: bool, **kwargs: Any) -> 
     with transaction.atomic():
         revoked = api_keys_revoke_all(owner=instance, reason=reason, by=by)
         if revoked and actor is not None and actor.pk != instance.pk:
-            admin_history_revoked(keys=revoked, actor_id=actor.pk)
+            admin_history_revoked(keys=revoked, actor_id=actor.pk, reason=reason)
     setter.revoked.extend(revoked)
 
 

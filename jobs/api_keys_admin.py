@@ -147,7 +147,9 @@ class ApiKeyAdmin(
         for key in queryset.select_related("owner"):
             if api_key_revoke(key=key, reason=ApiKeyRevokeReason.STAFF):
                 revoked.append(key)
-                admin_history_revoked(keys=[key], actor_id=request.user.pk)
+                admin_history_revoked(
+                    keys=[key], actor_id=request.user.pk, reason=ApiKeyRevokeReason.STAFF
+                )
             else:
                 skipped += 1
         # Keys revoked before say so: "0 keys revoked." in green read as if nothing was

@@ -22,6 +22,7 @@ from django.utils.html import format_html_join
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from .admin_history import change_message_shown
 from .admin_lists import (
     CheckedDateHierarchyChangeList,
     FilteredLookupsOnlyMixin,
@@ -117,8 +118,8 @@ class LogEntryAdmin(ReadOnlyAdmin):
     @admin.display(description=gettext_lazy("change message"))
     def message(self, obj: LogEntry) -> str:
         # In the page's language, as the object's History page says it (the stored message
-        # is JSON naming the fields changed).
-        return obj.get_change_message()
+        # is JSON naming the action taken, and the fields changed).
+        return change_message_shown(obj)
 
 
 @admin.register(DeletedJob)

@@ -24,8 +24,10 @@ How a job counts (decisions; README "Review, roles and security"):
   querysets and cascades included, sends that signal (only raw SQL would not).
 - A user in several groups counts in full for each of them; a user in none, under "no
   group". So the groups' figures can add up to more than the total. Membership is today's,
-  not the one when the job ran; for a deleted user, the groups they were in when each of
-  their jobs was deleted (the records keep them). A deleted user keeps their own row, under
+  not the one when the job ran (decided, qa114: nothing records a job's owner's groups when
+  it ran, so a closed month's group figures move when someone changes group; README "Usage
+  report" says to keep the CSV of a closed month for chargeback); for a deleted user, the
+  groups they were in when each of their jobs was deleted (the records keep them). A deleted user keeps their own row, under
   the name they had, marked deleted (a new account with that name is another row).
 
 Cost: three queries whatever the number of jobs, records and groups (one more per
@@ -339,6 +341,16 @@ def _keep_usage_of_deleted_job(sender: Any, instance: Job, using: str, **kwargs:
 
 
 # -- the report ------------------------------------------------------------------------
+
+
+def month_links() -> dict[str, Period]:
+    """This month and last month in the reader's time zone, which the usage pages link to
+    (My usage, the admin's report): `this_month` and `last_month`."""
+    this_month = Period.this_month()
+    return {
+        "this_month": this_month,
+        "last_month": Period.this_month(today=this_month.first - timedelta(days=1)),
+    }
 
 
 def usage_report(

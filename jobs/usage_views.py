@@ -7,7 +7,6 @@ report, jobs.usage_admin, whose period form this page shares)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,10 +20,10 @@ from .http import AuthenticatedHttpRequest
 from .services import label_suggestions
 from .usage import (
     HOUR,
-    Period,
     UsageByLabel,
     UsageReport,
     card_types,
+    month_links,
     usage_jobs,
     usage_report,
 )
@@ -50,13 +49,11 @@ from .views import ListPage
 def my_usage(request: AuthenticatedHttpRequest) -> HttpResponse:
     given = {key: request.GET[key] for key in ("date_from", "date_to") if key in request.GET}
     form = UsagePeriodForm(given)
-    this_month = Period.this_month()
     context: dict[str, Any] = {
         "form": form,
         "report": None,
         "label_form": UsageLabelForm({"by_label": request.GET.get("by_label", "")}),
-        "this_month": this_month,
-        "last_month": Period.this_month(today=this_month.first - timedelta(days=1)),
+        **month_links(),
     }
     if not form.is_valid():
         return render(request, "jobs/my_usage.html", context)

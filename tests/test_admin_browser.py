@@ -192,9 +192,10 @@ def test_the_usage_reports_total_reads_as_large_as_the_rows_it_sums(page, alice,
 @pytest.mark.parametrize(
     ("width", "columns"),
     [
-        (768, ["status"]),
-        (1024, ["status", "review_state", "pool_and_queue"]),
-        (1280, ["status", "review_state", "pool_and_queue"]),
+        # The status with its reason under it (status_shown, qa114).
+        (768, ["status_shown"]),
+        (1024, ["status_shown", "review_state", "pool_and_queue"]),
+        (1280, ["status_shown", "review_state", "pool_and_queue"]),
     ],
 )
 def test_on_a_tablet_or_laptop_the_job_list_shows_its_status_and_pool_columns(

@@ -342,7 +342,12 @@ def test_the_user_list_shows_whether_each_account_is_active(superuser, alice, bo
     cl = page.context["cl"]
     assert "is_active" in cl.list_display
     html = page.content.decode()
-    assert re.search(r">bob</a>.*?<img [^>]*alt=\"False\"[^>]*></td>\s*</tr>", html, re.S)
+    # Its own column, before the groups and last log-in (qa114).
+    assert re.search(
+        r">bob</a>.*?<td class=\"field-is_active\"><img [^>]*alt=\"False\"[^>]*></td>.*?</tr>",
+        html,
+        re.S,
+    )
 
 
 def test_a_users_page_links_to_their_jobs_api_keys_and_quotas_filtered_to_them(
