@@ -281,10 +281,6 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
-            # `{% load i18n %}` is Django's library with `{% translate "a literal" %}`
-            # translated directly instead of through a lazy object (jobs.templatetags.
-            # console_i18n: ~8% of a wizard step's work, the same output).
-            "libraries": {"i18n": "jobs.templatetags.console_i18n"},
         },
     },
 ]

@@ -732,7 +732,6 @@ def _stepper(draft: Draft, current: str) -> list[dict[str, Any]]:
                 "url": _step_url(draft, slug) if review else "",
                 "current": slug == current,
                 "done": slug in draft.completed_steps,
-                "allowed": allowed,
                 "disabled": not allowed,
                 "link": reachable and review,
                 "button": reachable and not review,

@@ -342,6 +342,13 @@ def test_a_formsets_management_form_is_written_as_django_writes_it(data):
     assert ("errorlist" in written) == bool(form.errors)
 
 
+def test_a_missing_formset_writes_no_management_inputs_as_a_missing_variable_wrote_nothing():
+    from django.template import Context, Template
+
+    page = Template("{% load job_tags %}[{{ forms.formset.management_form|management_inputs }}]")
+    assert page.render(Context({"forms": {}})) == "[]"
+
+
 @pytest.mark.parametrize("language", ["zh-hans", "en"])
 def test_the_field_wrapper_reads_what_the_bound_field_says(language):
     from django.utils import translation

@@ -1,5 +1,7 @@
-"""Django's i18n template library (`{% load i18n %}`, settings.TEMPLATES "libraries"), with
-`{% translate "a literal" %}` translated directly.
+"""Django's i18n template library, with `{% translate "a literal" %}` translated directly:
+the console's templates `{% load console_i18n %}` where they would load `i18n` (not mapped over
+Django's name in TEMPLATES' "libraries": Django's check warns of two libraries named `i18n`,
+templates.W003, on every command).
 
 Django's tag asks for a lazy translation of its literal on every render and then turns it
 into text: the lazy object, and every check the rendering makes on it (a time? a number?
@@ -14,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
-from django.template.base import render_value_in_context
+from django.template.base import Variable, render_value_in_context
 from django.templatetags import i18n as django_i18n
 from django.utils.safestring import SafeData, mark_safe
 from django.utils.translation import gettext
@@ -30,7 +32,9 @@ class LiteralTranslateNode(django_i18n.TranslateNode):
         expression = self.filter_expression
         # Django's Variable.resolve(translate=True): the literal with its percent signs
         # doubled, still safe if it was (a quoted literal is), is the message looked up.
-        literal = expression.var.literal if expression.var.lookups is None else None
+        # `{% translate _("x") %}` holds a lazy translation, not a Variable: Django's way.
+        var = expression.var
+        literal = var.literal if isinstance(var, Variable) and var.lookups is None else None
         self.msgid = None
         if (
             isinstance(literal, str)

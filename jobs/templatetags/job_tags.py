@@ -144,7 +144,10 @@ def management_inputs(form: Any) -> SafeString:
     without drawing its empty error list through two templates and django/forms/div.html
     around four hidden inputs: with no errors, div.html writes the hidden inputs one after
     the other (the form renderer strips the rest), so they are joined here; a form with
-    errors (a tampered post) is drawn by Django itself, its errors above the inputs."""
+    errors (a tampered post) is drawn by Django itself, its errors above the inputs; no
+    formset at all writes nothing, as `{{ }}` of a missing one did."""
+    if not form:
+        return mark_safe("")
     if form.errors:
         return mark_safe(str(form))
     return mark_safe("".join(str(field) for field in form.hidden_fields()))
