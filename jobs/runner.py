@@ -3176,22 +3176,32 @@ def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -
                 # `message` is what the job ends with; while stopping, say what happens: that
                 # the job then goes too, when a Delete asked (in another tab, by a script), or
                 # a page left open said Stopping and then lost the job without a word.
-                grace = settings.LOCAL_STOP_GRACE_SECONDS
                 reason = "Stopping"
                 now = recorded(
-                    gettext_noop(
-                        "Stopping every replica (SIGTERM, SIGKILL after %(seconds)s s) to delete "
-                        "the job: it is deleted, with its logs, once it has stopped."
-                    )
-                    if delete
-                    else gettext_noop(
-                        "Stopping every replica (SIGTERM, SIGKILL after %(seconds)s s)."
-                    ),
-                    seconds=f"{grace:g}",
+                    DELETE_SIGNALS_MESSAGE if delete else STOP_SIGNALS_MESSAGE,
+                    seconds=f"{settings.LOCAL_STOP_GRACE_SECONDS:g}",
                 )
             else:
                 reason, now = "Timeout", message
             job_transition(job=job, to=S.STOPPING, reason=reason, message=now)
+        elif job.status == S.STOPPING and delete:
+            _say_stopping_to_delete(job)
+
+
+def _say_stopping_to_delete(job: Job) -> None:
+    """A Delete of a job a Stop is ending already: its reason says the job goes too once it has
+    stopped, with the same words of how and when it stops (review63: the Stop's reason stayed,
+    and neither the page nor the list said the job would be deleted). A Timeout's, or any other
+    reason, is left as it is."""
+    source = job.status_reason_source or {}
+    deleting = STOP_TO_DELETE.get(source.get("key", ""))
+    if deleting is None:
+        return
+    now = recorded(deleting, **(source.get("params") or {}))
+    Job.objects.filter(pk=job.pk, status=S.STOPPING).update(
+        status_reason=str(now), status_reason_source=source_of(now), updated_at=timezone.now()
+    )
+    job.status_reason, job.status_reason_source = str(now), source_of(now)
 
 
 # A stop (or a Delete's) recorded while no worker runs at all (jobs.health.active_runner).
@@ -3229,6 +3239,23 @@ DELETE_AT_LOOKS_MESSAGE = gettext_noop(
     "(it looks once a minute), and SIGKILL at a look %(seconds)s s or more after; the job is "
     "deleted, with its logs, once it has stopped."
 )
+
+
+# A stop the active worker carries out itself, by signals.
+STOP_SIGNALS_MESSAGE = gettext_noop(
+    "Stopping every replica (SIGTERM, SIGKILL after %(seconds)s s)."
+)
+DELETE_SIGNALS_MESSAGE = gettext_noop(
+    "Stopping every replica (SIGTERM, SIGKILL after %(seconds)s s) to delete the job: it is "
+    "deleted, with its logs, once it has stopped."
+)
+# Each Stopping reason of a Stop, and the same for a Delete's (_say_stopping_to_delete).
+STOP_TO_DELETE = {
+    NO_WORKER_STOP_MESSAGE: NO_WORKER_DELETE_MESSAGE,
+    STOP_WAITS_MESSAGE: DELETE_WAITS_MESSAGE,
+    STOP_AT_LOOKS_MESSAGE: DELETE_AT_LOOKS_MESSAGE,
+    STOP_SIGNALS_MESSAGE: DELETE_SIGNALS_MESSAGE,
+}
 
 
 def end_leftover_replicas() -> list[str]:

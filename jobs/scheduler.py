@@ -991,8 +991,8 @@ def _behind_its_queues_first(job: Job) -> str | None:
     showed idle on the pools page and in the wizard, and its owner went looking for a room
     that was there. fix141: behind a job waiting for missing device nodes (CardNodesMissing)
     it said the same, though no card coming free starts it: the nodes coming back do. The
-    holder is next_pass's (its rule the pass's: cards_short_of_their_nodes). None otherwise
-    (its own room is what it waits for)."""
+    holder is next_pass's (its rule the pass's: cards_short_of_their_nodes). None otherwise:
+    its own room is what it waits for, or the pass reaches it before the holder (review63)."""
     from .runner import requirement
 
     try:
@@ -1010,7 +1010,14 @@ def _behind_its_queues_first(job: Job) -> str | None:
         holder = plan.first_in_line
     else:
         holder = None if standalone else plan.blocked.get(job.queue)
-    if holder is None or holder.job_id == job.pk or plan.left is None:
+    if holder is None or plan.left is None or not _ahead_of(job, holder.job_id):
+        # Only a job the pass reaches after the holder waits behind it (review63: a high
+        # priority task submitted after its queue's holder, a standalone job submitted before
+        # the standalone one that waits, a job the disk no longer holds: each comes first, and
+        # each read that it waited behind a job it starts before, at the next pass). By the
+        # order rather than by what the pass would start: a job ahead that the pass sets aside
+        # (its group's cap, reached by a task the pass starts; its quota) is not behind it
+        # either.
         return None
     if holder.missing_nodes:
         return _behind_nodes_message(job, holder, standalone=plan.standalone_waits)
@@ -1092,20 +1099,37 @@ def queue_position(job: Job) -> int | None:
         return None
     if not job.owner.is_active or _set_aside(Job.objects.filter(pk=job.pk)):
         return None
-    queued = (
+    ahead = (
         Job.objects.filter(backend=job.backend, resource_pool=job.resource_pool)
         .filter(status=JobStatus.QUEUED, owner__is_active=True)
         .exclude(pk=job.pk)
         .annotate(line=LINE, rank=PRIORITY_RANK)
+        .filter(_in_line_before(job))
     )
+    return ahead.count() - _set_aside(ahead) + 1
+
+
+def _in_line_before(job: Job) -> Q:
+    """The jobs dispatch_local reaches before `job` (LINE_ORDER), as a filter on jobs
+    annotated with `line` (LINE) and `rank` (PRIORITY_RANK): for a standalone job the
+    standalone jobs submitted before it; for a queue task every standalone job and the queue
+    tasks of a higher priority, or of the same and submitted before it."""
     earlier = Q(created_at__lt=job.created_at) | Q(created_at=job.created_at, id__lt=job.pk)
     if is_standalone(job):
-        ahead = queued.filter(Q(line=STANDALONE_LINE) & earlier)
-    else:
-        rank = RANKS.get(job.priority, 2)
-        before = Q(rank__lt=rank) | (Q(rank=rank) & earlier)
-        ahead = queued.filter(Q(line=STANDALONE_LINE) | (Q(line=QUEUE_LINE) & before))
-    return ahead.count() - _set_aside(ahead) + 1
+        return Q(line=STANDALONE_LINE) & earlier
+    rank = RANKS.get(job.priority, 2)
+    before = Q(rank__lt=rank) | (Q(rank=rank) & earlier)
+    return Q(line=STANDALONE_LINE) | (Q(line=QUEUE_LINE) & before)
+
+
+def _ahead_of(job: Job, holder_id: int) -> bool:
+    """Whether the job `holder_id` comes before `job` in the pass's order (not itself)."""
+    return (
+        Job.objects.filter(pk=holder_id)
+        .annotate(line=LINE, rank=PRIORITY_RANK)
+        .filter(_in_line_before(job))
+        .exists()
+    )
 
 
 def _set_aside(jobs: QuerySet[Job]) -> int:

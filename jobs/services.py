@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
-from datetime import datetime
+from datetime import datetime, time
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -184,8 +184,8 @@ def job_transition(
     and stamps started/finished times: a final status is stamped with `ended_at`, when the
     job's processes ended, if the caller knows it (never later than now). A job waiting to
     run again ends its wait when it moves on, or at `resumed_at`, when the caller knows when
-    it ran again (a platform's own time: AIHC v2's jobTimeLine), bounded by the wait's start
-    and by the move's time.
+    it ran again (a platform's own time: AIHC v2's jobTimeLine), bounded by the wait's start,
+    by the start of the move's month (month_began) and by the move's time.
     """
     current = job.status
     if to not in TRANSITIONS[current]:
@@ -235,7 +235,10 @@ def job_transition(
             # it back to Queued since (review58).
             ended = updates.get("finished_at", now)
             if resumed_at is not None:
-                ended = min(resumed_at, ended)
+                # Never before the month it is seen in began: a month's figures do not change
+                # once it is over (review63: a wait begun 30 Nov 20:00 of a job AIHC ran again
+                # at 23:00, seen on 1 Dec at 01:00, added an hour to November).
+                ended = min(max(resumed_at, month_began(now)), ended)
             until = Value(ended, output_field=DateTimeField())
             JobWait.objects.filter(job_id=job.pk, ended_at=None).update(
                 ended_at=Greatest(F("began_at"), until)
@@ -250,6 +253,14 @@ def job_transition(
     for name, value in updates.items():
         setattr(job, name, value)
     return True
+
+
+def month_began(when: datetime) -> datetime:
+    """The start of the month `when` is in, in the console's time zone (TIME_ZONE), where the
+    usage report cuts its months by default (jobs.usage.Period)."""
+    console = timezone.get_default_timezone()
+    first = timezone.localdate(when, console).replace(day=1)
+    return timezone.make_aware(datetime.combine(first, time.min), console)
 
 
 def jobs_submit(

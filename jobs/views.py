@@ -1805,8 +1805,13 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
         )
     elif gone:
         messages.success(request, _("Job %(name)s deleted.") % {"name": name})
-    elif (job.status_reason_source or {}).get("key") == NO_WORKER_DELETE_MESSAGE:
-        # No worker runs: the stop that comes first waits for one (said now, not later).
+    elif (said := (job.status_reason_source or {}).get("key")) in (
+        NO_WORKER_DELETE_MESSAGE,
+        NO_WORKER_STOP_MESSAGE,
+    ):
+        # No worker runs: the stop that comes first waits for one (said now, not later). A
+        # Stop's words as well as a Delete's: either way the deletion waits for that stop
+        # (review63: after a Stop the Delete's check fell through to "will be deleted").
         messages.warning(
             request,
             _(
@@ -1816,7 +1821,7 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
             )
             % {"name": name},
         )
-    elif (job.status_reason_source or {}).get("key") == DELETE_WAITS_MESSAGE:
+    elif said in (DELETE_WAITS_MESSAGE, STOP_WAITS_MESSAGE):
         # Its processes are where the active worker is not: the stop, and so the deletion,
         # waits for a worker there (fix144; the message said only that it would go).
         messages.warning(

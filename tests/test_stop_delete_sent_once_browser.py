@@ -8,11 +8,12 @@ server and waits there, as on a busy one; the server's own request_started signa
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from django.core.signals import request_started
+from django.core.signals import request_finished, request_started
 from django.utils import timezone
 from playwright.sync_api import expect
 
@@ -36,25 +37,52 @@ def running(owner) -> Job:
     return job
 
 
+# How long a wait inside database_held() lasts at most: well under SQLite's busy timeout (20 s,
+# console.settings), after which the POST held meanwhile would be answered 503 (database busy)
+# and the test fail on that rather than on what it waited for (review63).
+HELD_WAIT_MS = 10_000
+# How long leaving posts_reaching_the_server waits at most for the POSTs it saw to be answered,
+# the database let go: one still writing while the test ends would write into its teardown.
+ANSWERED_SECONDS = 60
+
+
 @contextmanager
 def posts_reaching_the_server(path: str) -> Iterator[list[str]]:
-    """The POSTs to `path` the console has started to answer, one entry each."""
+    """The POSTs to `path` the console has started to answer, one entry each. Left (also on a
+    failure) once each has been answered."""
     seen: list[str] = []
+    unanswered: set[int] = set()  # the server's threads answering one of them
+    changed = threading.Condition()
 
+    # The live server answers each connection in a thread of its own, one request after another:
+    # the first request_finished in the thread of such a POST is that POST's.
     def started(sender, environ, **kwargs) -> None:
         if environ["REQUEST_METHOD"] == "POST" and environ["PATH_INFO"] == path:
-            seen.append(path)
+            with changed:
+                seen.append(path)
+                unanswered.add(threading.get_ident())
+
+    def finished(sender, **kwargs) -> None:
+        with changed:
+            if threading.get_ident() in unanswered:
+                unanswered.discard(threading.get_ident())
+                changed.notify_all()
 
     request_started.connect(started, weak=False)
+    request_finished.connect(finished, weak=False)
     try:
         yield seen
     finally:
+        with changed:
+            answered = changed.wait_for(lambda: not unanswered, timeout=ANSWERED_SECONDS)
         request_started.disconnect(started)
+        request_finished.disconnect(finished)
+    assert answered, f"a POST to {path} still unanswered after {ANSWERED_SECONDS} s"
 
 
-def until(page, condition, *, what: str) -> None:
+def until(page, condition, *, what: str, within_ms: int = BROWSER_TIMEOUT_MS) -> None:
     """Waits (letting Playwright deliver the page's events meanwhile) for `condition`."""
-    for _ in range(BROWSER_TIMEOUT_MS // 50):
+    for _ in range(within_ms // 50):
         if condition():
             return
         page.wait_for_timeout(50)
@@ -106,7 +134,7 @@ def test_stop_pressed_twice_on_a_slow_server_is_asked_and_sent_once(job_page, ho
     with posts_reaching_the_server(path) as posts:
         with database_held():
             press_twice(page, "#job-stop", how)
-            until(page, lambda: posts, what="the Stop to reach the server")
+            until(page, lambda: posts, what="the Stop to reach the server", within_ms=HELD_WAIT_MS)
         expect(page.get_by_role("alert").filter(has_text="已请求停止任务")).to_be_visible()
 
     assert posts == [path] and len(questions) == 1
@@ -122,7 +150,9 @@ def test_delete_pressed_twice_on_a_slow_server_is_asked_and_sent_once(job_page, 
     with posts_reaching_the_server(path) as posts:
         with database_held():
             press_twice(page, "#job-delete", how)
-            until(page, lambda: posts, what="the Delete to reach the server")
+            until(
+                page, lambda: posts, what="the Delete to reach the server", within_ms=HELD_WAIT_MS
+            )
         page.wait_for_url(re.compile(r"/$"))
         expect(page.get_by_role("alert")).to_contain_text("停止后将被删除")
 
@@ -163,9 +193,19 @@ def test_stop_or_delete_pressed_again_after_the_status_refresh_is_not_sent_again
     with posts_reaching_the_server(path) as posts:
         with database_held():
             press()
-            until(page, lambda: posts, what="the first press to reach the server")
+            until(
+                page,
+                lambda: posts,
+                what="the first press to reach the server",
+                within_ms=HELD_WAIT_MS,
+            )
             refreshes.clear()
-            until(page, lambda: refreshes, what="the buttons drawn again while it waits")
+            until(
+                page,
+                lambda: refreshes,
+                what="the buttons drawn again while it waits",
+                within_ms=HELD_WAIT_MS,
+            )
             press()
         expect(
             page.get_by_role("alert").filter(has_text=re.compile("已请求停止任务|停止后将被删除"))

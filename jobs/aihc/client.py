@@ -788,23 +788,23 @@ def _running_at(raw: dict[str, Any]) -> str:
     return ""
 
 
-def _running_times(raw: dict[str, Any]) -> list[str]:
-    """The time of each Running entry of a v2 JobItem's jobTimeLine, in its order ([] for v1,
-    whose runningAt is only the first start): a job that ran again after waiting (Pending
-    again) has a later one (AihcBackend._ran_again)."""
+def _time_line(raw: dict[str, Any]) -> list[tuple[str, str]]:
+    """(conditionType, time) of each entry of a v2 JobItem's jobTimeLine, in its order ([]
+    for v1, which has none: its runningAt is only the first start). A job that ran again after
+    waiting (Pending again) has a Running entry after its Pending one (AihcBackend._ran_again)."""
     timeline = raw.get("jobTimeLine")
     return [
-        str(entry.get("time") or "")
+        (str(entry.get("conditionType") or ""), str(entry.get("time") or ""))
         for entry in (timeline if isinstance(timeline, list) else [])
-        if isinstance(entry, dict) and str(entry.get("conditionType")).lower() == "running"
+        if isinstance(entry, dict)
     ]
 
 
 def normalise_job(raw: dict[str, Any]) -> dict[str, Any]:
     """One shape for v1 jobs and v2 JobItems: jobId, name, status, createdAt, runningAt,
-    runningTimes (v2's jobTimeLine's Running times), labels, pods, and what AIHC says of the job beside them: k8sUID and k8sNamespace (its
-    Kubernetes resource's uid and namespace; v1 only, "" in a v2 JobItem, which has neither),
-    enableBcclStatus and
+    timeLine (v2's jobTimeLine as (conditionType, time) pairs), labels, pods, and what AIHC
+    says of the job beside them: k8sUID and k8sNamespace (its Kubernetes resource's uid and
+    namespace; v1 only, "" in a v2 JobItem, which has neither), enableBcclStatus and
     enableBcclErrorReason (its BCCL check's result: success, failed or unknown; both "" when
     not answered)."""
     pods = []
@@ -835,7 +835,7 @@ def normalise_job(raw: dict[str, Any]) -> dict[str, Any]:
         "status": str(raw.get("status") or ""),
         "createdAt": str(raw.get("createdAt") or ""),
         "runningAt": _running_at(raw),
-        "runningTimes": _running_times(raw),
+        "timeLine": _time_line(raw),
         "labels": {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
         "pods": pods,
         "k8sUID": _text(raw.get("k8sUID")),

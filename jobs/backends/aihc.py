@@ -397,9 +397,12 @@ def aihc_time(stamp: str) -> datetime | None:
     offset); a time without an offset is UTC. None when it cannot be read."""
     try:
         when = datetime.fromisoformat(stamp.strip())
-    except ValueError:
+        return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
+        # OverflowError: a time that is no time in UTC, Go's zero time written with an offset
+        # east of it ("0001-01-01T00:00:00+08:00": review63, one such timeline entry failed the
+        # job's every sync).
         return None
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
 
 
 @dataclass
@@ -1683,23 +1686,46 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     @staticmethod
     def _ran_again(job: Job, remote: dict[str, Any]) -> datetime | None:
         """When AIHC says a job back in Queued after its first start (Pending again) ran again:
-        the first Running time of v2's jobTimeLine after its wait began (JobWait), never in
-        the future. Its wait ends then, not at the sync that sees it (a sync every few
-        seconds, or after the worker was down for hours, which counted as waiting). None
-        when AIHC does not say: v1's runningAt is only the first start, and a Running time
-        before the wait began is that start (or AIHC's clock behind ours): the wait then ends
-        at this sync, as before."""
-        if job.status != JobStatus.QUEUED or job.started_at is None or not remote["runningTimes"]:
+        the time v2's jobTimeLine gives its latest run, if after its wait began (JobWait), never
+        in the future. Its wait ends then, not at the sync that sees it (a sync every few
+        seconds, or after the worker was down for hours, which counted as waiting).
+
+        The run is found by the timeline's order, not by its times: AIHC's clock is not ours,
+        and one ahead of it stamped the job's first start after the wait began, which then
+        ended the wait there, too early (review63). The latest run begins at the first Running
+        entry after the timeline's last waiting one (Pending, Queuing...: STATUS_MAP's Queued),
+        and only a waiting entry after a Running one is a wait to run again (not the job's
+        Created or Pending before its first start). Runs between, of a job that went Pending
+        and Running again more than once between two syncs, count as waiting: the console saw
+        none of them, and a wait ended late counts too few card-hours, never more than ran.
+
+        None when AIHC does not say, and the wait ends at this sync, as before: v1's runningAt
+        is only the first start; and a time not after the wait began is AIHC's clock behind
+        ours, which would end the wait before it began."""
+        if job.status != JobStatus.QUEUED or job.started_at is None:
             return None
+        said = [STATUS_MAP.get(condition.lower()) for condition, _time in remote["timeLine"]]
+        waits = [
+            index
+            for index, status in enumerate(said)
+            if status == JobStatus.QUEUED and JobStatus.RUNNING in said[:index]
+        ]
+        if not waits:
+            return None
+        ran = next(
+            (i for i in range(waits[-1] + 1, len(said)) if said[i] == JobStatus.RUNNING), None
+        )
+        if ran is None:  # it ended from its wait, or still waits
+            return None
+        when = aihc_time(remote["timeLine"][ran][1])
         began = (
             JobWait.objects.filter(job_id=job.pk, ended_at=None)
             .values_list("began_at", flat=True)
             .first()
         )
-        if began is None:
+        if when is None or began is None or when <= began:
             return None
-        after = [t for t in map(aihc_time, remote["runningTimes"]) if t is not None and t > began]
-        return min(min(after), timezone.now()) if after else None
+        return min(when, timezone.now())
 
     def sync(self, job: Job) -> None:
         super().sync(job)
