@@ -100,11 +100,14 @@ document.addEventListener("input", function (event) {
 // #wizard-rows-said (step.html), a live region outside what htmx swaps, in the words the table's
 // add button carries ("已删除第 2 行环境变量"). Written a moment after it is emptied, so the same
 // words twice (two rows removed in turn) are said twice.
+// Emptied at every step drawn, one without rows too: what it said stays in it, and a screen
+// reader's reading of the page came upon "已删除第 2 行挂载" on the next step (qa115).
 function sayRowAction(action) {
   const said = document.getElementById("wizard-rows-said");
-  const add = document.querySelector("#add-label, #add-env, #add-role, #add-mount");
-  if (!said || !add) return;
+  if (!said) return;
   said.textContent = "";
+  const add = document.querySelector("#add-label, #add-env, #add-role, #add-mount");
+  if (!add) return;
   const removed = /^remove-row-(\d+)$/.exec(action);
   const rows = document.querySelectorAll(
     "#wizard tr.label-row, #wizard tr.env-row, #wizard tr.role-row, #wizard tr.mount-row",
