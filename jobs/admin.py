@@ -2586,7 +2586,15 @@ class ChosenIdsAutocompleteSelect(AutocompleteSelect):
     """Django's autocomplete box looks its chosen value up as it draws itself, and a value that
     is no id (`?user=abc` in the add page's address, a number past the column's range, a form
     posted by hand) failed that lookup with a 500. A value the field itself would refuse is
-    drawn as nothing chosen; on a post, the field says it is not a valid choice."""
+    drawn as nothing chosen; on a post, the field says it is not a valid choice. Its combo
+    box and search box are named by the field's label (admin_autocomplete.js; qa115: select2
+    drew them nameless)."""
+
+    @property
+    def media(self) -> forms.Media:
+        # Listed after the two it needs, which Media's merge then keeps before it.
+        after = ["admin/js/jquery.init.js", "admin/js/autocomplete.js", "admin_autocomplete.js"]
+        return super().media + forms.Media(js=after)
 
     def optgroups(self, name: str, value: list[Any], attr: Any = None) -> Any:
         field = self.choices.field

@@ -977,6 +977,17 @@ class FaultForm(StepForm):
         the help told of the local pool's restarts on an AIHC pool)."""
         super().__init__(*args, **kwargs)
         _mark_required(self, "hang_minutes")
+        # What the threshold counts and its range, as the other fields say theirs (qa115: it
+        # had no help).
+        self.fields["hang_minutes"].help_text = _(
+            "How long the logs of all replicas must stay silent for the job to count as hung: "
+            "from 1 to %(max)s minutes (365 days)."
+        ) % {"max": S.max_minutes_said()}
+        # A negative toleration is refused here, a too large one by the spec's rule: both in
+        # the spec's words (qa115: Django's "确保该值大于或等于0。" below, the range above).
+        self.fields["hang_startup_minutes"].error_messages["min_value"] = (
+            S.startup_toleration_range_said()
+        )
         self.fields["hang_startup_minutes"].help_text = _(
             "How long each start (or restart) of the job may stay silent, loading a checkpoint "
             "for example, before its silence counts as a hang; once a replica writes a line, "

@@ -530,6 +530,10 @@ EVENT_REASONS = {
     "WaitingInQueue": pgettext_lazy("event reason", "Waiting in its queue"),
     "StandaloneWaiting": pgettext_lazy("event reason", "Standalone job waiting for room"),
     "NetworkUnavailable": pgettext_lazy("event reason", "Waiting for isolated networking"),
+    # The scheduler's other holds (jobs.scheduler.HELD_REASONS; qa115: shown as their codes).
+    "SandboxUnavailable": pgettext_lazy("event reason", "Waiting for the sandbox"),
+    "CardNodesMissing": pgettext_lazy("event reason", "Waiting for device nodes"),
+    "OwnerDeactivated": pgettext_lazy("event reason", "Waiting: owner's account deactivated"),
     "NotFollowed": pgettext_lazy("event reason", "Not followed by the active worker"),
     "FollowedAgain": pgettext_lazy("event reason", "Followed again after a takeover"),
     "OutboundLost": pgettext_lazy("event reason", "Outbound network lost"),

@@ -1708,6 +1708,22 @@ def max_minutes_said() -> str:
     return number_format(MAX_TIMEOUT_MINUTES, force_grouping=True)
 
 
+def hang_threshold_range_said() -> str:
+    """The hang threshold's range, said alike for a value below it and above it."""
+    return _("The hang threshold must be between 1 and %(max)s minutes (365 days).") % {
+        "max": max_minutes_said()
+    }
+
+
+def startup_toleration_range_said() -> str:
+    """The start-up toleration's range, said alike for a value below it and above it (the
+    wizard's form refuses a negative one itself: qa115, it said Django's "确保该值大于或等于0。"
+    there and this above)."""
+    return _("The start-up toleration must be between 0 and %(max)s minutes (365 days).") % {
+        "max": max_minutes_said()
+    }
+
+
 def _image_upper_case(image: str) -> str:
     """What says that the repository part of an image takes no capitals (Docker's rule;
     the registry's host and the tag may have them), with the letters to type instead: the
@@ -2223,18 +2239,10 @@ def _validate_fault_tolerance(spec: JobSpec, err: Any) -> None:
     if (ftc.enabled_hang_detection and threshold is None) or (
         threshold is not None and not 0 < threshold <= MAX_TIMEOUT_MINUTES
     ):
-        err(
-            f"{p}.hangDetectionTimeoutMinutes",
-            _("The hang threshold must be between 1 and %(max)s minutes (365 days).")
-            % {"max": max_minutes_said()},
-        )
+        err(f"{p}.hangDetectionTimeoutMinutes", hang_threshold_range_said())
     toleration = ftc.hang_detection_startup_toleration_minutes
     if toleration is not None and not 0 <= toleration <= MAX_TIMEOUT_MINUTES:
-        err(
-            f"{p}.hangDetectionStartupTolerationMinutes",
-            _("The start-up toleration must be between 0 and %(max)s minutes (365 days).")
-            % {"max": max_minutes_said()},
-        )
+        err(f"{p}.hangDetectionStartupTolerationMinutes", startup_toleration_range_said())
     if (
         ftc.fault_tolerance_limit is not None
         and not 0 <= ftc.fault_tolerance_limit <= MAX_UNCONDITIONAL_RETRIES

@@ -720,6 +720,9 @@ def _stepper(draft: Draft, current: str) -> list[dict[str, Any]]:
     Only the review reverses the steps' addresses (eight reverse()s a page for nothing
     elsewhere)."""
     review = current == W.REVIEW
+    # Steps tried and found wrong, not passed since (W._mark): marked 需修改 (qa115: a step
+    # left with a problem, by a stepper press or a refused 保存并返回确认, showed no sign of it).
+    attempted = draft.data.get("_attempted") or []
     steps = []
     for i, slug in enumerate(W.STEPS):
         allowed = W.step_allowed(draft, slug)
@@ -732,6 +735,7 @@ def _stepper(draft: Draft, current: str) -> list[dict[str, Any]]:
                 "url": _step_url(draft, slug) if review else "",
                 "current": slug == current,
                 "done": slug in draft.completed_steps,
+                "needs_changes": slug in attempted and slug not in draft.completed_steps,
                 "disabled": not allowed,
                 "link": reachable and review,
                 "button": reachable and not review,

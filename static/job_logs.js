@@ -47,6 +47,7 @@
     if (pre && target && (target.id === "log-panel" || target.id === "log-tail")) {
       const clicked = event.detail.requestConfig && event.detail.requestConfig.elt.tagName === "A";
       if (target.id === "log-tail" && !clicked) sayNewLines(pre, event.detail.serverResponse);
+      if (clicked) unsaid = 0;  // lines of the replica left, not of the one opened
       follow = clicked || pre.scrollHeight - pre.scrollTop - pre.clientHeight < 8;
       // Another replica's tab opens at its newest line; a refresh keeps the reader's place.
       place = clicked ? null : { left: pre.scrollLeft, line: follow ? null : topLine(pre) };
@@ -117,8 +118,9 @@
   });
 
   // A screen reader hears nothing of lines drawn into the box: each refresh that brings some
-  // says how many, once, through a polite live region beside the heading ("新增 5 行"); one
-  // that brings none says nothing, and a paused tail asks for nothing. A log file's lines say
+  // says how many, once, through a polite live region beside the heading ("新增 5 行"), while
+  // focus is in the log (sayCount); one that brings none says nothing, and a paused tail asks
+  // for nothing. A log file's lines say
   // where each starts in it (data-at): the new ones are those after the old tail's last line,
   // which may have been read before its end and grown since, and is still that line (review57).
   // By text, a job printing the same line again and again made the new tail look like the
@@ -158,10 +160,36 @@
     while (kept > 0 && !before.slice(before.length - kept).every(same)) kept--;
     return now.length - kept;
   }
+  // Said only while focus is in the log (its box, tabs and download link, or the buttons
+  // beside its heading), not at every refresh of a job that prints for hours wherever the
+  // reader is on the page (qa115: an endless stream). Elsewhere the lines are counted
+  // silently, and the total is said once focus comes back. Not the search: its outcome is
+  // what a reader there listens for. A count said empties the search's outcome, which was
+  // said when it came and is still shown under the search box (qa115: a screen reader's
+  // reading kept coming upon it in the live region).
+  let unsaid = 0;
+  function inLog(element) {
+    return Boolean(element instanceof Element && !element.closest("#log-search")
+      && (element.closest("#log-panel") || element.closest("#logs-heading")));
+  }
   function sayCount(said, count) {
     if (count <= 0) return;
-    said.textContent = count === 1 ? said.dataset.one : said.dataset.many.replace("%(n)s", count);
+    if (!inLog(document.activeElement)) {
+      unsaid += count;
+      return;
+    }
+    sayTotal(said, unsaid + count);
   }
+  function sayTotal(said, total) {
+    unsaid = 0;
+    const search = document.getElementById("log-search-said");
+    if (search) search.textContent = "";
+    said.textContent = total === 1 ? said.dataset.one : said.dataset.many.replace("%(n)s", total);
+  }
+  document.addEventListener("focusin", function (event) {
+    const said = document.getElementById("log-new-lines");
+    if (unsaid > 0 && said && inLog(event.target)) sayTotal(said, unsaid);
+  });
 
   document.addEventListener("htmx:afterSettle", function (event) {
     // Only after the log box was drawn again: the status refresh beside it (every 2 s too)

@@ -11,17 +11,30 @@
 // on the new row's first field, or after a removal on the table's add button; 填入该示例 puts it
 // on the command it filled in. 知道了 under a secret typed in plain text puts it on the field
 // warned of (qa74: on the heading, a keyboard user Tabbed back down past every field).
+// 保存并返回确认 puts it on the review's heading of the section just edited, not the page's
+// (qa115: a screen reader started again from the top of the review).
 let rowAction = "";
 let warnedField = "";
+let editedStep = "";
 document.addEventListener(
   "submit",
   function (event) {
     const value = (event.submitter && event.submitter.value) || "";
     rowAction = /^(add-row|remove-row-\d+|fill-example-\w+)$/.test(value) ? value : "";
     warnedField = value.startsWith("dismiss-secret-") ? fieldWarnedOf(event.submitter) : "";
+    editedStep = value === "to-review" ? stepOf(event.target) : "";
   },
   true,
 );
+
+// The step a form saves, the last part of its address (/create/<draft>/<step>/). Read from
+// the attribute: form.action is its buttons named "action" (a form's controls win over its
+// properties).
+function stepOf(form) {
+  if (!(form instanceof HTMLFormElement)) return "";
+  const address = new URL(form.getAttribute("action") || "", document.baseURI);
+  return address.pathname.split("/").filter(Boolean).pop() || "";
+}
 
 function fieldWarnedOf(button) {
   if (button.closest("#command-secrets")) return "id_command";
@@ -71,12 +84,13 @@ document.addEventListener("htmx:afterSettle", function (event) {
   showCurrentStep();
   const action = rowAction;
   const warned = warnedField && document.getElementById(warnedField);
-  rowAction = warnedField = "";
+  const edited = editedStep && document.getElementById(`review-${editedStep}`);
+  rowAction = warnedField = editedStep = "";
   const invalid = document.querySelector("#wizard [aria-invalid='true'], #wizard .is-invalid");
   // A row's 添加 or 删除 keeps focus in its table also on a step with problems (qa84: after
   // 新增挂载 it went to the first of them, away from the row added).
-  const target =
-    rowActionFocus(action) || invalid || warned || document.getElementById("step-heading");
+  const target = rowActionFocus(action) || invalid || warned || edited
+    || document.getElementById("step-heading");
   if (target) focusInView(target);
   sayRowAction(action);
 });
@@ -100,11 +114,14 @@ document.addEventListener("input", function (event) {
 // #wizard-rows-said (step.html), a live region outside what htmx swaps, in the words the table's
 // add button carries ("已删除第 2 行环境变量"). Written a moment after it is emptied, so the same
 // words twice (two rows removed in turn) are said twice.
+// Emptied at every step drawn, one without rows too: what it said stays in it, and a screen
+// reader's reading of the page came upon "已删除第 2 行挂载" on the next step (qa115).
 function sayRowAction(action) {
   const said = document.getElementById("wizard-rows-said");
-  const add = document.querySelector("#add-label, #add-env, #add-role, #add-mount");
-  if (!said || !add) return;
+  if (!said) return;
   said.textContent = "";
+  const add = document.querySelector("#add-label, #add-env, #add-role, #add-mount");
+  if (!add) return;
   const removed = /^remove-row-(\d+)$/.exec(action);
   const rows = document.querySelectorAll(
     "#wizard tr.label-row, #wizard tr.env-row, #wizard tr.role-row, #wizard tr.mount-row",

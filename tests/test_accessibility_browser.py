@@ -410,6 +410,22 @@ def test_a_reviewers_admin_pages_have_no_serious_violations(audit, alice, review
     audit.assert_clean()
 
 
+def test_the_card_quota_form_with_its_user_search_open_has_no_serious_violations(
+    audit, alice, superuser
+):
+    # qa115: select2's user and group boxes, and the search box it opens, had no name.
+    page = audit.page
+    log_in(page, "root", "root-password")
+    page.goto("/admin/jobs/cardquota/add/")
+    audit.check("card quota form")
+    page.locator(".field-user .select2-selection").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(".select2-search__field")).to_be_focused()
+    audit.check("card quota form, its user search open")
+
+    audit.assert_clean()
+
+
 def test_the_api_key_page_with_a_new_key_shown_has_no_serious_violations(audit, alice):
     page = audit.page
     log_in(page, "alice", "alice-password")

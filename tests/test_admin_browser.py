@@ -634,6 +634,36 @@ def test_staff_with_the_quota_permissions_alone_find_no_one_by_email_in_the_user
     expect(page.locator(".select2-results__option", has_text="alice")).to_have_count(1)
 
 
+@pytest.mark.parametrize(
+    ("language", "user", "group"), [("zh-hans", "用户", "用户组"), ("en", "User", "Group")]
+)
+def test_a_card_quotas_user_and_group_boxes_and_their_search_boxes_are_named_by_their_labels(
+    page, alice, superuser, language, user, group
+):
+    # qa115: select2's combo boxes were named by what they showed (nothing yet) and the search
+    # box it opens by nothing (axe: aria-input-field-name).
+    log_in(page, "root", "root-password")
+    page.context.add_cookies([{"name": "django_language", "value": language, "url": page.url}])
+    page.goto("/admin/jobs/cardquota/add/")
+    user_box = page.locator(".field-user .select2-selection")
+    group_box = page.locator(".field-group .select2-selection")
+
+    expect(user_box).to_have_accessible_name(f"{user}:")  # the label, as shown
+    expect(group_box).to_have_accessible_name(f"{group}:")
+    expect(user_box).to_have_accessible_description(re.compile("."))  # the field's help
+
+    user_box.focus()
+    page.keyboard.press("Enter")
+    search = page.locator(".select2-container--open .select2-search__field")
+    expect(search).to_be_focused()
+    expect(search).to_have_accessible_name(user)
+    page.keyboard.type("ali")
+    page.locator(".select2-results__option", has_text="alice").wait_for()
+    page.keyboard.press("Enter")
+    # Chosen, the box says the label and then who.
+    expect(user_box).to_have_accessible_name(f"{user}: alice")
+
+
 def test_a_superuser_gives_a_group_a_permission_found_by_its_chinese_name(page, superuser):
     # QA 49: the permission boxes said "训练任务 | 卡配额 | Can change card quota" in Chinese.
     from django.contrib.auth.models import Group

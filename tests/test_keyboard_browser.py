@@ -1165,3 +1165,6 @@ def test_a_row_added_or_removed_is_said_and_its_remove_button_is_named_after_wha
     remove.focus()
     page.keyboard.press("Enter")
     expect(said).to_have_text(words["mount removed"])
+    # A step without rows to add empties it (qa115: the fault step kept "已删除第 2 行挂载").
+    next_step(page, "fault")
+    expect(said).to_be_empty()

@@ -1,6 +1,8 @@
 """A running job's log tail, which refreshes itself every 2 s, can be paused from the keyboard
 (暂停刷新 / Pause updates, WCAG 2.2.2), and a screen reader hears how many lines each refresh
-brought (qa104: it heard nothing of them, and nothing stopped them)."""
+brought (qa104: it heard nothing of them, and nothing stopped them) while focus is in the log:
+elsewhere they are counted silently and the total said once focus comes back (qa115: an
+endless stream)."""
 
 from __future__ import annotations
 
@@ -77,6 +79,45 @@ def test_a_paused_log_asks_for_nothing_and_pressed_again_catches_up_with_the_new
     expect(page.locator("#log-lines")).not_to_have_text(lines)
     assert log_requests
     expect(status).to_have_text(re.compile(said))
+
+
+def test_new_lines_are_said_only_with_focus_in_the_log_and_those_drawn_meanwhile_once_it_returns(
+    logged_in_page,
+    alice,
+    worker_thread,  # noqa: F811
+):
+    page = logged_in_page
+    job = submitted(alice, "chatty", command=CHATTY)
+    served = page.goto(f"/jobs/{job.public_id}/").text()
+    # The lines the page came with: every one drawn after it is new.
+    first = max(map(int, re.findall(r"line-(\d+)", served)), default=0)
+    expect(page.locator("#log-lines")).to_contain_text("line-2")
+    page.evaluate(
+        """() => { window.statusChanges = 0;
+      new MutationObserver(() => window.statusChanges++).observe(
+        document.getElementById('log-new-lines'), {childList: true, characterData: true, subtree: true}); }"""
+    )
+    # Searching: focus in the search, which listens for its own outcome.
+    page.locator("#log-search-q").fill("line-1")
+    page.locator("#log-search-q").press("Enter")
+    expect(page.locator("#log-search-said")).to_have_text(re.compile(r"行中有 \d+ 行匹配。$"))
+    # Lines drawn meanwhile, by two refreshes of the tail at least (five a second are printed).
+    expect(page.locator("#log-lines")).to_contain_text(f"line-{first + 15}")
+
+    # Back in the log box: the lines drawn since the page came, all of them, said at once.
+    back = page.evaluate(
+        """async () => { const box = document.getElementById('log-lines'); box.focus();
+      await Promise.resolve();  // the observer's count: a microtask, no refresh between
+      const texts = Array.from(box.querySelectorAll('.log-line'), (l) => l.textContent);
+      return {last: Number(/line-(\\d+)/.exec(texts[texts.length - 1])[1]),
+              said: document.getElementById('log-new-lines').textContent,
+              search: document.getElementById('log-search-said').textContent,
+              changes: window.statusChanges}; }"""
+    )
+
+    assert back["said"] == f"新增 {back['last'] - first} 行"
+    assert back["changes"] == 1  # nothing said until then
+    assert back["search"] == ""  # said when it came; still shown under the search box
 
 
 def test_the_pause_button_goes_once_the_job_has_ended_and_its_tail_no_longer_refreshes(

@@ -141,3 +141,27 @@ def test_a_task_run_again_is_named_as_that_task_on_the_pools_page_and_in_compare
     headers = re.findall(r'<th scope="col" class="compare-job".*?</th>', compared, re.S)
     badges = [re.search(r'group-task">([^<]*)<', h)[1] for h in headers]
     assert [html.unescape(b) for b in badges] == ["2/3", place]
+
+
+@pytest.mark.parametrize(("language", "again"), [("en", "2/3 (again)"), ("zh-hans", "2/3（再次）")])
+def test_the_job_lists_links_to_a_groups_tasks_are_each_named_with_their_place(
+    alice, alice_client: Client, language, again
+):
+    # qa115: a links list read "sweep" four times, the place beside each link, outside it.
+    tasks, run_again = sweep_task_run_again(alice)
+    alice_client.cookies["django_language"] = language
+
+    listed = alice_client.get(reverse("job-list")).content.decode()
+
+    names = {
+        public_id: html.unescape(name)
+        for public_id, name in re.findall(
+            r'id="job-link-([^"]+)" class="job-name" aria-label="([^"]*)">sweep</a>', listed
+        )
+    }
+    assert names == {
+        tasks[0].public_id: "sweep 1/3",
+        tasks[1].public_id: "sweep 2/3",
+        tasks[2].public_id: "sweep 3/3",
+        run_again.public_id: f"sweep {again}",
+    }

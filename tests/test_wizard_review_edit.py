@@ -164,3 +164,70 @@ def test_a_relative_mount_path_is_told_to_start_with_a_slash_and_kept(
     assert message in field_errors(r, "id_mounts-0-mount_path")
     assert 'value="data"' in r.content.decode()
     assert W.DATA not in Draft.objects.get(pk=draft.pk).completed_steps
+
+
+def stepper_item(page: str, title: str) -> str:
+    """The stepper's item of the step titled `title`, as drawn."""
+    items = re.findall(r'<li class="list-group-item.*?</li>', page, re.S)
+    [item] = [i for i in items if title in i]
+    return item
+
+
+@pytest.mark.parametrize(
+    ("language", "title", "words"),
+    [("zh-hans", "资源配置", "需修改"), ("en", "Resources", "needs changes")],
+)
+def test_a_step_left_with_a_problem_is_marked_needs_changes_in_the_stepper_until_it_passes(
+    alice_client, language, title, words
+):
+    # qa115: a step left wrong (a stepper press forward) showed no sign of it, done or not.
+    alice_client.cookies["django_language"] = language
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    post_step(
+        alice_client,
+        draft,
+        W.RESOURCES,
+        resources_data(shared_memory_gi="0.5"),
+        action=f"goto-{W.FAULT}",
+    )
+
+    left = alice_client.get(step_url(draft, W.FAULT)).content.decode()
+    post_step(alice_client, draft, W.RESOURCES, resources_data())
+    fixed = alice_client.get(step_url(draft, W.FAULT)).content.decode()
+
+    marked = stepper_item(left, title)
+    assert 'class="badge text-bg-warning ms-1 step-needs-changes"' in marked
+    assert f'<span class="visually-hidden">{words}</span>' in marked
+    assert "step-needs-changes" not in stepper_item(left, "Data" if language == "en" else "数据源")
+    assert "step-needs-changes" not in stepper_item(fixed, title)
+
+
+@pytest.mark.parametrize(
+    ("language", "note"),
+    [
+        (
+            "zh-hans",
+            "此步骤由确认页打开：修改完成后可直接返回确认；若还有步骤需要修改，将打开该步骤并显示其提示。",
+        ),
+        (
+            "en",
+            "Opened from Confirm: once your changes are made, go straight back to it. A step "
+            "still to fix opens with its message instead.",
+        ),
+    ],
+)
+def test_a_step_opened_from_the_reviews_edit_link_says_so_not_that_a_problem_opened_it(
+    alice_client, language, note
+):
+    # qa115: it said "此步骤由确认页列出的问题打开…" with no problem listed.
+    alice_client.cookies["django_language"] = language
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    edited = alice_client.get(step_url(draft, W.FAULT) + "?fixing=1").content.decode()
+    checked = alice_client.get(step_url(draft, W.FAULT) + "?check=1").content.decode()
+
+    said = re.search(r'id="wizard-to-review-help">([^<]*)<', edited)[1]
+    assert said == note
+    assert re.search(r'id="wizard-to-review-help">([^<]*)<', checked)[1] != note

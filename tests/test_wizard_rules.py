@@ -968,24 +968,42 @@ def test_the_start_up_toleration_typed_is_stored_and_sent_as_aihcs_field(alice_c
     }
 
 
-def test_the_start_up_toleration_left_empty_says_15_and_a_negative_one_is_refused(
-    alice_client, en_client
+@pytest.mark.parametrize("typed", ["-1", "525601"])
+def test_the_start_up_toleration_left_empty_says_15_and_one_out_of_range_either_way_says_the_range(
+    alice_client, en_client, typed
 ):
+    # qa115: a negative one said Django's "确保该值大于或等于0。", a too large one the range.
     chinese, english = fault_step_page(alice_client), fault_step_page(en_client)
-    draft = draft_at(en_client, W.FAULT)
+    data = {"hang_detection": "on", "hang_minutes": "7", "hang_startup_minutes": typed}
 
-    refused = post_step(
-        en_client,
-        draft,
-        W.FAULT,
-        {"hang_detection": "on", "hang_minutes": "7", "hang_startup_minutes": "-1"},
-    )
+    refused_en = post_step(en_client, draft_at(en_client, W.FAULT), W.FAULT, data)
+    refused_zh = post_step(alice_client, draft_at(alice_client, W.FAULT), W.FAULT, data)
 
     assert help_of(english, "hang_startup_minutes").endswith("Left empty: 15.")
     assert help_of(chinese, "hang_startup_minutes").endswith("留空时：15。")
-    assert field_errors(refused, "id_hang_startup_minutes") == [
-        "Ensure this value is greater than or equal to 0."
+    assert field_errors(refused_en, "id_hang_startup_minutes") == [
+        "The start-up toleration must be between 0 and 525,600 minutes (365 days)."
     ]
+    assert field_errors(refused_zh, "id_hang_startup_minutes") == [
+        "启动容忍时间须在 0 到 525600 分钟（365 天）之间。"
+    ]
+
+
+def test_the_hang_threshold_says_what_it_counts_and_its_range_in_help_tied_to_its_field(
+    alice_client, en_client
+):
+    # qa115: it had no help.
+    chinese, english = fault_step_page(alice_client), fault_step_page(en_client)
+
+    assert help_of(english, "hang_minutes") == (
+        "How long the logs of all replicas must stay silent for the job to count as hung: "
+        "from 1 to 525,600 minutes (365 days)."
+    )
+    assert help_of(chinese, "hang_minutes") == (
+        "所有实例的日志持续无输出达到该时长，任务即判定为 hang：1 到 525600 分钟（365 天）。"
+    )
+    [field] = re.findall(r'<input[^>]*name="hang_minutes"[^>]*>', chinese)
+    assert 'aria-describedby="id_hang_minutes_helptext"' in field
 
 
 def plain_spec(**changes) -> S.JobSpec:
