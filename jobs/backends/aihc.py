@@ -453,6 +453,11 @@ class Config:
         return self.pool_versions.get(pool_id) or self.api_version
 
 
+CREDENTIALS_MISSING = gettext_noop(
+    "AIHC credentials are not configured (AIHC_ACCESS_KEY, AIHC_SECRET_KEY)."
+)
+
+
 class Inventory(BackgroundInventory):
     """The cached pool list of one AIHC account, refreshed by at most one thread at a time."""
 
@@ -464,10 +469,9 @@ class Inventory(BackgroundInventory):
         self.client = client
         self.pools: list[Pool] = []
         self.as_of: datetime | None = None  # last successful read
-        self.error = ""
         # What made the reads fail since `failing_since` (None: the last read succeeded, or
-        # none has ended yet): for staff's notice (AihcBackend.inventory_problem), which says
-        # it in each reader's language when it is read.
+        # none has ended yet): for the pools' error (`get`) and staff's notice
+        # (AihcBackend.inventory_problem), each said in the reader's language when it is read.
         self.failure: Exception | None = None
         self.failing_since: datetime | None = None
         # The names of the pools last kept in the database (AihcBackend._keep_names).
@@ -477,25 +481,35 @@ class Inventory(BackgroundInventory):
         self.config = config  # TTL and wait changes apply at once
         self._await_figures(config)
         age = (timezone.now() - self.as_of).total_seconds() if self.as_of else None
-        stale = bool(self.error) or age is None or age > config.cache_seconds
-        return [Pool(**{**p.__dict__, "stale": stale, "error": self.error}) for p in self.pools]
+        error = self._error()
+        stale = bool(error) or age is None or age > config.cache_seconds
+        return [Pool(**{**p.__dict__, "stale": stale, "error": error}) for p in self.pools]
+
+    def _error(self) -> str:
+        """Why the last read failed ("" when it succeeded), in the language active now: the
+        page's. Worded here, not by the refresh thread, which runs in the console's language
+        (qa112: the pool page in English said it in Chinese)."""
+        failure = self.failure
+        if failure is None:
+            return ""
+        if isinstance(failure, AihcError):
+            return _("AIHC inventory could not be read: %(error)s") % {"error": failure}
+        return _("AIHC inventory could not be read.")
 
     def _read_and_keep(self) -> None:
         try:
             pools = self._read()
         except AihcError as exc:
-            self.error = _("AIHC inventory could not be read: %(error)s") % {"error": exc}
             self._failed(exc)
             # The endpoint named: "could not be reached" alone did not say where (qa94).
             logger.warning(
                 "AIHC inventory refresh from %s failed: %s", self.config.endpoint, logged_error(exc)
             )
         except Exception as exc:  # never let a refresh thread die silently
-            self.error = _("AIHC inventory could not be read.")
             self._failed(exc)
             logger.exception("AIHC inventory refresh from %s failed", self.config.endpoint)
         else:
-            self.pools, self.as_of, self.error = pools, timezone.now(), ""
+            self.pools, self.as_of = pools, timezone.now()
             self.failure = self.failing_since = None
 
     def _failed(self, exc: Exception) -> None:
@@ -577,8 +591,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             raise BackendError(str(exc), code="Misconfigured") from None
         if not config.access_key or not config.secret_key:
             raise BackendError(
-                _("AIHC credentials are not configured (AIHC_ACCESS_KEY, AIHC_SECRET_KEY)."),
+                _(CREDENTIALS_MISSING),
                 code="Misconfigured",
+                # The worker's log is English (qa112: "syncing … with aihc failed: 未配置…").
+                logged=CREDENTIALS_MISSING,
             )
         if for_download:
             return config, AihcClient(
