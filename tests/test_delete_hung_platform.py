@@ -545,6 +545,43 @@ def test_the_apis_delete_aihc_does_not_answer_is_a_503_to_send_again_and_keeps_t
     assert not Job.objects.filter(pk=job.pk).exists()
 
 
+def test_a_delete_of_a_queued_aihc_job_aihc_does_not_answer_says_it_was_stopped_before_deleting(
+    aihc, alice, alice_en, settings
+):
+    """qa112: a Delete of a job not started yet stops it first (README); AIHC answering
+    neither, its event read "Stop requested; …" though its owner had asked to delete it, and
+    the answer said only that the job was kept."""
+    [job] = running_aihc_jobs(aihc, alice, 1, settings)
+    aihc.set_job_status(job.external_id, "Pending")
+    Worker().sync_remote()
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    aihc.delay_next("StopJob", 6.0)
+    aihc.delay_next("DeleteJob", 6.0)
+
+    page = alice_en.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    shown = page.content.decode()
+    assert (
+        "The job was stopped before deleting and is kept here: delete it again in a moment"
+    ) in shown
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING  # kept, the stop sent again by the worker
+    event = job.events.get(reason="Stopping")
+    with translation.override("en"):
+        assert event.message_shown.startswith(
+            "Stopped before deleting; AIHC did not answer the stop yet (AIHC did not answer in "
+            "time (RequestTimeout"
+        ), event.message_shown
+    asked = job.events.get(reason="StopRequested")
+    with translation.override("en"):
+        assert asked.message_shown == (
+            "Delete requested by alice: the job is stopped before deleting."
+        )
+
+
 def test_an_aihc_delete_aihc_refuses_keeps_the_job_saying_aihcs_reason(
     aihc, alice, alice_en, settings
 ):

@@ -85,6 +85,7 @@ from jobs.texts import joined, list_words, source_of
 
 from .base import (
     CONNECTION_CLOSED,
+    STOPPED_BEFORE_DELETION,
     AcceleratorStock,
     BackendError,
     NoLog,
@@ -139,6 +140,16 @@ STOP_UNANSWERED = gettext_noop(
 STOP_ANSWERED_ERROR = gettext_noop(
     "Stop requested; AIHC answered it with an error (%(error)s). The console sends the stop "
     "again until AIHC reports the job ended."
+)
+# The same two for the stop a Delete makes first of a job not started (qa112: a Delete AIHC
+# gave no answer read "Stop requested; …", though its owner had asked to delete it).
+STOP_BEFORE_DELETING_UNANSWERED = gettext_noop(
+    "Stopped before deleting; AIHC did not answer the stop yet (%(error)s). The console sends "
+    "the stop again until AIHC reports the job ended."
+)
+STOP_BEFORE_DELETING_ANSWERED_ERROR = gettext_noop(
+    "Stopped before deleting; AIHC answered the stop with an error (%(error)s). The console "
+    "sends the stop again until AIHC reports the job ended."
 )
 # A create that got no clear answer, or that a worker died sending, may land on AIHC late:
 # after the console sent it again and followed what that made, or after the job ended here
@@ -1878,7 +1889,13 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             return
         asked = (
             job.events.filter(
-                message_source__key__in=[STOP_REQUESTED, STOP_UNANSWERED, STOP_ANSWERED_ERROR]
+                message_source__key__in=[
+                    STOP_REQUESTED,
+                    STOP_UNANSWERED,
+                    STOP_ANSWERED_ERROR,
+                    STOP_BEFORE_DELETING_UNANSWERED,
+                    STOP_BEFORE_DELETING_ANSWERED_ERROR,
+                ]
             )
             .order_by("created_at")
             .values_list("created_at", flat=True)
@@ -2083,10 +2100,14 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         if unanswered is not None:
             # AIHC may still run (or start) the job: Stopping, until AIHC reports it ended.
             # The error masked, not the text: it keeps its source (_close_replicas).
+            if (source_of(message) or {}).get("key") == STOPPED_BEFORE_DELETION:
+                said = (STOP_BEFORE_DELETING_ANSWERED_ERROR, STOP_BEFORE_DELETING_UNANSWERED)
+            else:
+                said = (STOP_ANSWERED_ERROR, STOP_UNANSWERED)
             self._stopping(
                 job,
                 recorded(
-                    STOP_ANSWERED_ERROR if unanswered.status else STOP_UNANSWERED,
+                    said[0] if unanswered.status else said[1],
                     error=scrub(recorded_error(unanswered), job.secret_values()),
                 ),
                 warning=True,
@@ -2147,15 +2168,22 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 raise _shown(
                     _("AIHC did not delete the job: %(error)s"), exc, job.secret_values()
                 ) from None
-            unclear = _shown(
-                _(
+            if job.status in (JobStatus.STOPPING, JobStatus.STOPPED):
+                # Stopped first (a job not started: jobs.actions.job_delete), or before: said,
+                # as the stop goes on (qa112: "The job is kept here" alone, while it was
+                # Stopping, the stop unanswered too).
+                said = _(
+                    "AIHC gave the delete no clear answer: %(error)s. The job was stopped before "
+                    "deleting and is kept here: delete it again in a moment, which finishes it "
+                    "whether AIHC deleted it meanwhile or not."
+                )
+            else:
+                said = _(
                     "AIHC gave the delete no clear answer: %(error)s. The job is kept here: "
                     "delete it again in a moment, which finishes it whether AIHC deleted it "
                     "meanwhile or not."
-                ),
-                exc,
-                job.secret_values(),
-            )
+                )
+            unclear = _shown(said, exc, job.secret_values())
             # A server error or throttling too, not only no answer: the API's 503 (review 47).
             unclear.try_again = True
             raise unclear from None
