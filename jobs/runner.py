@@ -164,6 +164,9 @@ ESCAPED_WAIT_SECONDS = 0.5
 ESCAPED_HOLD_SECONDS = 60
 
 TARGET_RESTART = "restart"
+# Bubblewrap vanished as the job started (its shim found no LOCAL_BWRAP to run): the attempt is
+# torn down and the job goes back to Queued, held as the scheduler holds it (qa112).
+TARGET_REQUEUE = "requeue"
 TARGET_STOPPED = S.STOPPED.value
 TARGET_FAILED = S.FAILED.value
 TARGET_TIMED_OUT = S.TIMED_OUT.value
@@ -1091,6 +1094,8 @@ def earlier_run_set_aside(public_id: str) -> str:
 class ReplicaState:
     phase: str  # "unlaunched", "alive", "exited", "lost"
     exit_code: int | None = None
+    # Its shim found no sandbox to run (LOCAL_BWRAP gone since the worker looked): exit 127.
+    no_sandbox: bool = False
     keyword: dict[str, Any] | None = None  # "keyword", "line"; "time", when found
     tmp_over: dict[str, int] | None = None  # its /tmp went over the cap: bytes used, limit
     # The worker evicted it for disk pressure (evict_for_disk_pressure): its /tmp's bytes,
@@ -1291,7 +1296,13 @@ def read_state(state: Path) -> ReplicaState:
     except (OSError, ValueError, KeyError, TypeError):
         pass
     else:
-        return ReplicaState("exited", exit_code=code, exited_at=_exit_time(record), **marks)
+        return ReplicaState(
+            "exited",
+            exit_code=code,
+            exited_at=_exit_time(record),
+            no_sandbox=record.get("no_sandbox") is True,
+            **marks,
+        )
     if (state / "launched").exists() and (started := state / "started").exists():
         boot = machine_boot_time()
         with contextlib.suppress(OSError):
@@ -3359,6 +3370,21 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         # Every replica started, and the worker that started them died before the alert.
         _running_alert(job, run)
 
+    if any(states[r.pk].no_sandbox for r in replicas) and (missing := bwrap_missing_message()):
+        # Bubblewrap went between the worker's look and a shim's exec (qa112: the job failed
+        # "master-0 exited with code 127: command or file not found", blaming its command).
+        # Held as the scheduler holds every job without it, not failed: the attempt is torn
+        # down and the job goes back to Queued (_requeued). Unless a stop came first.
+        from .scheduler import SANDBOX_UNAVAILABLE_MESSAGE
+
+        held = recorded(SANDBOX_UNAVAILABLE_MESSAGE, reason=missing)
+        LocalRun.objects.filter(pk=run.pk, stop_target="").update(
+            stop_target=TARGET_REQUEUE, stop_message=held, stop_message_source=source_of(held)
+        )
+        run.refresh_from_db()
+        _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
+        return
+
     # Without the spec too (one that no longer reads): its run folder says it is MPI.
     _mpi_launcher_done(job, run, replicas, states)
     rank_failed_due = (
@@ -4359,6 +4385,9 @@ def _finish_tear_down(
     network.end_networks(public_id=job.public_id, children=children)
     cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
     message = restored(run.stop_message, run.stop_message_source)
+    if run.stop_target == TARGET_REQUEUE:
+        _requeued(job, run, message)
+        return
     # The switch to the next attempt is committed with its event and jobFT alert, or none
     # of them: a worker killed in between leaves the restart still to do, and the next
     # worker does it (and alerts) once. The new attempt's processes start only after the
@@ -4445,6 +4474,33 @@ def _finish_tear_down(
     elif ended:
         _ended_unwatched(job, now)
         _finished(job, run)
+
+
+def _requeued(job: Job, run: LocalRun, message: str) -> None:
+    """Back to Queued after bubblewrap vanished as the job started (TARGET_REQUEUE), its
+    attempt torn down: the run and its replicas' rows go, and so do its folder's attempt and
+    logs (what a start makes; an earlier run's files set aside stay), so its next start is a
+    first one, not one that finds an earlier run to set aside. One SandboxUnavailable warning,
+    the scheduler's own words: it says nothing more while bubblewrap is missing, and starts
+    the job in its place once it is back."""
+    from .scheduler import SANDBOX_UNAVAILABLE
+
+    with transaction.atomic():
+        moved = job_transition(
+            job=job, to=S.QUEUED, reason=SANDBOX_UNAVAILABLE, message=message, warning=True
+        )
+        if moved:
+            job.replicas.all().delete()
+            LocalRun.objects.filter(pk=run.pk).delete()
+    if moved:
+        folder = job_logs.job_dir(job.public_id)
+        with contextlib.suppress(OSError):
+            for entry in folder.iterdir():
+                if entry.name.startswith(EARLIER_RUN):
+                    continue
+                if entry.name.startswith("attempt-"):
+                    _remove_scratch(entry)  # its /tmp folders as a finished attempt's go
+                shutil.rmtree(entry, ignore_errors=True)
 
 
 def _failed_past_limit(

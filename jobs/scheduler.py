@@ -38,7 +38,8 @@ Rules (decisions):
   LOCAL_JOB_NETWORK=isolated (its start-up check): as for disk, each job that would start
   now says so and blocks its queue. Nor while bubblewrap is missing at LOCAL_BWRAP
   (SANDBOX_UNAVAILABLE, asked once a pass): a fact of the machine that installing it mends,
-  where failing would fail every queued job in turn (fix126).
+  where failing would fail every queued job in turn (fix126). A job whose shim found it gone
+  as it started is put back to Queued with that reason (jobs.runner.supervise, qa112).
 - A job needing more cards of a type than have their device node on this machine (the
   others are not offered: jobs.runner.current_capacity), but no more than the pool has,
   waits for the nodes (CARD_NODES_MISSING), saying so once, in its place: a queue task
