@@ -582,6 +582,27 @@ def test_a_delete_of_a_queued_aihc_job_aihc_does_not_answer_says_it_was_stopped_
         )
 
 
+def test_an_aihc_delete_with_no_clear_answer_is_logged_in_english_and_shown_in_chinese(
+    aihc, alice, settings
+):
+    # qa112: what the worker logged of a platform's failure (a deletion for its retention
+    # period: "deleting … failed: …") quoted the message in the console's language.
+    from jobs.backends import get_backend
+    from jobs.backends.base import BackendError
+    from jobs.backends.remote import logged_error
+
+    [job] = running_aihc_jobs(aihc, alice, 1, settings)
+    aihc.fail_next("DeleteJob", status=503, code="ServiceUnavailable", times=5)
+
+    with translation.override("zh-hans"), pytest.raises(BackendError) as caught:
+        get_backend("aihc").delete(job)
+
+    assert caught.value.message.startswith("百舸 AIHC 未对删除请求给出明确答复：")
+    assert logged_error(caught.value).startswith("AIHC gave the delete no clear answer: ")
+    assert "ServiceUnavailable" in logged_error(caught.value)
+    assert "该任务" not in logged_error(caught.value)
+
+
 def test_an_aihc_delete_aihc_refuses_keeps_the_job_saying_aihcs_reason(
     aihc, alice, alice_en, settings
 ):

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -394,10 +394,17 @@ def _sync_error(exc: AihcError, secrets: list[str]) -> BackendError:
 
 
 def _shown(what: str, exc: AihcError, secrets: list[str]) -> BackendError:
-    """An AIHC failure as the person who asked is told it: what did not happen, then AIHC's
-    reason, code and request id (for a support ticket), with the job's secrets masked."""
+    """An AIHC failure as the person who asked is told it: what did not happen (`what`, a
+    gettext_noop-marked message, said in the language active now), then AIHC's reason, code
+    and request id (for a support ticket), with the job's secrets masked; in English too for
+    the log (qa112: the worker's log quoted it in the console's language)."""
+    with translation.override("en"):
+        logged = _(what) % {"error": logged_error(exc)}
     return BackendError(
-        scrub(what % {"error": exc}, secrets), code=exc.code, request_id=exc.request_id
+        scrub(_(what) % {"error": exc}, secrets),
+        code=exc.code,
+        request_id=exc.request_id,
+        logged=scrub(logged, secrets),
     )
 
 
@@ -2087,7 +2094,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                         secrets,
                         message=gettext_noop("AIHC did not stop the job: %(error)s"),
                     )
-                    raise _shown(_("AIHC did not stop the job: %(error)s"), exc, secrets) from None
+                    raise _shown(
+                        gettext_noop("AIHC did not stop the job: %(error)s"), exc, secrets
+                    ) from None
                 else:
                     unanswered = exc
                     logger.warning(
@@ -2166,19 +2175,19 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 return  # nothing left to delete there
             if _refused(exc):
                 raise _shown(
-                    _("AIHC did not delete the job: %(error)s"), exc, job.secret_values()
+                    gettext_noop("AIHC did not delete the job: %(error)s"), exc, job.secret_values()
                 ) from None
             if job.status in (JobStatus.STOPPING, JobStatus.STOPPED):
                 # Stopped first (a job not started: jobs.actions.job_delete), or before: said,
                 # as the stop goes on (qa112: "The job is kept here" alone, while it was
                 # Stopping, the stop unanswered too).
-                said = _(
+                said = gettext_noop(
                     "AIHC gave the delete no clear answer: %(error)s. The job was stopped before "
                     "deleting and is kept here: delete it again in a moment, which finishes it "
                     "whether AIHC deleted it meanwhile or not."
                 )
             else:
-                said = _(
+                said = gettext_noop(
                     "AIHC gave the delete no clear answer: %(error)s. The job is kept here: "
                     "delete it again in a moment, which finishes it whether AIHC deleted it "
                     "meanwhile or not."
@@ -2242,7 +2251,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                         written = True
             except AihcError as exc:
                 raise _shown(
-                    _("AIHC did not return the logs: %(error)s"), exc, job.secret_values()
+                    gettext_noop("AIHC did not return the logs: %(error)s"),
+                    exc,
+                    job.secret_values(),
                 ) from None
             finally:
                 client.close()
@@ -2263,7 +2274,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             pod = self._replica_pod(job, replica, config, client)
         except AihcError as exc:
             raise _shown(
-                _("AIHC did not return the logs: %(error)s"), exc, job.secret_values()
+                gettext_noop("AIHC did not return the logs: %(error)s"), exc, job.secret_values()
             ) from None
         finally:
             client.close()
@@ -2313,7 +2324,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 version=config.version(job.resource_pool),
             )
         except AihcError as exc:
-            raise _shown(_("AIHC did not return the logs: %(error)s"), exc, secrets) from None
+            raise _shown(
+                gettext_noop("AIHC did not return the logs: %(error)s"), exc, secrets
+            ) from None
         if not lines and pod["phase"].lower() == "pending":
             raise NoLog
         # Never read as the runner's own lines (jobs.logs.unmarked).
