@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop
 
 from .backends import PLATFORM_NAMES, BackendError, configured, get_backend
+from .backends.base import STOPPED_BEFORE_DELETION
 from .backends.remote import STOP_LOOKING_AT, console_time
 from .models import (
     FINAL_STATUSES,
@@ -157,6 +158,9 @@ def job_stop(
             gettext_noop("Stopped by %(user)s: %(reason)s"), user=by, reason=reason
         )
     stopped = message or _stopped_by(by=by, key=key)
+    # The stop a Delete makes first of a job not started: said as the Delete's (qa112: a
+    # Delete read "Stop requested by …", and, its platform not answering, "Stop requested; …").
+    deleting = (source_of(message) or {}).get("key") == STOPPED_BEFORE_DELETION
     for _attempt in range(2):
         if not job_stoppable(job):
             return False
@@ -181,7 +185,23 @@ def job_stop(
         if platform := platform_unreachable(job):
             raise ActionError(str(STOP_UNREACHABLE % {"platform": platform}))
         if actor is not None:
-            if reason:
+            if deleting and key:
+                requested = recorded(
+                    gettext_noop(
+                        "Delete requested by %(user)s with API key %(key)s: the job is stopped "
+                        "before deleting."
+                    ),
+                    user=by,
+                    key=key,
+                )
+            elif deleting:
+                requested = recorded(
+                    gettext_noop(
+                        "Delete requested by %(user)s: the job is stopped before deleting."
+                    ),
+                    user=by,
+                )
+            elif reason:
                 requested = recorded(
                     gettext_noop("Stop requested by %(user)s: %(reason)s"), user=by, reason=reason
                 )
@@ -196,7 +216,7 @@ def job_stop(
             job_event(job=job, reason="StopRequested", message=requested, actor=actor)
         backend = get_backend(job.backend)
         # The reason given is what the job ends with; otherwise the backend's own word.
-        ends_with = stopped if reason else ""
+        ends_with = stopped if reason or deleting else ""
         try:
             if send:
                 backend.stop(job, message=ends_with)
@@ -380,7 +400,7 @@ def job_delete(*, job: Job, for_retention: bool = False, actor: User | None = No
         request_stop(
             job,
             target=TARGET_STOPPED,
-            message=recorded(gettext_noop("Stopped before deletion.")),
+            message=recorded(STOPPED_BEFORE_DELETION),
             delete=True,
         )
         job.refresh_from_db()
@@ -397,7 +417,7 @@ def job_delete(*, job: Job, for_retention: bool = False, actor: User | None = No
                 str(DELETE_ONLY_STOPPED_AT % {"time": at} if at else DELETE_ONLY_STOPPED)
             )
     if job.status not in FINAL_STATUSES and job.status in NOT_STARTED:
-        job_stop(job=job, actor=actor, message=recorded(gettext_noop("Stopped before deletion.")))
+        job_stop(job=job, actor=actor, message=recorded(STOPPED_BEFORE_DELETION))
         # The worker may have started sending it since the page loaded: job_stop then found
         # it Submitting and stopped it through the backend, and the create is still on its way.
         _refuse_while_sending(job)

@@ -64,7 +64,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
 
 from .models import Job, JobStatus, WorkerHeartbeat, WorkerProcess
-from .texts import display_text, recorded, source_of
+from .texts import display_text, list_words, recorded, source_of
 
 if TYPE_CHECKING:
     from .job_users import Problem
@@ -823,25 +823,88 @@ def worker_stopped(*, worker: WorkerIdentity) -> None:
         )
 
 
-def disk_full() -> bool:
-    """Whether the file system of CONSOLE_VAR_DIR (job logs, run folders) or of a SQLite
-    database has less than HEALTH_DISK_FREE_MB free. Found in QA (qa89): with the database's
-    disk full, /healthz answered 200 "database": "ok" (it reads) while every log-in and wizard
-    step answered 503. Free space is asked of the kernel (statvfs), so a probe writes nothing;
-    a PostgreSQL server's own disk is not seen from here."""
-    folders = [Path(settings.VAR_DIR)]
+@dataclass(frozen=True)
+class FullDisk:
+    """A file system the console writes to with less than HEALTH_DISK_FREE_MB free: the
+    settings whose folders are on it (with those folders), and its free bytes."""
+
+    folders: tuple[tuple[str, str], ...]  # (setting, folder)
+    free: int
+
+    @property
+    def holds_local_jobs(self) -> bool:
+        return any(setting == "LOCAL_RUN_DIR" for setting, _folder in self.folders)
+
+    def notice(self) -> str:
+        """What staff are told of it (the staff pages' notice), in the reader's language."""
+        values = {
+            "folders": list_words(f"{setting} ({folder})" for setting, folder in self.folders),
+            "free": self.free // (1024 * 1024),
+            "threshold": settings.HEALTH_DISK_FREE_MB,
+        }
+        if self.holds_local_jobs:
+            return (
+                _(
+                    "The disk of %(folders)s is full: %(free)s MB free, under "
+                    "HEALTH_DISK_FREE_MB (%(threshold)s MB). No local job starts until space "
+                    "is freed on it (they wait Queued, saying so), and /healthz answers 503 "
+                    '"disk": "full".'
+                )
+                % values
+            )
+        return (
+            _(
+                "The disk of %(folders)s is full: %(free)s MB free, under HEALTH_DISK_FREE_MB "
+                "(%(threshold)s MB). What the console writes there may fail until space is "
+                'freed on it, and /healthz answers 503 "disk": "full".'
+            )
+            % values
+        )
+
+
+def _nearest_folder(path: Path) -> Path | None:
+    """`path`, or its nearest folder that exists (a run folder not made yet is made there)."""
+    for folder in (path, *path.parents):
+        if folder.exists():
+            return folder
+    return None
+
+
+def full_disks() -> list[FullDisk]:
+    """The file systems the console writes to that have less than HEALTH_DISK_FREE_MB free:
+    those of CONSOLE_VAR_DIR, of a SQLite database, and, with the local runner on, of
+    LOCAL_RUN_DIR (job logs, run folders), which README recommends putting elsewhere. Found
+    in QA (qa89): with the database's disk full, /healthz answered 200 "database": "ok" (it
+    reads) while every log-in and wizard step answered 503; and (qa112) with LOCAL_RUN_DIR's
+    disk full it answered 200 while every new local job failed. Free space is asked of the
+    kernel (statvfs), so a probe writes nothing; a PostgreSQL server's own disk is not seen
+    from here. Folders on one file system are one entry."""
+    folders = [("CONSOLE_VAR_DIR", Path(settings.VAR_DIR))]
     database = connections[DEFAULT_DB_ALIAS].settings_dict
     if database["ENGINE"] == "django.db.backends.sqlite3" and database["NAME"] != ":memory:":
-        folders.append(Path(database["NAME"]).parent)
+        folders.append(("DATABASE_URL", Path(database["NAME"]).parent))
+    if "local" in settings.CONSOLE_BACKENDS:
+        folders.append(("LOCAL_RUN_DIR", Path(settings.LOCAL_RUN_DIR)))
     least = settings.HEALTH_DISK_FREE_MB * 1024 * 1024
-    for folder in folders:
-        try:
-            found = os.statvfs(folder)
-        except OSError:  # a folder gone: the database's own check says so
+    found: dict[int, tuple[list[tuple[str, str]], int]] = {}
+    for setting, path in folders:
+        folder = _nearest_folder(path)
+        if folder is None:  # a folder gone: the database's own check says so
             continue
-        if found.f_bavail * found.f_frsize < least:
-            return True
-    return False
+        try:
+            device = os.stat(folder).st_dev
+            info = os.statvfs(folder)
+        except OSError:
+            continue
+        free = info.f_bavail * info.f_frsize
+        if free < least:
+            found.setdefault(device, ([], free))[0].append((setting, str(path)))
+    return [FullDisk(tuple(named), free) for named, free in found.values()]
+
+
+def disk_full() -> bool:
+    """Whether a file system the console writes to is full (full_disks)."""
+    return bool(full_disks())
 
 
 def health(*, check_worker: bool) -> tuple[bool, dict[str, object]]:

@@ -32,6 +32,7 @@ start time recorded next to them, so a recycled pid is never signalled.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import itertools
 import json
@@ -122,6 +123,7 @@ from .spec import (
 from .texts import (
     RecordedText,
     Words,
+    in_english,
     joined,
     ngettext_noop,
     recorded_plural,
@@ -162,6 +164,9 @@ ESCAPED_WAIT_SECONDS = 0.5
 ESCAPED_HOLD_SECONDS = 60
 
 TARGET_RESTART = "restart"
+# Bubblewrap vanished as the job started (its shim found no LOCAL_BWRAP to run): the attempt is
+# torn down and the job goes back to Queued, held as the scheduler holds it (qa112).
+TARGET_REQUEUE = "requeue"
 TARGET_STOPPED = S.STOPPED.value
 TARGET_FAILED = S.FAILED.value
 TARGET_TIMED_OUT = S.TIMED_OUT.value
@@ -1143,6 +1148,8 @@ def earlier_run_set_aside(public_id: str) -> str:
 class ReplicaState:
     phase: str  # "unlaunched", "alive", "exited", "lost"
     exit_code: int | None = None
+    # Its shim found no sandbox to run (LOCAL_BWRAP gone since the worker looked): exit 127.
+    no_sandbox: bool = False
     keyword: dict[str, Any] | None = None  # "keyword", "line"; "time", when found
     tmp_over: dict[str, int] | None = None  # its /tmp went over the cap: bytes used, limit
     # The worker evicted it for disk pressure (evict_for_disk_pressure): its /tmp's bytes,
@@ -1343,7 +1350,13 @@ def read_state(state: Path) -> ReplicaState:
     except (OSError, ValueError, KeyError, TypeError):
         pass
     else:
-        return ReplicaState("exited", exit_code=code, exited_at=_exit_time(record), **marks)
+        return ReplicaState(
+            "exited",
+            exit_code=code,
+            exited_at=_exit_time(record),
+            no_sandbox=record.get("no_sandbox") is True,
+            **marks,
+        )
     if (state / "launched").exists() and (started := state / "started").exists():
         boot = machine_boot_time()
         with contextlib.suppress(OSError):
@@ -1421,7 +1434,16 @@ def gb(amount: float) -> str:
 
 def disk_shortage(disk: Disk) -> tuple[str, dict[str, Any]] | None:
     """What keeps a local job from starting on `disk` (LOCAL_DISK_MIN_FREE_GB, and the share
-    of inodes with it): ("inodes" or "bytes", the numbers to say), or None when one may."""
+    of inodes with it; and, whatever that setting, HEALTH_DISK_FREE_MB): ("inodes", "bytes"
+    or "full", the numbers to say), or None when one may.
+
+    "full": less than HEALTH_DISK_FREE_MB free, where /healthz says the disk is full
+    (jobs.health.disk_full). Decision (qa112): that floor holds also when
+    LOCAL_DISK_MIN_FREE_GB is lower, or 0, as its default is on a disk of under 0.5 GB (10%
+    rounded to a tenth of a GB): every new job then failed "Could not start: [Errno 28] No
+    space left on device", a queue group's tasks in turn. HEALTH_DISK_FREE_MB rather than
+    LOCAL_LOG_MAX_MB (a replica's log cap, 1 GB by default, far more than making a job's
+    folder takes): what /healthz and the staff banner call full is what holds jobs back."""
     threshold = settings.LOCAL_DISK_MIN_FREE_GB * 1024**3
     if threshold and short_of_inodes(disk, MIN_FREE_INODES):
         return "inodes", {
@@ -1429,9 +1451,12 @@ def disk_shortage(disk: Disk) -> tuple[str, dict[str, Any]] | None:
             "total": disk.total_inodes,
             "share": round(MIN_FREE_INODES * 100),
         }
-    if disk.free >= threshold:
-        return None
-    return "bytes", {"free": gb(disk.free), "threshold": gb(threshold)}
+    if disk.free < threshold:
+        return "bytes", {"free": gb(disk.free), "threshold": gb(threshold)}
+    floor = settings.HEALTH_DISK_FREE_MB * 1024**2
+    if disk.free < floor:
+        return "full", {"free": gb(disk.free), "threshold": gb(floor)}
+    return None
 
 
 def disk_pressure_message(disk: Disk) -> str | None:
@@ -1441,6 +1466,16 @@ def disk_pressure_message(disk: Disk) -> str | None:
     if short is None:
         return None
     kind, numbers = short
+    if kind == "full":
+        return recorded(
+            gettext_noop(
+                "Waiting for disk space: the file system of the run folder (LOCAL_RUN_DIR) has "
+                "%(free)s GB free, under the %(threshold)s GB below which the console counts it "
+                "as full (HEALTH_DISK_FREE_MB), too little to make a job's folder. It starts by "
+                "itself once there is room."
+            ),
+            **numbers,
+        )
     if kind == "inodes":
         return recorded(
             gettext_noop(
@@ -1458,6 +1493,78 @@ def disk_pressure_message(disk: Disk) -> str | None:
         ),
         **numbers,
     )
+
+
+class NoRoomForRunFolder(Exception):
+    """start_job found no room to make the starting job's folder in LOCAL_RUN_DIR (ENOSPC,
+    EDQUOT): the job stays Queued, the half-made folder removed; args[0] says why it waits
+    (no_room_message)."""
+
+
+# What a write refused for want of room raises: no space left, or the user's disk quota.
+NO_ROOM_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+NO_ROOM_MESSAGE = gettext_noop(
+    "Waiting for disk space: the file system of the run folder (LOCAL_RUN_DIR) had no room "
+    "left to make a job's folder as this one started (%(free)s GB free now). It starts by "
+    "itself once there is room."
+)
+
+
+def no_room_message() -> str:
+    """Why a job waits after its folder could not be made for want of room (the free space
+    of now is said: a few bytes may be free, and yet not the block a file needs)."""
+    try:
+        free = gb(run_dir_disk().free)
+    except OSError:
+        free = "0"
+    return recorded(NO_ROOM_MESSAGE, free=free)
+
+
+def make_run_folder(job: Job, spec: JobSpec, *, master_port: int) -> None:
+    """Makes the starting job's folder for its first attempt (the attempt's folder, its
+    ports file, the logs' folder) before it is marked Running, so a disk without room for it
+    holds the job Queued (NoRoomForRunFolder) rather than failing it after "Started" (qa112:
+    "Started", then "StartFailed", then Failed "Could not start: [Errno 28] No space left on
+    device", card time counted for a job that never ran). What is made of it on such a
+    refusal is removed again: left, the next start would move it aside as an earlier run's
+    files (earlier_run_set_aside). Any other OSError is raised."""
+    folder = job_logs.job_dir(job.public_id)
+    base = attempt_dir(job.public_id, 1)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        (folder / "logs").mkdir(parents=True, exist_ok=True)
+        _attempt_ports(base, replica_refs(spec), master_port=master_port)
+    except OSError as exc:
+        if exc.errno not in NO_ROOM_ERRNOS:
+            raise
+        unmake_run_folder(job.public_id)
+        raise NoRoomForRunFolder(no_room_message()) from exc
+
+
+def unmake_run_folder(public_id: str) -> None:
+    """Removes what make_run_folder made of the job's folder, and the folder when that leaves
+    it empty (an earlier run's files set aside there stay)."""
+    folder = job_logs.job_dir(public_id)
+    for name in ("attempt-1", "logs"):
+        shutil.rmtree(folder / name, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+def _attempt_ports(base: Path, refs: list[ReplicaRef], *, master_port: int | None) -> dict:
+    """The attempt's ports (each replica's and the master's), from its ports file: written
+    the first time, so a relaunch after a worker restart keeps the same addresses."""
+    ports_file = base / "ports.json"
+    if ports_file.exists():
+        return json.loads(ports_file.read_text())
+    taken = {master_port} if master_port else set()
+    labels = [ref.label for ref in refs]
+    ports = dict(zip(labels, job_ports(len(refs), taken=taken), strict=True))
+    ports["master"] = master_port or job_ports(1, taken=set(ports.values()))[0]
+    ports_file.write_text(json.dumps(ports))
+    return ports
 
 
 def tmp_use(state: Path) -> int:
@@ -2182,15 +2289,7 @@ def _start_replicas(
     base = attempt_dir(job.public_id, run.attempt)
     base.mkdir(parents=True, exist_ok=True)
     (job_logs.job_dir(job.public_id) / "logs").mkdir(parents=True, exist_ok=True)
-    ports_file = base / "ports.json"
-    if ports_file.exists():  # a relaunch after a worker restart keeps the same addresses
-        ports = json.loads(ports_file.read_text())
-    else:
-        taken = {run.master_port} if run.master_port else set()
-        labels = [ref.label for ref in refs]
-        ports = dict(zip(labels, job_ports(len(refs), taken=taken), strict=True))
-        ports["master"] = run.master_port or job_ports(1, taken=set(ports.values()))[0]
-        ports_file.write_text(json.dumps(ports))
+    ports = _attempt_ports(base, refs, master_port=run.master_port)
     hostfile = base / "hostfile"
     mpi_files: list[tuple[Path, str]] = []
     if spec.framework == MPI:
@@ -2935,7 +3034,7 @@ def _fail_queued_start(*, job: Job, error: Any) -> None:
     """Fails `job` straight from Queued, as never run (refuse_start), with its alert, in the
     caller's transaction."""
     message = recorded(gettext_noop("Could not start: %(error)s"), error=error)
-    logger.warning("%s: %s", job.public_id, message)
+    logger.warning("%s: %s", job.public_id, in_english(message))  # the log is English
     if job_transition(job=job, to=S.FAILED, reason="StartFailed", message=message, warning=True):
         job_alert(job=job, item="jobFailed", message=named_for_alert(job=job, message=message))
 
@@ -2964,9 +3063,13 @@ def start_job(
     (jobs.runner.followed_here, jobs.worker.take_worker_lock), so a worker that took over
     elsewhere never launches, restarts or ends its replicas, and a stale holder that carries
     on a step past a takeover is the only process following its own jobs; each change to the
-    job is conditional on what it read (jobs.services.job_transition)."""
+    job is conditional on what it read (jobs.services.job_transition).
+
+    Raises NoRoomForRunFolder, the job left Queued and nothing of its folder left, when the
+    disk of LOCAL_RUN_DIR has no room to make its folder (make_run_folder)."""
     spec = job.job_spec()
     now = timezone.now()
+    no_room: NoRoomForRunFolder | None = None
     with transaction.atomic():
         # First, so that no admission of a standalone job reads the pool between this start's
         # two changes (jobs.locks.local_cards_locked): on PostgreSQL each of its reads sees what
@@ -2983,6 +3086,8 @@ def start_job(
         try:
             aside = earlier_run_set_aside(job.public_id)
         except OSError as exc:
+            if exc.errno in NO_ROOM_ERRNOS:  # a fact of the disk: it waits (make_run_folder)
+                raise NoRoomForRunFolder(no_room_message()) from exc
             # Never deleted instead: the operator may want them (qa110). The OSError names the
             # file refused and, for a move cut short, the folder what was moved is in.
             _fail_queued_start(job=job, error=recorded(EARLIER_RUN_NOT_SET_ASIDE, error=str(exc)))
@@ -3002,53 +3107,23 @@ def start_job(
                 ),
                 warning=True,
             )
-        # "A800 (cards 0, 1)", as the Replicas table lists a replica's card numbers (qa92: it
-        # read "A800 [0, 1]", a Python list).
-        cards = [
-            recorded(
-                gettext_noop("%(card)s (cards %(ids)s)"),
-                card=card,
-                ids=Words(tuple(str(i) for i in indices)),
-            )
-            for card, indices in alloc.devices.items()
-            if indices
-        ]
-        if not job_transition(
-            job=job,
-            to=S.RUNNING,
-            reason="Started",
-            message=recorded(
-                gettext_noop("Started on this machine with %(cards)s."),
-                cards=joined(*cards, sep="; "),
-            )
-            if cards
-            else recorded(gettext_noop("Started on this machine.")),
-        ):
+        # Made while still Queued, the set-aside's event committed either way: a disk without
+        # room holds the job in its place (the caller says so, jobs.scheduler).
+        master_port = job_ports(1)[0]
+        try:
+            make_run_folder(job, spec, master_port=master_port)
+        except NoRoomForRunFolder as exc:
+            no_room = exc
+        except OSError as exc:
+            _fail_queued_start(job=job, error=str(exc))
+            return True
+        run = None if no_room else _marked_running(job, alloc, spec, now=now, port=master_port)
+        if run is None and no_room is None:
+            unmake_run_folder(job.public_id)  # no longer Queued (stopped meanwhile)
             return False
-        run, _ = LocalRun.objects.update_or_create(
-            job=job,
-            defaults={
-                "attempt": 1,
-                "devices": alloc.devices,
-                "cpus": alloc.cpus,
-                "master_port": job_ports(1)[0],
-                "stop_target": "",
-                "stop_message": "",
-                "stop_message_source": None,
-                "kill_at": None,
-                "sigterm_due": False,
-                "hang_warned_at": None,
-                "attempt_started_at": now,
-                "running_alert_due": True,
-                "runner": runner_key(),
-                "run_uid": None,  # recorded by launch_attempt as its replicas start
-                "run_gid": None,
-            },
-        )
-        job.replicas.all().delete()
-        JobReplica.objects.bulk_create(
-            JobReplica(job=job, role=ref.role, index=ref.index) for ref in replica_refs(spec)
-        )
+    if no_room is not None:
+        raise no_room
+    assert run is not None
     _limits_not_enforced(job, spec)
     try:
         launch_attempt(job, run, spec, children=children)
@@ -3063,6 +3138,61 @@ def start_job(
         return True
     _running_alert(job, run)
     return True
+
+
+def _marked_running(
+    job: Job, alloc: Allocation, spec: JobSpec, *, now: datetime, port: int
+) -> LocalRun | None:
+    """Queued -> Running with the allocation recorded, in start_job's transaction: the run,
+    or None when the job was no longer Queued."""
+    # "A800 (cards 0, 1)", as the Replicas table lists a replica's card numbers (qa92: it
+    # read "A800 [0, 1]", a Python list).
+    cards = [
+        recorded(
+            gettext_noop("%(card)s (cards %(ids)s)"),
+            card=card,
+            ids=Words(tuple(str(i) for i in indices)),
+        )
+        for card, indices in alloc.devices.items()
+        if indices
+    ]
+    if not job_transition(
+        job=job,
+        to=S.RUNNING,
+        reason="Started",
+        message=recorded(
+            gettext_noop("Started on this machine with %(cards)s."),
+            cards=joined(*cards, sep="; "),
+        )
+        if cards
+        else recorded(gettext_noop("Started on this machine.")),
+    ):
+        return None
+    run, _ = LocalRun.objects.update_or_create(
+        job=job,
+        defaults={
+            "attempt": 1,
+            "devices": alloc.devices,
+            "cpus": alloc.cpus,
+            "master_port": port,
+            "stop_target": "",
+            "stop_message": "",
+            "stop_message_source": None,
+            "kill_at": None,
+            "sigterm_due": False,
+            "hang_warned_at": None,
+            "attempt_started_at": now,
+            "running_alert_due": True,
+            "runner": runner_key(),
+            "run_uid": None,  # recorded by launch_attempt as its replicas start
+            "run_gid": None,
+        },
+    )
+    job.replicas.all().delete()
+    JobReplica.objects.bulk_create(
+        JobReplica(job=job, role=ref.role, index=ref.index) for ref in replica_refs(spec)
+    )
+    return run
 
 
 def _running_alert(job: Job, run: LocalRun) -> None:
@@ -3103,7 +3233,7 @@ def _fail_launch(job: Job, run: LocalRun, exc: Exception) -> None:
             )
         )
     message = recorded(gettext_noop("Could not start: %(error)s"), error=reason)
-    logger.warning("%s: %s", job.public_id, message)
+    logger.warning("%s: %s", job.public_id, in_english(message))  # the log is English
     for replica in job.replicas.all():
         signal_group(replica, signal.SIGKILL)
     # A stop recorded meanwhile (Stop, Delete, a timeout) keeps its target: the job ends as
@@ -3391,6 +3521,21 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     if run.running_alert_due:
         # Every replica started, and the worker that started them died before the alert.
         _running_alert(job, run)
+
+    if any(states[r.pk].no_sandbox for r in replicas) and (missing := bwrap_missing_message()):
+        # Bubblewrap went between the worker's look and a shim's exec (qa112: the job failed
+        # "master-0 exited with code 127: command or file not found", blaming its command).
+        # Held as the scheduler holds every job without it, not failed: the attempt is torn
+        # down and the job goes back to Queued (_requeued). Unless a stop came first.
+        from .scheduler import SANDBOX_UNAVAILABLE_MESSAGE
+
+        held = recorded(SANDBOX_UNAVAILABLE_MESSAGE, reason=missing)
+        LocalRun.objects.filter(pk=run.pk, stop_target="").update(
+            stop_target=TARGET_REQUEUE, stop_message=held, stop_message_source=source_of(held)
+        )
+        run.refresh_from_db()
+        _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
+        return
 
     # Without the spec too (one that no longer reads): its run folder says it is MPI.
     _mpi_launcher_done(job, run, replicas, states)
@@ -4404,6 +4549,9 @@ def _finish_tear_down(
     network.end_networks(public_id=job.public_id, children=children)
     cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
     message = restored(run.stop_message, run.stop_message_source)
+    if run.stop_target == TARGET_REQUEUE:
+        _requeued(job, run, message)
+        return
     # The switch to the next attempt is committed with its event and jobFT alert, or none
     # of them: a worker killed in between leaves the restart still to do, and the next
     # worker does it (and alerts) once. The new attempt's processes start only after the
@@ -4490,6 +4638,33 @@ def _finish_tear_down(
     elif ended:
         _ended_unwatched(job, now)
         _finished(job, run)
+
+
+def _requeued(job: Job, run: LocalRun, message: str) -> None:
+    """Back to Queued after bubblewrap vanished as the job started (TARGET_REQUEUE), its
+    attempt torn down: the run and its replicas' rows go, and so do its folder's attempt and
+    logs (what a start makes; an earlier run's files set aside stay), so its next start is a
+    first one, not one that finds an earlier run to set aside. One SandboxUnavailable warning,
+    the scheduler's own words: it says nothing more while bubblewrap is missing, and starts
+    the job in its place once it is back."""
+    from .scheduler import SANDBOX_UNAVAILABLE
+
+    with transaction.atomic():
+        moved = job_transition(
+            job=job, to=S.QUEUED, reason=SANDBOX_UNAVAILABLE, message=message, warning=True
+        )
+        if moved:
+            job.replicas.all().delete()
+            LocalRun.objects.filter(pk=run.pk).delete()
+    if moved:
+        folder = job_logs.job_dir(job.public_id)
+        with contextlib.suppress(OSError):
+            for entry in folder.iterdir():
+                if entry.name.startswith(EARLIER_RUN):
+                    continue
+                if entry.name.startswith("attempt-"):
+                    _remove_scratch(entry)  # its /tmp folders as a finished attempt's go
+                shutil.rmtree(entry, ignore_errors=True)
 
 
 def _failed_past_limit(

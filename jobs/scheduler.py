@@ -20,8 +20,10 @@ Rules (decisions):
   local jobs run at once; a CPU-exclusive job needs cores no other running job may use.
 - Jobs Pending review are never dispatched: only Queued jobs are considered.
 - No job starts while the disk of LOCAL_RUN_DIR has less than LOCAL_DISK_MIN_FREE_GB free
-  (the kubelet's disk pressure): each job that would start now says so and blocks its
-  queue until there is room.
+  (the kubelet's disk pressure), nor less than HEALTH_DISK_FREE_MB, where /healthz calls it
+  full, whatever LOCAL_DISK_MIN_FREE_GB: each job that would start now says so and blocks its
+  queue until there is room. So does a job whose folder the disk had no room to make as it
+  started (ENOSPC: jobs.runner.make_run_folder), before it is marked Running (qa112).
 - A job whose start would put its owner over their card quota (jobs.quotas) is set aside,
   saying why: it does not block its queue (Kueue's BestEffortFIFO), so other users' jobs
   behind it, and its owner's smaller ones that fit, start. It starts by itself once its
@@ -36,7 +38,8 @@ Rules (decisions):
   LOCAL_JOB_NETWORK=isolated (its start-up check): as for disk, each job that would start
   now says so and blocks its queue. Nor while bubblewrap is missing at LOCAL_BWRAP
   (SANDBOX_UNAVAILABLE, asked once a pass): a fact of the machine that installing it mends,
-  where failing would fail every queued job in turn (fix126).
+  where failing would fail every queued job in turn (fix126). A job whose shim found it gone
+  as it started is put back to Queued with that reason (jobs.runner.supervise, qa112).
 - A job needing more cards of a type than have their device node on this machine (the
   others are not offered: jobs.runner.current_capacity), but no more than the pool has,
   waits for the nodes (CARD_NODES_MISSING), saying so once, in its place: a queue task
@@ -244,6 +247,7 @@ def dispatch_local(
     job starts: each that would start now says so and keeps its place, as for disk, and as
     for bubblewrap missing."""
     from .runner import (
+        NoRoomForRunFolder,
         bwrap_missing_message,
         current_capacity,
         disk_pressure_message,
@@ -377,7 +381,18 @@ def dispatch_local(
             if not standalone:
                 blocked.add(queue)
             continue
-        if start_job(job, allocation, children=children, worker=worker):
+        try:
+            started_now = start_job(job, allocation, children=children, worker=worker)
+        except NoRoomForRunFolder as exc:
+            # Held as for disk pressure, not failed (qa112: a full LOCAL_RUN_DIR failed every
+            # new job in turn, "Could not start: [Errno 28]"), and so is every job after it in
+            # this pass: the disk is full for them too.
+            held, disk_measured = exc.args[0], True
+            held_for(job, DISK_PRESSURE, held)
+            if not standalone:
+                blocked.add(queue)
+            continue
+        if started_now:
             started.append(job)
             usage.setdefault(owner_id, Usage()).add(need.cards)
             if group_id is not None:
@@ -976,9 +991,25 @@ def why_waiting(job: Job, *, worker: WorkerState | None = None) -> str | None:
             now = disk_pressure_message(run_dir_disk())
         except OSError:
             now = None  # the run folder's disk is gone: the worker says what that does
+        if now is None and _held_for_no_room(job):
+            # Its folder found no room though the disk is above every threshold (they may be
+            # 0, or a few bytes free are not a block): said again with the free space of now,
+            # until the next pass starts it.
+            from .runner import no_room_message
+
+            now = no_room_message()
     if now is None:
         return _behind_its_queues_first(job) or _(IN_QUEUE_MESSAGE)
     return display_text(now, source_of(now))
+
+
+def _held_for_no_room(job: Job) -> bool:
+    """Whether the scheduler's last word on the job is that its folder found no room
+    (jobs.runner.NO_ROOM_MESSAGE), rather than a threshold of the disk."""
+    from .runner import NO_ROOM_MESSAGE
+
+    source = _words(job).values_list("message_source", flat=True).first()
+    return isinstance(source, dict) and source.get("key") == NO_ROOM_MESSAGE
 
 
 def _behind_its_queues_first(job: Job) -> str | None:

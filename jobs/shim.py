@@ -1182,7 +1182,12 @@ def main(argv: list[str]) -> int:
                 steps.append(f"run as uid {as_user[0]} and gid {as_user[1]}")
             error = f"cannot {' or '.join(steps)}"
         log.write(console_line(stamp(), args.start_failed_line.replace("{error}", error)))
-        write_atomic(state / "exit", json.dumps({"code": 127}))
+        record: dict[str, object] = {"code": 127}
+        if isinstance(exc, FileNotFoundError) and exc.filename == command[0]:
+            # The sandbox itself was not there (bubblewrap removed since the worker looked):
+            # a fact of the machine, not of the job's command (jobs.runner.supervise).
+            record["no_sandbox"] = True
+        write_atomic(state / "exit", json.dumps(record))
         return 0
     for fd in [*args.mount_fd, *args.netns_fd, ready_w, go_r]:  # bwrap has its own copies
         os.close(fd)

@@ -2584,7 +2584,14 @@ def _disk_refusals() -> list[str]:
     if short is None:
         return []
     kind, numbers = short
-    if kind == "inodes":
+    if kind == "full":
+        said = _(
+            "The file system of the local pool's run folder (LOCAL_RUN_DIR) has %(free)s GB "
+            "free, under the %(threshold)s GB below which the console counts it as full "
+            "(HEALTH_DISK_FREE_MB), and a standalone job must start at once. Submit it as a "
+            "queue task, which waits for disk space, or submit it again once space is freed."
+        )
+    elif kind == "inodes":
         said = _(
             "The disk of the local pool's run folder can hold %(free)s more files and folders "
             "(inodes) of its %(total)s, under the %(share)s%% a job needs to start, and a "

@@ -129,3 +129,23 @@ def test_the_log_names_the_endpoint_in_english_under_the_default_chinese(fake, s
         "AIHC inventory refresh from http://127.0.0.1:9 failed: AIHC could not be reached "
         "(Unreachable, ConnectError)"
     ) in caplog.messages
+
+
+def test_aihc_credentials_missing_are_logged_in_english_and_shown_in_the_readers_language(
+    settings,
+):
+    # qa112: the worker logged "syncing … with aihc failed: 未配置百舸 AIHC 访问凭证…".
+    from django.utils import translation
+
+    from jobs.backends.base import BackendError
+    from jobs.backends.remote import logged_error
+
+    settings.AIHC_ACCESS_KEY = settings.AIHC_SECRET_KEY = ""
+
+    with translation.override("zh-hans"), pytest.raises(BackendError) as caught:
+        get_backend("aihc")._setup()
+
+    assert logged_error(caught.value) == (
+        "AIHC credentials are not configured (AIHC_ACCESS_KEY, AIHC_SECRET_KEY)."
+    )
+    assert caught.value.message == "未配置百舸 AIHC 访问凭证（AIHC_ACCESS_KEY、AIHC_SECRET_KEY）。"

@@ -545,6 +545,64 @@ def test_the_apis_delete_aihc_does_not_answer_is_a_503_to_send_again_and_keeps_t
     assert not Job.objects.filter(pk=job.pk).exists()
 
 
+def test_a_delete_of_a_queued_aihc_job_aihc_does_not_answer_says_it_was_stopped_before_deleting(
+    aihc, alice, alice_en, settings
+):
+    """qa112: a Delete of a job not started yet stops it first (README); AIHC answering
+    neither, its event read "Stop requested; …" though its owner had asked to delete it, and
+    the answer said only that the job was kept."""
+    [job] = running_aihc_jobs(aihc, alice, 1, settings)
+    aihc.set_job_status(job.external_id, "Pending")
+    Worker().sync_remote()
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    aihc.delay_next("StopJob", 6.0)
+    aihc.delay_next("DeleteJob", 6.0)
+
+    page = alice_en.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    shown = page.content.decode()
+    assert (
+        "The job was stopped before deleting and is kept here: delete it again in a moment"
+    ) in shown
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING  # kept, the stop sent again by the worker
+    event = job.events.get(reason="Stopping")
+    with translation.override("en"):
+        assert event.message_shown.startswith(
+            "Stopped before deleting; AIHC did not answer the stop yet (AIHC did not answer in "
+            "time (RequestTimeout"
+        ), event.message_shown
+    asked = job.events.get(reason="StopRequested")
+    with translation.override("en"):
+        assert asked.message_shown == (
+            "Delete requested by alice: the job is stopped before deleting."
+        )
+
+
+def test_an_aihc_delete_with_no_clear_answer_is_logged_in_english_and_shown_in_chinese(
+    aihc, alice, settings
+):
+    # qa112: what the worker logged of a platform's failure (a deletion for its retention
+    # period: "deleting … failed: …") quoted the message in the console's language.
+    from jobs.backends import get_backend
+    from jobs.backends.base import BackendError
+    from jobs.backends.remote import logged_error
+
+    [job] = running_aihc_jobs(aihc, alice, 1, settings)
+    aihc.fail_next("DeleteJob", status=503, code="ServiceUnavailable", times=5)
+
+    with translation.override("zh-hans"), pytest.raises(BackendError) as caught:
+        get_backend("aihc").delete(job)
+
+    assert caught.value.message.startswith("百舸 AIHC 未对删除请求给出明确答复：")
+    assert logged_error(caught.value).startswith("AIHC gave the delete no clear answer: ")
+    assert "ServiceUnavailable" in logged_error(caught.value)
+    assert "该任务" not in logged_error(caught.value)
+
+
 def test_an_aihc_delete_aihc_refuses_keeps_the_job_saying_aihcs_reason(
     aihc, alice, alice_en, settings
 ):

@@ -169,6 +169,69 @@ def test_healthz_answers_503_disk_full_when_its_disk_has_less_than_the_threshold
     assert (freed.status_code, freed.json()["disk"]) == (200, "ok")
 
 
+@pytest.fixture
+def full_run_dir_disk(db, settings, tmp_path):
+    """LOCAL_RUN_DIR on a 16 MB file system of its own (a tmpfs, as root) with 4 MB free, the
+    rest of the console on the test machine's disk; HEALTH_DISK_FREE_MB at 8."""
+    if os.geteuid() != 0:
+        pytest.skip("mounts a tmpfs: as root")
+    disk = tmp_path / "runs-disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], check=True)
+    try:
+        found = os.statvfs(disk)
+        (disk / "filler").write_bytes(b"\0" * (found.f_bavail * found.f_frsize - 4 * 1024**2))
+        settings.LOCAL_RUN_DIR = disk / "runs"  # not made yet: its disk is still looked at
+        settings.HEALTH_DISK_FREE_MB = 8
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def test_healthz_answers_503_disk_full_when_the_run_folders_disk_alone_is_full(
+    full_run_dir_disk, settings
+):
+    # qa112: with LOCAL_RUN_DIR's disk full (README recommends it apart from CONSOLE_VAR_DIR)
+    # /healthz answered 200 "disk": "ok" while every new local job failed for want of space.
+    beat(seconds_ago=3)
+
+    full = Client().get("/healthz", {"worker": "0"})
+    settings.CONSOLE_BACKENDS = ["aihc"]  # no local runner: its folder is none of the console's
+    remote_only = Client().get("/healthz", {"worker": "0"})
+
+    assert (full.status_code, full.json()) == (
+        503,
+        {"status": "error", "database": "ok", "disk": "full"},
+    )
+    assert (remote_only.status_code, remote_only.json()["disk"]) == (200, "ok")
+
+
+def test_staff_pages_say_which_disk_is_full_and_a_users_page_does_not(
+    full_run_dir_disk, alice, reviewer, settings
+):
+    staff = Client(headers={"Accept-Language": "en"})
+    staff.force_login(reviewer)
+    user = Client(headers={"Accept-Language": "en"})
+    user.force_login(alice)
+
+    pages = {
+        "jobs": staff.get(reverse("job-list")).content.decode(),
+        "admin": staff.get(reverse("admin:index")).content.decode(),
+    }
+    users_page = user.get(reverse("job-list")).content.decode()
+
+    for name, page in pages.items():
+        found = re.search(r'id="disk-notice">(.*?)</(?:div|ul)>', page, re.S)
+        assert found, name
+        said = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", found.group(1))).split())
+        assert said == (
+            f"The disk of LOCAL_RUN_DIR ({full_run_dir_disk}/runs) is full: 4 MB free, under "
+            "HEALTH_DISK_FREE_MB (8 MB). No local job starts until space is freed on it (they "
+            'wait Queued, saying so), and /healthz answers 503 "disk": "full".'
+        ), name
+    assert "disk-notice" not in users_page
+
+
 @pytest.mark.parametrize(
     ("language", "message"),
     [

@@ -319,6 +319,30 @@ def test_an_aihc_pool_that_cannot_be_read_shows_its_last_figures_their_age_and_w
     assert "ServiceUnavailable" in aihc and "pool-error" in aihc
 
 
+def test_an_aihc_pools_error_read_by_the_background_refresh_is_said_in_each_readers_language(
+    fake, alice_client, settings
+):
+    # qa112: the refresh thread worded the error in the console's language (Chinese by
+    # default), and the pool page in English showed "无法读取百舸 AIHC 资源信息：…".
+    alice_client.get(POOLS)
+    settings.AIHC_CACHE_SECONDS = 0
+    fake.fail_next("DescribeResourcePools", status=503, code="ServiceUnavailable", times=10)
+    backend = get_backend("aihc")
+    backend.pools()
+    backend._inventory().join()  # the read failed in its own thread, under zh-hans
+    settings.AIHC_CACHE_SECONDS = 60
+
+    english = section(
+        alice_client.get(POOLS, HTTP_ACCEPT_LANGUAGE="en").content.decode(), AIHC_POOL
+    )
+    chinese = section(
+        alice_client.get(POOLS, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode(), AIHC_POOL
+    )
+
+    assert "AIHC inventory could not be read: " in english and "无法读取" not in english
+    assert "无法读取百舸 AIHC 资源信息：" in chinese
+
+
 @pytest.fixture
 def kubernetes(settings):
     fake = FakeKubernetes().start()

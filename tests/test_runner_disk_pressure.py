@@ -10,6 +10,7 @@ statvfs is as honest as a disk's, holds the run folder, so the test fills and fr
 from __future__ import annotations
 
 import contextlib
+import html
 import os
 import re
 import signal
@@ -38,6 +39,7 @@ from .runner_helpers import (
     status_of,
     submit,
 )
+from .test_api import alice_key, api, wsgi  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
@@ -55,6 +57,9 @@ def small_disk(runner_settings, tmp_path) -> Iterator[Path]:  # noqa: F811
     runner_settings.LANGUAGE_CODE = "en"
     runner_settings.LOCAL_TMP_MAX_GB = 1  # more than the disk: only the disk's limits act
     runner_settings.LOCAL_TMP_CHECK_SECONDS = 0.1
+    # Where /healthz calls the disk full, which holds every start too: well under what the
+    # tests leave free, but for those that set it.
+    runner_settings.HEALTH_DISK_FREE_MB = 1
     yield disk
     # The replicas first (runner_settings would only end them after this), then the disk.
     for replica in JobReplica.objects.exclude(pid=None):
@@ -216,6 +221,7 @@ def few_inodes(runner_settings, tmp_path) -> Iterator[Path]:  # noqa: F811
     runner_settings.LOCAL_TMP_CHECK_SECONDS = 0.1
     runner_settings.LOCAL_DISK_MIN_FREE_GB = 1 * MB / GB
     runner_settings.LOCAL_DISK_EVICT_FREE_GB = 0.5 * MB / GB
+    runner_settings.HEALTH_DISK_FREE_MB = 0
     yield disk
     for replica in JobReplica.objects.exclude(pid=None):
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -547,3 +553,140 @@ def test_a_job_printing_while_its_logs_disk_is_full_is_not_taken_for_a_hang(
     assert status_of(printing) == JobStatus.RUNNING
     assert not printing.events.filter(reason="HangSuspected").exists()
     filler.unlink()
+
+
+def queue_group(owner, command: str, *, total: int) -> list:
+    """A queue group of `total` tasks, all of which may run at once."""
+    import uuid
+
+    from jobs.services import jobs_submit
+
+    spec = make_spec(command)
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=total, concurrency=total)
+    spec.queue = "default"
+    return jobs_submit(owner=owner, spec=spec, submit_key=uuid.uuid4().hex)
+
+
+def filled_to_the_last_block(disk: Path) -> Path:
+    filler = fill(disk, leave=0)
+    with open(filler, "ab", buffering=0) as out, contextlib.suppress(OSError):
+        while True:
+            out.write(b"\0" * 4096)
+    return filler
+
+
+NO_ROOM = (
+    r"Waiting for disk space: the file system of the run folder \(LOCAL_RUN_DIR\) had no room "
+    r"left to make a job's folder as this one started \((0|0\.\d+) GB free now\)\. It starts "
+    r"by itself once there is room\."
+)
+
+
+def test_jobs_whose_folder_the_full_disk_refuses_stay_queued_in_their_place_and_start_once_freed(
+    alice, alice_client, small_disk, settings
+):
+    """High (qa112): a full LOCAL_RUN_DIR failed every new local job at once, "Started", then
+    "StartFailed", then Failed "Could not start: [Errno 28] No space left on device", a queue
+    group's tasks in turn. No threshold holds them here (all 0): the disk itself refuses the
+    first one's folder, which is removed again, and it waits in its place, as for disk
+    pressure, never marked Running."""
+    from jobs.logs import job_dir
+    from jobs.models import LocalRun
+
+    settings.HEALTH_DISK_FREE_MB = 0
+    group = queue_group(alice, "echo started-at-last", total=3)
+    filler = filled_to_the_last_block(small_disk)
+    worker = Worker()
+
+    for _ in range(10):
+        worker.tick()
+        time.sleep(0.05)
+
+    assert [status_of(job) for job in group] == [JobStatus.QUEUED] * 3
+    [event] = [e for job in group for e in job.events.filter(reason="DiskPressure")]
+    assert re.fullmatch(NO_ROOM, event.message), event.message
+    assert event.type == "Warning"
+    for job in group:
+        reasons = set(job.events.values_list("reason", flat=True))
+        assert not reasons & {"Started", "StartFailed", "Failed"}, reasons
+        assert job.started_at is None
+        assert not job_dir(job.public_id).exists()  # the half-made folder removed
+    assert not LocalRun.objects.exists() and not JobReplica.objects.exists()
+    alice_client.cookies["django_language"] = "en"
+    held = event.job
+    page = alice_client.get(reverse("job-detail", args=[held.public_id])).content.decode()
+    assert re.search(NO_ROOM, html.unescape(page)), "the page says why it waits"
+
+    filler.unlink()
+    run_until(worker, lambda: {status_of(job) for job in group} == {JobStatus.SUCCEEDED})
+
+    assert all("started-at-last" in log_text(job, "master-0") for job in group)
+    assert held.events.filter(reason="DiskPressure").count() == 1
+
+
+FULL = re.compile(
+    r"Waiting for disk space: the file system of the run folder \(LOCAL_RUN_DIR\) has "
+    r"(0\.\d+) GB free, under the 0\.0156 GB below which the console counts it as full "
+    r"\(HEALTH_DISK_FREE_MB\), too little to make a job's folder\. It starts by itself once "
+    r"there is room\."
+)
+
+
+def test_below_the_health_checks_threshold_no_job_starts_whatever_local_disk_min_free_gb(
+    alice, alice_client, small_disk, settings
+):
+    """qa112: LOCAL_DISK_MIN_FREE_GB is 0 by default on a disk of under 0.5 GB (10%, to a
+    tenth of a GB), and 0 may be set: jobs were then started on a disk /healthz called full.
+    Below HEALTH_DISK_FREE_MB free they wait, saying so with the numbers."""
+    settings.HEALTH_DISK_FREE_MB = 16
+    filler = fill(small_disk, leave=10 * MB)
+    [job] = queue_group(alice, "echo started-at-last", total=1)
+    worker = Worker()
+
+    for _ in range(10):
+        worker.tick()
+        time.sleep(0.05)
+
+    assert status_of(job) == JobStatus.QUEUED
+    [event] = job.events.filter(reason="DiskPressure")
+    found = FULL.fullmatch(event.message)
+    assert found, event.message
+    assert 8 * MB / GB < float(found.group(1)) < 11 * MB / GB
+    assert "Started" not in set(job.events.values_list("reason", flat=True))
+    alice_client.cookies["django_language"] = "en"
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert "(LOCAL_RUN_DIR) has" in page and "(HEALTH_DISK_FREE_MB)" in page
+
+    filler.unlink()
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+
+def test_a_standalone_create_is_refused_409_below_the_health_checks_threshold(
+    api,  # noqa: F811
+    alice,
+    small_disk,
+    settings,
+):
+    """As for bubblewrap missing: the scheduler would hold it Queued, and a standalone job
+    must start at once; the API says why on its field, nothing is made."""
+    from jobs.models import Job
+
+    from .test_api import body, refused
+
+    settings.HEALTH_DISK_FREE_MB = 16
+    fill(small_disk, leave=10 * MB)
+    job_body = body(name="now", command="true")
+    job_body["console"] = {"submission": {"mode": "standalone", "total": 1, "concurrency": 1}}
+
+    error = refused(lambda: api.create_job(pool="local", body=job_body))
+
+    assert error.status == 409
+    assert re.match(
+        r"console\.submission\.mode: The file system of the local pool's run folder "
+        r"\(LOCAL_RUN_DIR\) has 0\.\d+ GB free, under the 0\.0156 GB below which the console "
+        r"counts it as full \(HEALTH_DISK_FREE_MB\), and a standalone job must start at once\. "
+        r"Submit it as a queue task, which waits for disk space, or submit it again once space "
+        r"is freed\.",
+        error.message,
+    ), error.message
+    assert not Job.objects.exists()

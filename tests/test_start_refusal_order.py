@@ -103,6 +103,31 @@ def test_jobs_refused_at_start_use_up_no_slot_of_the_running_jobs_limit(
     assert [_status(job) for job in refused] == [JobStatus.FAILED, JobStatus.FAILED]
 
 
+def test_a_start_refused_or_failed_is_logged_in_english_under_the_default_chinese(
+    alice, bob, three_cards_failing_at_launch, caplog
+):
+    # qa112: the worker's log read "jobs.runner pytorchjob-…: 无法启动：[Errno 28] …", though
+    # its log is English (README "Where the logs are"); the events stay in the console's
+    # language.
+    three_cards_failing_at_launch.LANGUAGE_CODE = "zh-hans"
+    refused = _submitted(alice, "refused", _two_replicas_of_one_card(), queue="default")
+    failing = _submitted(bob, "failing", _one_replica(1), queue="research")
+    three_cards_failing_at_launch.LOCAL_MAX_REPLICAS = 1
+
+    with caplog.at_level("WARNING", logger="jobs.runner"):
+        dispatch_local()
+
+    said = [m for m in caplog.messages if m.startswith(("pytorchjob-", "job-"))]
+    assert any(m.startswith(f"{refused.public_id}: Could not start: ") for m in said), (
+        caplog.messages
+    )
+    assert any(m.startswith(f"{failing.public_id}: Could not start: ") for m in said), (
+        caplog.messages
+    )
+    assert not any("无法启动" in m for m in caplog.messages)
+    assert JobEvent.objects.get(job=refused, reason="StartFailed").message.startswith("无法启动：")
+
+
 # -- the checks that once ran after the job was marked Running (fix126) --------------------
 
 GPU = "nvidia.com/gpu"

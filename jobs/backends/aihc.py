@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -86,6 +86,7 @@ from jobs.texts import joined, list_words, source_of
 
 from .base import (
     CONNECTION_CLOSED,
+    STOPPED_BEFORE_DELETION,
     AcceleratorStock,
     BackendError,
     NoLog,
@@ -140,6 +141,16 @@ STOP_UNANSWERED = gettext_noop(
 STOP_ANSWERED_ERROR = gettext_noop(
     "Stop requested; AIHC answered it with an error (%(error)s). The console sends the stop "
     "again until AIHC reports the job ended."
+)
+# The same two for the stop a Delete makes first of a job not started (qa112: a Delete AIHC
+# gave no answer read "Stop requested; …", though its owner had asked to delete it).
+STOP_BEFORE_DELETING_UNANSWERED = gettext_noop(
+    "Stopped before deleting; AIHC did not answer the stop yet (%(error)s). The console sends "
+    "the stop again until AIHC reports the job ended."
+)
+STOP_BEFORE_DELETING_ANSWERED_ERROR = gettext_noop(
+    "Stopped before deleting; AIHC answered the stop with an error (%(error)s). The console "
+    "sends the stop again until AIHC reports the job ended."
 )
 # A create that got no clear answer, or that a worker died sending, may land on AIHC late:
 # after the console sent it again and followed what that made, or after the job ended here
@@ -384,10 +395,17 @@ def _sync_error(exc: AihcError, secrets: list[str]) -> BackendError:
 
 
 def _shown(what: str, exc: AihcError, secrets: list[str]) -> BackendError:
-    """An AIHC failure as the person who asked is told it: what did not happen, then AIHC's
-    reason, code and request id (for a support ticket), with the job's secrets masked."""
+    """An AIHC failure as the person who asked is told it: what did not happen (`what`, a
+    gettext_noop-marked message, said in the language active now), then AIHC's reason, code
+    and request id (for a support ticket), with the job's secrets masked; in English too for
+    the log (qa112: the worker's log quoted it in the console's language)."""
+    with translation.override("en"):
+        logged = _(what) % {"error": logged_error(exc)}
     return BackendError(
-        scrub(what % {"error": exc}, secrets), code=exc.code, request_id=exc.request_id
+        scrub(_(what) % {"error": exc}, secrets),
+        code=exc.code,
+        request_id=exc.request_id,
+        logged=scrub(logged, secrets),
     )
 
 
@@ -457,6 +475,11 @@ class Config:
         return self.pool_versions.get(pool_id) or self.api_version
 
 
+CREDENTIALS_MISSING = gettext_noop(
+    "AIHC credentials are not configured (AIHC_ACCESS_KEY, AIHC_SECRET_KEY)."
+)
+
+
 class Inventory(BackgroundInventory):
     """The cached pool list of one AIHC account, refreshed by at most one thread at a time."""
 
@@ -468,10 +491,9 @@ class Inventory(BackgroundInventory):
         self.client = client
         self.pools: list[Pool] = []
         self.as_of: datetime | None = None  # last successful read
-        self.error = ""
         # What made the reads fail since `failing_since` (None: the last read succeeded, or
-        # none has ended yet): for staff's notice (AihcBackend.inventory_problem), which says
-        # it in each reader's language when it is read.
+        # none has ended yet): for the pools' error (`get`) and staff's notice
+        # (AihcBackend.inventory_problem), each said in the reader's language when it is read.
         self.failure: Exception | None = None
         self.failing_since: datetime | None = None
         # The names of the pools last kept in the database (AihcBackend._keep_names).
@@ -481,25 +503,35 @@ class Inventory(BackgroundInventory):
         self.config = config  # TTL and wait changes apply at once
         self._await_figures(config)
         age = (timezone.now() - self.as_of).total_seconds() if self.as_of else None
-        stale = bool(self.error) or age is None or age > config.cache_seconds
-        return [Pool(**{**p.__dict__, "stale": stale, "error": self.error}) for p in self.pools]
+        error = self._error()
+        stale = bool(error) or age is None or age > config.cache_seconds
+        return [Pool(**{**p.__dict__, "stale": stale, "error": error}) for p in self.pools]
+
+    def _error(self) -> str:
+        """Why the last read failed ("" when it succeeded), in the language active now: the
+        page's. Worded here, not by the refresh thread, which runs in the console's language
+        (qa112: the pool page in English said it in Chinese)."""
+        failure = self.failure
+        if failure is None:
+            return ""
+        if isinstance(failure, AihcError):
+            return _("AIHC inventory could not be read: %(error)s") % {"error": failure}
+        return _("AIHC inventory could not be read.")
 
     def _read_and_keep(self) -> None:
         try:
             pools = self._read()
         except AihcError as exc:
-            self.error = _("AIHC inventory could not be read: %(error)s") % {"error": exc}
             self._failed(exc)
             # The endpoint named: "could not be reached" alone did not say where (qa94).
             logger.warning(
                 "AIHC inventory refresh from %s failed: %s", self.config.endpoint, logged_error(exc)
             )
         except Exception as exc:  # never let a refresh thread die silently
-            self.error = _("AIHC inventory could not be read.")
             self._failed(exc)
             logger.exception("AIHC inventory refresh from %s failed", self.config.endpoint)
         else:
-            self.pools, self.as_of, self.error = pools, timezone.now(), ""
+            self.pools, self.as_of = pools, timezone.now()
             self.failure = self.failing_since = None
 
     def _failed(self, exc: Exception) -> None:
@@ -570,8 +602,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             raise BackendError(str(exc), code="Misconfigured") from None
         if not config.access_key or not config.secret_key:
             raise BackendError(
-                _("AIHC credentials are not configured (AIHC_ACCESS_KEY, AIHC_SECRET_KEY)."),
+                _(CREDENTIALS_MISSING),
                 code="Misconfigured",
+                # The worker's log is English (qa112: "syncing … with aihc failed: 未配置…").
+                logged=CREDENTIALS_MISSING,
             )
         return config
 
@@ -1927,7 +1961,13 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             return
         asked = (
             job.events.filter(
-                message_source__key__in=[STOP_REQUESTED, STOP_UNANSWERED, STOP_ANSWERED_ERROR]
+                message_source__key__in=[
+                    STOP_REQUESTED,
+                    STOP_UNANSWERED,
+                    STOP_ANSWERED_ERROR,
+                    STOP_BEFORE_DELETING_UNANSWERED,
+                    STOP_BEFORE_DELETING_ANSWERED_ERROR,
+                ]
             )
             .order_by("created_at")
             .values_list("created_at", flat=True)
@@ -2119,7 +2159,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                         secrets,
                         message=gettext_noop("AIHC did not stop the job: %(error)s"),
                     )
-                    raise _shown(_("AIHC did not stop the job: %(error)s"), exc, secrets) from None
+                    raise _shown(
+                        gettext_noop("AIHC did not stop the job: %(error)s"), exc, secrets
+                    ) from None
                 else:
                     unanswered = exc
                     logger.warning(
@@ -2132,10 +2174,14 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         if unanswered is not None:
             # AIHC may still run (or start) the job: Stopping, until AIHC reports it ended.
             # The error masked, not the text: it keeps its source (_close_replicas).
+            if (source_of(message) or {}).get("key") == STOPPED_BEFORE_DELETION:
+                said = (STOP_BEFORE_DELETING_ANSWERED_ERROR, STOP_BEFORE_DELETING_UNANSWERED)
+            else:
+                said = (STOP_ANSWERED_ERROR, STOP_UNANSWERED)
             self._stopping(
                 job,
                 recorded(
-                    STOP_ANSWERED_ERROR if unanswered.status else STOP_UNANSWERED,
+                    said[0] if unanswered.status else said[1],
                     error=scrub(recorded_error(unanswered), job.secret_values()),
                 ),
                 warning=True,
@@ -2194,17 +2240,24 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 return  # nothing left to delete there
             if _refused(exc):
                 raise _shown(
-                    _("AIHC did not delete the job: %(error)s"), exc, job.secret_values()
+                    gettext_noop("AIHC did not delete the job: %(error)s"), exc, job.secret_values()
                 ) from None
-            unclear = _shown(
-                _(
+            if job.status in (JobStatus.STOPPING, JobStatus.STOPPED):
+                # Stopped first (a job not started: jobs.actions.job_delete), or before: said,
+                # as the stop goes on (qa112: "The job is kept here" alone, while it was
+                # Stopping, the stop unanswered too).
+                said = gettext_noop(
+                    "AIHC gave the delete no clear answer: %(error)s. The job was stopped before "
+                    "deleting and is kept here: delete it again in a moment, which finishes it "
+                    "whether AIHC deleted it meanwhile or not."
+                )
+            else:
+                said = gettext_noop(
                     "AIHC gave the delete no clear answer: %(error)s. The job is kept here: "
                     "delete it again in a moment, which finishes it whether AIHC deleted it "
                     "meanwhile or not."
-                ),
-                exc,
-                job.secret_values(),
-            )
+                )
+            unclear = _shown(said, exc, job.secret_values())
             # A server error or throttling too, not only no answer: the API's 503 (review 47).
             unclear.try_again = True
             raise unclear from None
@@ -2263,7 +2316,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                         written = True
             except AihcError as exc:
                 raise _shown(
-                    _("AIHC did not return the logs: %(error)s"), exc, job.secret_values()
+                    gettext_noop("AIHC did not return the logs: %(error)s"),
+                    exc,
+                    job.secret_values(),
                 ) from None
             finally:
                 client.close()
@@ -2284,7 +2339,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             pod = self._replica_pod(job, replica, config, client)
         except AihcError as exc:
             raise _shown(
-                _("AIHC did not return the logs: %(error)s"), exc, job.secret_values()
+                gettext_noop("AIHC did not return the logs: %(error)s"), exc, job.secret_values()
             ) from None
         finally:
             client.close()
@@ -2334,7 +2389,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 version=config.version(job.resource_pool),
             )
         except AihcError as exc:
-            raise _shown(_("AIHC did not return the logs: %(error)s"), exc, secrets) from None
+            raise _shown(
+                gettext_noop("AIHC did not return the logs: %(error)s"), exc, secrets
+            ) from None
         if not lines and pod["phase"].lower() == "pending":
             raise NoLog
         # Never read as the runner's own lines (jobs.logs.unmarked).

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 import httpx
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from jobs.runtime_env import ReplicaRef, replica_environment, shown_group_task
 
@@ -32,6 +33,11 @@ UNANSWERED_CODES = frozenset(
 # LOG_DOWNLOAD_TOTAL_SECONDS were up (DownloadTooLong): it answered, so trying again in a few
 # minutes does not help a log this large.
 DOWNLOAD_TOO_LONG = "DownloadTooLong"
+
+
+# The stop a Delete makes first of a job not started yet (jobs.actions.job_delete), as
+# recorded: a backend that says more of that stop says it as a Delete's (qa112).
+STOPPED_BEFORE_DELETION = gettext_noop("Stopped before deletion.")
 
 
 class BackendError(Exception):

@@ -69,7 +69,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
@@ -275,7 +275,13 @@ PHASES = {
 
 
 def _shown(what: str, exc: KubeError, secrets: list[str]) -> BackendError:
-    return BackendError(scrub(what % {"error": exc}, secrets), code=exc.reason)
+    """A Kubernetes failure as the person who asked is told it (`what`: a gettext_noop-marked
+    message, said in the language active now), and in English for the log (qa112)."""
+    with translation.override("en"):
+        logged = _(what) % {"error": logged_error(exc)}
+    return BackendError(
+        scrub(_(what) % {"error": exc}, secrets), code=exc.reason, logged=scrub(logged, secrets)
+    )
 
 
 def _sync_error(exc: KubeError, secrets: list[str]) -> BackendError:
@@ -3062,7 +3068,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 secrets,
                 message=gettext_noop("Kubernetes did not stop the job: %(error)s"),
             )
-            raise _shown(_("Kubernetes did not stop the job: %(error)s"), error, secrets)
+            raise _shown(gettext_noop("Kubernetes did not stop the job: %(error)s"), error, secrets)
         if job.status == JobStatus.STOPPING:
             return
         if error is not None:
@@ -3132,7 +3138,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     # the API's 503 to send again, as AIHC's (until left41 a 409, read as a
                     # refusal; until review 48 no answer said "did not delete the job").
                     unclear = _shown(
-                        _(
+                        gettext_noop(
                             "Kubernetes gave the delete no clear answer: %(error)s. The job is "
                             "kept here: delete it again in a moment, which finishes it whether "
                             "Kubernetes deleted it meanwhile or not."
@@ -3144,7 +3150,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     raise unclear from None
                 else:
                     raise _shown(
-                        _("Kubernetes did not delete the job: %(error)s"), exc, secrets
+                        gettext_noop("Kubernetes did not delete the job: %(error)s"), exc, secrets
                     ) from None
         if name and (spec is None or any(e.secret for e in spec.envs)):
             secret = M.secret_name(name)
@@ -3256,7 +3262,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             pod = self._replica_pod(job, replica, client)
         except KubeError as exc:
             raise _shown(
-                _("Kubernetes did not return the logs: %(error)s"), exc, job.secret_values()
+                gettext_noop("Kubernetes did not return the logs: %(error)s"),
+                exc,
+                job.secret_values(),
             ) from None
         finally:
             client.close()
@@ -3339,7 +3347,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 # scheduled): a replica waiting to start, with no lines yet, as a local one
                 # (qa55: an error before; left38: an unscheduled pod's download was a 503).
                 raise NoLog from None
-            raise _shown(_("Kubernetes did not return the logs: %(error)s"), exc, secrets) from None
+            raise _shown(
+                gettext_noop("Kubernetes did not return the logs: %(error)s"), exc, secrets
+            ) from None
         if kept is not None:
             lines = kept.lines()
             if tail is not None:

@@ -1,5 +1,5 @@
-"""The worker's state on the admin's pages (templates/admin/index.html, the job list), and the
-platforms whose pools cannot be read."""
+"""The worker's state on the admin's pages (templates/admin/index.html, the job list), the
+platforms whose pools cannot be read, and the console's disks that are full."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from django import template
 
 from jobs.backends import inventory_problems
-from jobs.health import KnownWorker, WorkerState, known_workers, worker_state
+from jobs.health import KnownWorker, WorkerState, full_disks, known_workers, worker_state
 from jobs.review import Unfollowed, unfollowed_jobs
 
 register = template.Library()
@@ -44,6 +44,17 @@ def inventory_problems_tag(context: Any) -> list[str]:
     if user is None or not user.is_staff:
         return []
     return inventory_problems()
+
+
+@register.simple_tag(name="full_disk_notices", takes_context=True)
+def full_disk_notices_tag(context: Any) -> list[str]:
+    """What staff are told of each full disk of the console's (jobs.health.full_disks: what
+    /healthz answers "disk": "full" for); none for anyone else (no look)."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_staff:
+        return []
+    return [disk.notice() for disk in full_disks()]
 
 
 @register.simple_tag(name="known_workers", takes_context=True)
