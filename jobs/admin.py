@@ -110,7 +110,6 @@ from .labels import label_asked, labelled
 from .languages import language_after_login
 from .models import (
     ACTIVE_STATUSES,
-    FINAL_STATUSES,
     ApiKey,
     CardQuota,
     Job,
@@ -1791,7 +1790,7 @@ class JobAdmin(
             # Its platform's name and why it cannot be reached, said above the page while the
             # job has not ended.
             "platform_not_configured": PLATFORM_NAMES.get(job.backend, job.backend)
-            if unfollowed and job.status not in FINAL_STATUSES
+            if unfollowed and job.status in LOST_STATUSES  # (one not started: Stop ends it)
             else "",
             "platform_problem": get_backend(job.backend).settings_problem() if unfollowed else "",
             "platform_lost_markable": lost_applies and not not_lost and reviewer,

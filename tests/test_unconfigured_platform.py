@@ -408,3 +408,23 @@ def test_a_delete_of_a_job_stuck_stopping_with_a_platform_id_says_its_platform_i
     assert said.startswith(
         "The job is stopping, and its platform (Kubernetes) is not configured on this console"
     )
+
+
+def test_the_owners_page_of_a_queued_job_of_such_a_platform_says_nothing_of_mark_as_lost(
+    alice, alice_en
+):
+    """Its Stop ends it at once: it holds no cards, and Mark as lost is not for it."""
+    job = remote_job(alice, backend="kubernetes", status=JobStatus.QUEUED, external_id="pj-6")
+
+    page = alice_en.get(f"/jobs/{job.public_id}/").content.decode()
+
+    assert page.count("platform-not-configured") == 0
+
+
+def test_the_admin_page_of_a_queued_job_of_such_a_platform_says_nothing_of_it(alice, reviewer):
+    """It said a Stop cannot reach it, which ends it at once."""
+    job = remote_job(alice, backend="kubernetes", status=JobStatus.QUEUED, external_id="pj-7")
+
+    page = english(reviewer).get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+
+    assert "platform-not-configured" not in page and "review-mark_lost" not in page
