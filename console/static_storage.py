@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.staticfiles.management.commands import collectstatic
+from django.core.files.storage import storages
 from django.core.management import CommandError, call_command
 from whitenoise.storage import CompressedManifestStaticFilesStorage
 
@@ -87,7 +88,11 @@ def _collected_under_lock(root: Path) -> str:
     swapped = False
     try:
         command = collectstatic.Command()
-        command.storage = ConsoleStaticFilesStorage(location=str(fresh))
+        # The configured storage (this one, STORAGES["staticfiles"]), writing the fresh folder.
+        configured = settings.STORAGES["staticfiles"]
+        command.storage = storages.create_storage(
+            {**configured, "OPTIONS": {**configured.get("OPTIONS", {}), "location": str(fresh)}}
+        )
         call_command(command, interactive=False, verbosity=0)
         if current.is_dir() and not half_collected:
             _linked_from(current, fresh)
