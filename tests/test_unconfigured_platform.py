@@ -15,7 +15,7 @@ from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.actions import ActionError, job_delete_refusal, job_stop
-from jobs.models import Job, JobReplica, JobStatus, LocalRun, ReplicaStatus
+from jobs.models import Job, JobEvent, JobReplica, JobStatus, LocalRun, ReplicaStatus
 from jobs.review import job_mark_lost
 
 CHANGELIST = "/admin/jobs/job/"
@@ -428,3 +428,17 @@ def test_the_admin_page_of_a_queued_job_of_such_a_platform_says_nothing_of_it(al
     page = english(reviewer).get(f"{CHANGELIST}{job.pk}/change/").content.decode()
 
     assert "platform-not-configured" not in page and "review-mark_lost" not in page
+
+
+def test_a_delete_of_a_job_stuck_stopping_and_looked_for_says_nothing_will_look(alice):
+    """A create of it got no clear answer, so a configured platform's worker would look for it;
+    nothing will here (it said when it would be looked for)."""
+    job = remote_job(alice, backend="kubernetes", status=JobStatus.STOPPING)
+    JobEvent.objects.create(job=job, reason="SubmitTimedOut", message="no answer")
+
+    with translation.override("en"):
+        said = job_delete_refusal(job)
+
+    assert said.startswith(
+        "The job is stopping, and its platform (Kubernetes) is not configured on this console"
+    )
