@@ -3,14 +3,17 @@ serve` collects them."""
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
+import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management import call_command
+from django.contrib.staticfiles.management.commands import collectstatic
+from django.core.files.storage import storages
+from django.core.management import CommandError, call_command
 from whitenoise.storage import CompressedManifestStaticFilesStorage
 
 
@@ -44,44 +47,94 @@ class ConsoleStaticFilesStorage(CompressedManifestStaticFilesStorage):
 def static_files_collected() -> str:
     """Runs collectstatic (quietly), and says why it failed ("": it did not). A failure does
     not stop `serve` (review61: a full disk stopped it at each of systemd's restarts, where
-    before qa108 it started and warned jobs.W006): pages then link the files by their plain
-    names. Under an exclusive lock on a file beside STATIC_ROOT: two `serve`s sharing one var
-    folder (on two ports) took turns rather than rewrite each other's files at once.
+    before qa108 it started and warned jobs.W006): pages then link the files STATIC_ROOT held
+    before, or their plain names when it held none. Under an exclusive lock on a file beside
+    STATIC_ROOT: two `serve`s sharing one var folder (on two ports) take turns.
 
-    What a failed collect wrote is removed, STATIC_ROOT emptied, and so is what a collect cut
-    short (killed, a power cut) wrote, found by the COLLECTING file it leaves beside
-    STATIC_ROOT: either may have cut any file short, and a later collect repaired none of them
-    (fix142, with a real full disk): collectstatic skips a copy newer than its source, so the
-    hashed file and the manifest came from the cut copy; and the manifest is written before
-    the `.gz` files, so a whole manifest named files whose compressed copies, sent to every
-    browser, were cut short. Static files are made from the source folders alone: removed,
-    they are served from there (WHITENOISE_USE_FINDERS) until a collect makes them again."""
+    The collect writes a fresh folder beside STATIC_ROOT, and only a complete one takes its
+    place: STATIC_ROOT is a symbolic link to the folder collected last, replaced at once
+    (rename), so a collect that fails or is cut short (a full disk, a kill, a power cut: any
+    file of it may be cut short, fix142) leaves STATIC_ROOT as it was, whole, and what it
+    wrote is removed, then or by the next collect. Until review64 the collect wrote into
+    STATIC_ROOT and a failure emptied it, after the lock was let go (a second serve's fresh
+    collect could be emptied), and under a running serve.
+
+    A serve that is running keeps the files it links: WhiteNoise lists STATIC_ROOT's files
+    once, at its start (WHITENOISE_AUTOREFRESH is off), by their paths through the link, and
+    opens each path when it is asked for; so every file of the folder replaced that the fresh
+    one lacks (an older version's hashed names) is linked into the fresh one before the swap
+    (a hard link: the same file, never written again), and the folder replaced is removed
+    after it. Those older names stay, a few small files per change of a static file."""
     root = Path(settings.STATIC_ROOT)
-    collecting = root.parent / COLLECTING
     try:
         with open(root.parent / "staticfiles.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if collecting.exists():
-                _emptied(root)
-            collecting.touch()
-            call_command("collectstatic", interactive=False, verbosity=0)
-            collecting.unlink()
-    except (OSError, ValueError) as exc:
-        _emptied(root)
+            return _collected_under_lock(root)
+    except OSError as exc:
         return str(exc) or type(exc).__name__
+
+
+def _collected_under_lock(root: Path) -> str:
+    """static_files_collected's work, its lock held."""
+    current = root.resolve() if root.is_symlink() else root
+    # What a collect cut short left (never swapped in): removed.
+    for folder in root.parent.glob(f"{root.name}{FRESH}*"):
+        if folder != current:
+            shutil.rmtree(folder, ignore_errors=True)
+    # A folder written in place by a console before review64, marked as collected halfway:
+    # its files may be cut short, so none of them is kept.
+    half_collected = (root.parent / OLD_COLLECTING).exists()
+    fresh = Path(tempfile.mkdtemp(prefix=f"{root.name}{FRESH}", dir=root.parent))
+    swapped = False
+    try:
+        command = collectstatic.Command()
+        # The configured storage (this one, STORAGES["staticfiles"]), writing the fresh folder.
+        configured = settings.STORAGES["staticfiles"]
+        command.storage = storages.create_storage(
+            {**configured, "OPTIONS": {**configured.get("OPTIONS", {}), "location": str(fresh)}}
+        )
+        call_command(command, interactive=False, verbosity=0)
+        if current.is_dir() and not half_collected:
+            _linked_from(current, fresh)
+        replaced = _swapped_in(root, fresh)
+        swapped = True
+    # CommandError: a stylesheet names a file there is none of (post-processing).
+    except (OSError, ValueError, CommandError) as exc:
+        return str(exc).strip() or type(exc).__name__
+    finally:
+        if not swapped:  # failed, or cut short by any other exception
+            shutil.rmtree(fresh, ignore_errors=True)
+    (root.parent / OLD_COLLECTING).unlink(missing_ok=True)
+    if replaced is not None:
+        shutil.rmtree(replaced, ignore_errors=True)
     return ""
 
 
-# Beside STATIC_ROOT while a collect runs (static_files_collected).
-COLLECTING = "staticfiles.collecting"
+# A collect's folder beside STATIC_ROOT is named STATIC_ROOT's name, this, and a random part.
+FRESH = "-collected-"
+# Beside STATIC_ROOT while a console before review64 collected into it in place.
+OLD_COLLECTING = "staticfiles.collecting"
 
 
-def _emptied(root: Path) -> None:
-    """Everything in `root` removed (best effort: what stays is at worst what was there)."""
-    with contextlib.suppress(OSError):
-        for entry in root.iterdir():
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    entry.unlink()
+def _linked_from(previous: Path, fresh: Path) -> None:
+    """Every file of `previous` that `fresh` lacks, linked into it (static_files_collected)."""
+    for path in previous.rglob("*"):
+        target = fresh / path.relative_to(previous)
+        if path.is_file() and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.link(path, target)
+
+
+def _swapped_in(root: Path, fresh: Path) -> Path | None:
+    """`fresh` made STATIC_ROOT, the link replaced in one rename; the folder it replaced
+    (None: none), to remove. A folder a console before review64 wrote in place is moved
+    aside first: the one moment STATIC_ROOT is missing, once."""
+    replaced = root.resolve() if root.is_symlink() else None
+    link = root.parent / f".{root.name}.link"
+    link.unlink(missing_ok=True)
+    link.symlink_to(fresh.name)  # relative: the var folder may be moved whole
+    if root.is_dir() and not root.is_symlink():
+        replaced = Path(tempfile.mkdtemp(prefix=f"{root.name}{FRESH}", dir=root.parent))
+        root.rename(replaced)  # over the empty folder made for it
+    os.replace(link, root)
+    return replaced

@@ -164,6 +164,12 @@ def job_stop(
     for _attempt in range(2):
         if not job_stoppable(job):
             return False
+        # Not started here, on a platform not configured: stopped at once, nothing sent
+        # (nothing could be), said so when the platform may hold it (review64: one with a
+        # platform id, queued again by a restart, was refused for Mark as lost, which is for
+        # running or stopping jobs, and its Stop sent staff there: a dead end). It holds
+        # no cards here.
+        unreachable = job.status in {*NOT_STARTED, S.SUBMITTING} and platform_unreachable(job)
         if (
             job.status in NOT_STARTED
             and (job.backend == "local" or not job.external_id)
@@ -172,7 +178,25 @@ def job_stop(
             # And until left51 one Submit again held for review after its looks were given
             # up: its backend's stop now withdraws it and looks for it (Stopping).
             and not get_backend(job.backend).create_unsettled(job)
-        ):
+        ) or unreachable:
+            # (Sent, or maybe: a create on its way or unanswered.)
+            if (
+                unreachable
+                and not reason
+                and (
+                    job.external_id
+                    or job.status == S.SUBMITTING
+                    or get_backend(job.backend).create_unsettled(job)
+                )
+            ):
+                stopped = recorded(
+                    gettext_noop(
+                        "Stopped here only: its platform (%(platform)s) is not configured on "
+                        "this console, so nothing was sent to it. If the job runs there, stop "
+                        "it there."
+                    ),
+                    platform=unreachable,
+                )
             # One that waited for review waits no more: off the reviewers' pending list.
             withdrawn = (
                 {"review_state": ReviewState.WITHDRAWN} if job.status == S.PENDING_REVIEW else {}
@@ -633,6 +657,11 @@ def job_priority_change(*, job: Job, priority: str, actor: User) -> bool:
 
 def job_delete_refusal(job: Job) -> str:
     """Why job_delete refuses the job now ("" when it does not)."""
+    # A Stopping job nothing can reach, with a platform id or not: worded from its state
+    # (review64: one looked for said when it would be, though nothing will look; one with
+    # an id got the bare credentials error of the delete it was sent to).
+    if job.status == S.STOPPING and (platform := platform_unreachable(job)):
+        return str(DELETE_UNREACHABLE % {"platform": platform})
     if job.backend != "local" and not job.external_id and job.status in (S.SUBMITTING, S.STOPPING):
         # A create is on its way to the platform, or one got no clear answer and the worker
         # looks for what it made: deleting the row now would leave whatever the platform has
@@ -646,8 +675,6 @@ def job_delete_refusal(job: Job) -> str:
             # Until lookfix this said it was being sent right now, to wait a moment.
             return str(DELETE_WHILE_SUBMIT_LOOKED_FOR)
         # A Stopping job is not being sent (qa114 said so of one stuck for days).
-        if job.status == S.STOPPING and (platform := platform_unreachable(job)):
-            return str(DELETE_UNREACHABLE % {"platform": platform})
         if job.status == S.STOPPING:
             return str(DELETE_WHILE_CREATE_STOPPED)
         return _(

@@ -111,7 +111,6 @@ from .labels import label_asked, labelled
 from .languages import language_after_login
 from .models import (
     ACTIVE_STATUSES,
-    FINAL_STATUSES,
     ApiKey,
     CardQuota,
     Job,
@@ -145,6 +144,7 @@ from .review import (
     lost_refusal,
     markable_lost,
     policy_queues,
+    unfollowed_jobs,
 )
 from .runtime_env import group_task_of, replica_refs, shown_request_spec
 from .scheduler import queue_position, why_waiting
@@ -866,13 +866,14 @@ class FrameworkFilter(admin.SimpleListFilter):
 class UnfollowedFilter(admin.SimpleListFilter):
     """The running or stopping jobs of remote platforms not configured now, which only Mark as
     lost ends (jobs.review.markable_lost; the admin index's warning links here). Offered only
-    while a remote backend is not configured."""
+    while there are such jobs (review64: a local-only console, its remote backends never set
+    up, offered it always): one query, of the few running or stopping jobs (an index's)."""
 
     title = gettext_lazy("platform")
     parameter_name = "unfollowed"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        if not unconfigured_remote():
+        if not unfollowed_jobs():
             return []
         return [("1", _("Not configured: running or stopping"))]
 
@@ -1414,17 +1415,18 @@ ACTION_QUESTIONS = {
         "Resubmit these %(count)d jobs? They are queued again (or wait for review).",
         "count",
     ),
+    # Of local jobs; remote ones are asked of in LOST_REMOTE_QUESTIONS.
     "mark_lost": ngettext_lazy(
-        "Mark this job as lost? Only for a job whose worker's machine is gone for good, or whose "
-        "platform is not configured on this console: it ends now as Failed (Stopped if it was "
-        "stopping; as its replicas' exit records say when the folder it ran in is on this "
-        "machine) and its cards are released. Nothing is sent to its processes; if they still "
-        "run, the worker ends them when it runs there again.",
+        "Mark this job as lost? Only for a job whose worker's machine is gone for good: it ends "
+        "now as Failed (Stopped if it was stopping; as its replicas' exit records say when the "
+        "folder it ran in is on this machine) and its cards are released. Nothing is "
+        "sent to its processes; if they still run, the worker ends them when it runs there "
+        "again.",
         "Mark these %(count)d jobs as lost? Only for jobs whose worker's machine is gone for "
-        "good, or whose platform is not configured on this console: they end now as Failed "
-        "(Stopped if they were stopping; as their replicas' exit records say when the folder "
-        "they ran in is on this machine) and their cards are released. Nothing is sent to "
-        "their processes; if they still run, the worker ends them when it runs there again.",
+        "good: they end now as Failed (Stopped if they were stopping; as their replicas' exit "
+        "records say when the folder they ran in is on this machine) and their cards are "
+        "released. Nothing is sent to their processes; if they still run, the worker ends "
+        "them when it runs there again.",
         "count",
     ),
 }
@@ -1447,13 +1449,44 @@ ACTION_QUESTIONS_ONE = {
     ),
     "mark_lost": pgettext_lazy(
         "of one job",
-        "Mark this job as lost? Only for a job whose worker's machine is gone for good, or whose "
-        "platform is not configured on this console: it ends now as Failed (Stopped if it was "
-        "stopping; as its replicas' exit records say when the folder it ran in is on this "
-        "machine) and its cards are released. Nothing is sent to its processes; if they still "
-        "run, the worker ends them when it runs there again.",
+        "Mark this job as lost? Only for a job whose worker's machine is gone for good: it ends "
+        "now as Failed (Stopped if it was stopping; as its replicas' exit records say when the "
+        "folder it ran in is on this machine) and its cards are released. Nothing is "
+        "sent to its processes; if they still run, the worker ends them when it runs there "
+        "again.",
     ),
 }
+# Mark as lost asked of jobs whose platform is not configured (jobs.review.markable_lost),
+# of one and of several: nothing ever ends what still runs there (no worker of this console
+# reaches it, and a final job is not synced), so the operator does (review64: it said the
+# worker ends them, as of a local job's processes).
+LOST_REMOTE_QUESTION_ONE = pgettext_lazy(
+    "of one job",
+    "Mark this job as lost? Its platform is not configured on this console: the job ends now as "
+    "Failed (Stopped if it was stopping) and its card time ends. Nothing is sent to its "
+    "platform; if it still runs there, stop it there, or delete it here once the platform is "
+    "configured again.",
+)
+LOST_REMOTE_QUESTION = ngettext_lazy(
+    "Mark this job as lost? Its platform is not configured on this console: the job ends now as "
+    "Failed (Stopped if it was stopping) and its card time ends. Nothing is sent to its "
+    "platform; if it still runs there, stop it there, or delete it here once the platform is "
+    "configured again.",
+    "Mark these %(count)d jobs as lost? Their platforms are not configured on this console: "
+    "they end now as Failed (Stopped if they were stopping) and their card time ends. Nothing "
+    "is sent to their platforms; a job that still runs there is to be stopped there, or "
+    "deleted here once its platform is configured again.",
+    "count",
+)
+# Of a selection holding both: several jobs, so no singular.
+LOST_MIXED_QUESTION = gettext_lazy(
+    "Mark these %(count)d jobs as lost? Only for jobs whose worker's machine is gone for good, "
+    "or whose platform is not configured on this console: they end now as Failed (Stopped if "
+    "they were stopping) and their cards are released. Nothing is sent to their processes or "
+    "platforms: a local job's processes that still run are ended by the worker when it runs "
+    "there again; a job that still runs on its platform is to be stopped there, or deleted "
+    "here once its platform is configured again."
+)
 # Said on Stop's confirmation page of each job whose create got no clear answer while its
 # platform may still make it: when the worker looks for it, as the job page's question says
 # it (qa84: only the message after the stop said it).
@@ -1944,7 +1977,7 @@ class JobAdmin(
             # Its platform's name and why it cannot be reached, said above the page while the
             # job has not ended.
             "platform_not_configured": PLATFORM_NAMES.get(job.backend, job.backend)
-            if unfollowed and job.status not in FINAL_STATUSES
+            if unfollowed and job.status in LOST_STATUSES  # (one not started: Stop ends it)
             else "",
             "platform_problem": get_backend(job.backend).settings_problem() if unfollowed else "",
             "platform_lost_markable": lost_applies and not not_lost and reviewer,
@@ -2197,9 +2230,7 @@ class JobAdmin(
             "title": ACTION_TITLES[action],
             "action": action,
             "action_name": f"{action}_jobs",
-            "question": ACTION_QUESTIONS_ONE[action]
-            if eligible_count == 1
-            else ACTION_QUESTIONS[action] % {"count": eligible_count},
+            "question": _question(action, eligible, eligible_count),
             "jobs": jobs,
             "eligible_count": eligible_count,
             "skipped": self._skipped_shown(request, action, queryset),
@@ -2548,6 +2579,25 @@ class ReviewPolicyAdmin(PermissionBeforeLookupMixin, admin.ModelAdmin):
         obj.pk = 1
         obj.updated_by = request.user
         obj.save()
+
+
+def _question(action: str, eligible: QuerySet, count: int) -> str:
+    """What the confirmation page asks of the `count` jobs `eligible`: Mark as lost worded by
+    where they run (a local job's processes, a remote one's platform: LOST_REMOTE_QUESTION)."""
+    kinds = (
+        {backend == "local" for backend in eligible.order_by().values_list("backend", flat=True)}
+        if action == "mark_lost"
+        else {True}
+    )
+    if kinds == {True, False}:
+        return str(LOST_MIXED_QUESTION % {"count": count})
+    if kinds == {False}:
+        if count == 1:
+            return str(LOST_REMOTE_QUESTION_ONE)
+        return str(LOST_REMOTE_QUESTION % {"count": count})
+    if count == 1:
+        return str(ACTION_QUESTIONS_ONE[action])
+    return str(ACTION_QUESTIONS[action] % {"count": count})
 
 
 def _mark_never_allowed(jobs: list[Job]) -> None:

@@ -302,8 +302,9 @@ def _kill(
     process), and waits until they are gone; the holder is reaped when this process started
     it. They are one process group, which the holder leads (started in a session of its
     own), so one signal ends both; slirp4netns would also end by itself once the holder is
-    gone (its --exit-fd), but a stop that returns must leave nothing behind."""
-    if runner.process_start(pid) != start:
+    gone (its --exit-fd), but a stop that returns must leave nothing behind. Never pid 1
+    (review64): os.killpg(1) is kill(-1), every process."""
+    if pid <= 1 or runner.process_start(pid) != start:
         return
     helper = _helper(state, pid) if state is not None else None
     with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -207,8 +207,9 @@ def signal_group(replica: JobReplica, sig: int, *, hold_escaped: bool = False) -
     ESCAPED_WAIT_SECONDS: the caller signals again on a later tick (see _escaped_children)."""
     if not replica.pid or replica.pid == 1:
         # Never a shim's: os.killpg(1, sig) is kill(-1, sig), every process the worker may
-        # signal (as root, the machine's). A pid read from a file of an old run folder that
-        # says 1 is refused before this (_shim_where_it_ran); this is the last line (fix142).
+        # signal (as root, the machine's). A `pid` file of an old run folder that says 1 is
+        # read by _shim_where_it_ran, which takes pid 1 for the shim when it holds the lock
+        # (a sandbox's init read inside it): this is what spares it (fix142, review64).
         return
     current = process_start(replica.pid)
     if current is not None and current != replica.process_start:
@@ -354,13 +355,15 @@ def live_shim(state: Path) -> tuple[int, str] | None:
         lock = os.stat(state / "lock")
     except OSError:
         return None
+    # Never pid 1 (review64), whatever holds the lock: its process group signalled is every
+    # process (signal_group refuses it too).
     with contextlib.suppress(OSError, ValueError):
         pid = int((state / "pid").read_text().strip())
-        start = _start_if_holding(pid, lock)
+        start = _start_if_holding(pid, lock) if pid > 1 else None
         if start is not None:
             return pid, start
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
+        if entry.name.isdigit() and int(entry.name) not in (1, os.getpid()):
             start = _start_if_holding(int(entry.name), lock)
             if start is not None:
                 return int(entry.name), start

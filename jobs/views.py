@@ -1149,8 +1149,11 @@ def _live_context(job: Job, *, log: bool = False, every_usage: bool = False) -> 
         # it runs, not only at the end of its events.
         "network_lost": outbound_lost_notice(job=job),
         # Its platform when that is not configured on this console: nothing follows the job,
-        # and its card-hours count until staff mark it as lost (qa114).
-        "platform_unreachable": "" if job.is_final else platform_unreachable(job),
+        # and its card-hours count until staff mark it as lost (qa114). Only while it runs or
+        # stops: one not started holds no cards, and its Stop ends it at once (review64).
+        "platform_unreachable": platform_unreachable(job)
+        if job.status in (JobStatus.RUNNING, JobStatus.STOPPING)
+        else "",
         "final": job.is_final,
         # What its Delete asks: stop and keep it, or that it is not deleted yet, for a job
         # whose create got no clear answer (_delete_question).

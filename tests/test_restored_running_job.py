@@ -1445,13 +1445,17 @@ def test_a_pid_file_naming_a_process_that_is_not_the_shim_now_is_never_signalled
     assert read_state(old_run_dir / job.public_id / "attempt-1" / "ps-0").phase == "alive"
 
 
-# pid 1 of a pid namespace of the test's own, which runs a bystander (blocking SIGTERM, so one
-# sent stays pending) and the look, each in a session of its own, then says what reached
-# them: os.killpg(1, sig) is kill(-1, sig), every process the sender may signal, so it would
-# reach the bystander (and, outside such a namespace, every process of the machine).
+# pid 1 of a pid namespace of the test's own, which holds the replica's lock file open (as its
+# shim would: so the look takes it for the shim, and only the pid 1 guard spares it; review64:
+# without it the lock check refused pid 1 first, and the test passed with the guard removed),
+# runs a bystander (blocking SIGTERM, so one sent stays pending) and the look, each in a session
+# of its own, then says what reached them: os.killpg(1, sig) is kill(-1, sig), every process
+# the sender may signal, so it would reach the bystander (and, outside such a namespace, every
+# process of the machine).
 SENTINEL = """
 import re, signal, subprocess, sys
 from pathlib import Path
+lock = open(sys.argv[3])
 got = []
 signal.signal(signal.SIGTERM, lambda *_: got.append("pid 1"))
 bystander = subprocess.Popen(
@@ -1477,13 +1481,14 @@ def test_a_pid_file_naming_pid_1_never_signals_pid_1(alice, old_run_dir, process
         pytest.skip("needs root and unshare for a pid namespace whose pid 1 is the test's")
     job = a_tensorflow_job_whose_chief_exited_0(alice, old_run_dir)
     alive_where_it_ran(job, old_run_dir, "ps-0", processes, pid_file=False)
-    (old_run_dir / job.public_id / "attempt-1" / "ps-0" / "pid").write_text("1")
+    state = old_run_dir / job.public_id / "attempt-1" / "ps-0"
+    (state / "pid").write_text("1")
     left_by_its_worker(old_run_dir)
 
     looked = subprocess.run(
         [
             *("unshare", "--pid", "--fork", "--mount-proc"),
-            *(sys.executable, "-c", SENTINEL, ONE_LOOK, BLOCKS_SIGTERM),
+            *(sys.executable, "-c", SENTINEL, ONE_LOOK, BLOCKS_SIGTERM, str(state / "lock")),
         ],
         cwd=ROOT,
         env=look_environment(tmp_path),

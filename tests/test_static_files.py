@@ -29,8 +29,8 @@ CONSOLE_STORAGE = "console.static_storage.ConsoleStaticFilesStorage"
 def static_root(settings, tmp_path):
     """The console's own storage (the tests link plain names otherwise: conftest), collecting
     into a folder of this test's."""
-    settings.STATIC_ROOT = tmp_path / "staticfiles"
-    settings.STATIC_ROOT.mkdir()
+    settings.STATIC_ROOT = tmp_path / "var" / "staticfiles"
+    settings.STATIC_ROOT.mkdir(parents=True)
     settings.STORAGES = {**settings.STORAGES, "staticfiles": {"BACKEND": CONSOLE_STORAGE}}
     return settings.STATIC_ROOT
 
@@ -62,7 +62,9 @@ def test_collecting_over_a_half_written_manifest_writes_a_whole_one(static_root)
     )
 
 
-def test_a_collectstatic_that_fails_is_said_and_leaves_no_half_written_manifest(static_root):
+def test_a_collect_whose_lock_cannot_be_opened_is_said_and_changes_nothing(static_root):
+    """Nothing ran, so nothing is removed (review64: STATIC_ROOT was emptied all the same). A
+    half-written manifest left there is read as none (pages link plain names)."""
     half_written_manifest(static_root)
     # Its lock cannot be opened: an OSError, as a full disk's ENOSPC is.
     (static_root.parent / "staticfiles.lock").mkdir()
@@ -70,7 +72,11 @@ def test_a_collectstatic_that_fails_is_said_and_leaves_no_half_written_manifest(
     failure = static_files_collected()
 
     assert "Is a directory" in failure
-    assert not (static_root / "staticfiles.json").exists()
+    assert (static_root / "staticfiles.json").read_text().startswith('{"paths": {"cons')
+    assert sorted(p.name for p in static_root.parent.iterdir()) == [
+        "staticfiles",
+        "staticfiles.lock",
+    ]
 
 
 # -- fix142: a real full disk, and a collect killed as it wrote ---------------------------------
@@ -78,26 +84,28 @@ def test_a_collectstatic_that_fails_is_said_and_leaves_no_half_written_manifest(
 
 @pytest.fixture
 def tiny_static_disk(static_root):
-    """STATIC_ROOT on a tmpfs of its own, 1 MB (the static files and their compressed copies
-    take several): collectstatic fills it. Yields a function that gives it room (64 MB)."""
+    """The folder holding STATIC_ROOT (where collects write, beside it) on a tmpfs of its own,
+    1 MB (the static files and their compressed copies take several): collectstatic fills it.
+    Yields a function that gives it room (64 MB)."""
     if os.geteuid() != 0:
         pytest.skip("needs root to mount a tmpfs")
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(static_root)],
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(static_root.parent)],
         capture_output=True,
         text=True,
     )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    static_root.mkdir()  # as the settings make it
 
     def give_room(size: str = "64m") -> None:
-        subprocess.run(["mount", "-o", f"remount,size={size}", str(static_root)], check=True)
+        subprocess.run(["mount", "-o", f"remount,size={size}", str(static_root.parent)], check=True)
 
     try:
         yield give_room
     finally:
-        if subprocess.run(["umount", str(static_root)]).returncode != 0:
-            subprocess.run(["umount", "-l", str(static_root)], check=True)
+        if subprocess.run(["umount", str(static_root.parent)]).returncode != 0:
+            subprocess.run(["umount", "-l", str(static_root.parent)], check=True)
 
 
 def cut_short(static_root) -> list[str]:
@@ -172,9 +180,9 @@ def test_a_disk_that_fills_as_the_compressed_copies_are_written_leaves_none_cut_
 ):
     """The manifest is written before the `.gz` copies: whole, it named files whose copies a
     browser got cut short."""
-    measured = tmp_path / "measured"
+    measured = tmp_path / "measured" / "staticfiles"
     settings.STATIC_ROOT = measured
-    measured.mkdir()
+    measured.mkdir(parents=True)
     assert static_files_collected() == ""
     files = [p for p in measured.rglob("*") if p.is_file()]
     pages = sum(-(-p.stat().st_size // 4096) for p in files if not p.name.endswith(".gz"))
@@ -200,7 +208,8 @@ static_files_collected()
 
 def test_a_collect_killed_as_it_wrote_is_made_whole_by_the_next(static_root, settings):
     """Killed (a power cut, systemd's SIGKILL) with a copy cut short and the manifest half
-    written: pages work, and the next collect (the next start) makes every file whole."""
+    written: pages work, and the next collect (the next start) makes every file whole and
+    removes what the killed one wrote."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "console.settings",
@@ -210,7 +219,7 @@ def test_a_collect_killed_as_it_wrote_is_made_whole_by_the_next(static_root, set
     collect = subprocess.Popen([sys.executable, "-c", COLLECT], cwd=ROOT, env=env)
     try:
         deadline = time.monotonic() + 60
-        while not any(static_root.rglob("*.css")):  # it has begun to write
+        while not (written := collecting(static_root)):  # it has begun to write
             assert collect.poll() is None and time.monotonic() < deadline, "it wrote nothing"
             time.sleep(0.01)
     finally:
@@ -218,13 +227,86 @@ def test_a_collect_killed_as_it_wrote_is_made_whole_by_the_next(static_root, set
         collect.wait()
     # Whatever the kill cut, these are cut: a copy (newer than its source, as a copy is) and
     # the manifest.
-    copy = static_root / "vendor" / "bootstrap-5.3.9" / "bootstrap.min.css"
+    copy = written / "vendor" / "bootstrap-5.3.9" / "bootstrap.min.css"
     copy.parent.mkdir(parents=True, exist_ok=True)
     copy.write_bytes(b".container{")
-    half_written_manifest(static_root)
+    half_written_manifest(written)
 
     served_whole(settings, static_root)
     assert static_files_collected() == ""
 
+    assert not written.exists()
     assert cut_short(static_root) == []
     served_whole(settings, static_root)
+
+
+def collecting(static_root) -> Path | None:
+    """The folder a collect writes beside STATIC_ROOT, once it holds a stylesheet."""
+    for folder in static_root.parent.glob("staticfiles-collected-*"):
+        if any(folder.rglob("*.css")):
+            return folder
+    return None
+
+
+# -- review64: a collect takes STATIC_ROOT's place only whole, and a running serve keeps its files
+
+
+@pytest.fixture
+def probe(settings, tmp_path) -> Path:
+    """A static file of this test's, probe.css, in a folder of its own among STATICFILES_DIRS."""
+    folder = tmp_path / "probe-static"
+    folder.mkdir()
+    settings.STATICFILES_DIRS = [*settings.STATICFILES_DIRS, folder]
+    (folder / "probe.css").write_text(".first{}")
+    return folder / "probe.css"
+
+
+def hashed(static_root, name: str) -> str:
+    return json.loads((static_root / "staticfiles.json").read_text())["paths"][name]
+
+
+def everything(static_root) -> dict[str, bytes]:
+    return {
+        p.relative_to(static_root).as_posix(): p.read_bytes()
+        for p in static_root.rglob("*")
+        if p.is_file()
+    }
+
+
+def test_a_collect_that_fails_leaves_the_files_of_the_last_whole_one_as_they_were(
+    static_root, probe
+):
+    assert static_files_collected() == ""
+    before = everything(static_root)
+    # A stylesheet naming a file there is none of: the manifest's post-processing fails.
+    probe.write_text('.first{background:url("missing.png")}')
+
+    failure = static_files_collected()
+
+    assert "missing.png" in failure
+    assert everything(static_root) == before
+    assert [p.name for p in static_root.parent.glob("staticfiles-collected-*")] == [
+        static_root.resolve().name
+    ]
+
+
+def test_a_running_server_still_serves_the_files_it_listed_after_a_collect_changes_them(
+    settings, static_root, probe
+):
+    """WhiteNoise lists STATIC_ROOT's files when the server starts (a Client's first request)
+    and opens them by those paths when asked."""
+    assert static_files_collected() == ""
+    first = hashed(static_root, "probe.css")
+    settings.STORAGES = {**settings.STORAGES}  # read anew
+    running = Client()
+    assert running.get("/login/").status_code == 200  # started
+    probe.write_text(".second{}")
+
+    assert static_files_collected() == ""
+
+    second = hashed(static_root, "probe.css")
+    assert second != first
+    sent = running.get(f"/static/{first}")
+    assert sent.status_code == 200
+    assert b"".join(sent.streaming_content) == b".first{}"
+    assert Client().get(f"/static/{second}").status_code == 200

@@ -15,7 +15,7 @@ from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.actions import ActionError, job_delete_refusal, job_stop
-from jobs.models import Job, JobReplica, JobStatus, ReplicaStatus
+from jobs.models import Job, JobEvent, JobReplica, JobStatus, LocalRun, ReplicaStatus
 from jobs.review import job_mark_lost
 
 CHANGELIST = "/admin/jobs/job/"
@@ -190,7 +190,8 @@ def test_the_admin_index_counts_the_jobs_of_platforms_not_configured_and_links_t
     alice, reviewer
 ):
     first, second = remote_job(alice), remote_job(alice, backend="kubernetes")
-    remote_job(alice, status=JobStatus.SUCCEEDED)  # ended: nothing to do
+    ended = remote_job(alice, status=JobStatus.SUCCEEDED)  # nothing to do
+    local = remote_job(alice, backend="local")  # a worker follows it
     client = english(reviewer)
 
     index = client.get("/admin/").content.decode()
@@ -205,6 +206,7 @@ def test_the_admin_index_counts_the_jobs_of_platforms_not_configured_and_links_t
     assert listed.status_code == 200
     shown = listed.content.decode()
     assert first.public_id in shown and second.public_id in shown
+    assert ended.public_id not in shown and local.public_id not in shown
     assert "1 job" not in shown.split("result-list", 1)[0]  # (no ?e=1 error redirect)
 
 
@@ -295,3 +297,148 @@ def test_a_delete_of_a_job_stopped_while_being_sent_says_it_is_stopping(alice, s
         said = job_delete_refusal(job)
 
     assert said.startswith("The job is stopping: it was stopped while it was being sent")
+
+
+# -- review64 ---------------------------------------------------------------------------------
+
+
+def confirmation(client, jobs: list[Job]) -> str:
+    page = client.post(
+        CHANGELIST, {"action": "mark_lost_jobs", "_selected_action": [j.pk for j in jobs]}
+    )
+    return " ".join(page.content.decode().split())
+
+
+def test_mark_as_lost_of_a_remote_job_asks_with_its_platform_never_a_worker_ending_it(
+    alice, reviewer
+):
+    """Nothing ends what still runs on a platform: no worker reaches it, and a final job is
+    not synced."""
+    job = remote_job(alice)
+
+    asked = confirmation(english(reviewer), [job])
+
+    assert "Its platform is not configured on this console" in asked
+    assert "Nothing is sent to its platform; if it still runs there, stop it there" in asked
+    assert "the worker ends them" not in asked
+
+
+def test_mark_as_lost_of_local_and_remote_jobs_together_says_what_becomes_of_each(alice, reviewer):
+    local = remote_job(alice, backend="local")
+    remote = remote_job(alice, backend="kubernetes")
+    LocalRun.objects.create(job=local, runner="gpu-far-away:/srv/console/var/runs", devices={})
+
+    asked = confirmation(english(reviewer), [local, remote])
+
+    assert "Mark these 2 jobs as lost?" in asked
+    assert "processes that still run are ended by the worker when it runs there again" in asked
+    assert "a job that still runs on its platform is to be stopped there" in asked
+
+
+def test_kubernetes_with_its_url_and_a_token_file_that_cannot_be_read_counts_as_configured(
+    alice, reviewer, settings, tmp_path
+):
+    """Judged from the settings alone, no file read: a token file that cannot be read now is an
+    outage (503), not a platform taken away (no Mark as lost)."""
+    settings.KUBERNETES_API_URL = "https://10.0.0.1:6443"
+    settings.KUBERNETES_TOKEN_FILE = str(tmp_path / "not-there")
+    job = remote_job(alice, backend="kubernetes", external_id="pj-3")
+
+    page = english(reviewer).get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+
+    assert "platform-not-configured" not in page and "review-mark_lost" not in page
+    with translation.override("en"), pytest.raises(ActionError, match="its platform follows"):
+        job_mark_lost(job=job, reviewer=reviewer)
+    assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING
+
+
+def test_the_admin_job_page_says_why_kubernetes_is_not_configured_in_chinese(
+    alice, reviewer, settings
+):
+    settings.KUBERNETES_API_URL = "https://10.0.0.1:6443"
+    job = remote_job(alice, backend="kubernetes")
+    client = Client()
+    client.force_login(reviewer)
+
+    page = client.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+
+    reason = page.split('id="platform-problem">', 1)[1].split("</span>", 1)[0]
+    assert reason == "Kubernetes 访问凭证未配置（KUBERNETES_TOKEN 或 KUBERNETES_TOKEN_FILE）。"
+
+
+def test_a_queued_job_with_a_platform_id_of_a_platform_not_configured_is_stopped_at_once(
+    alice,
+):
+    """Put back to Queued (a Kubernetes whole-job restart): it holds no cards here, and Mark as
+    lost is for running or stopping jobs; until review64 its Stop sent staff there."""
+    job = remote_job(alice, backend="kubernetes", status=JobStatus.QUEUED, external_id="pj-4")
+
+    assert job_stop(job=job, actor=alice) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "Stopped here only: its platform (Kubernetes) is not configured on this console, so "
+            "nothing was sent to it. If the job runs there, stop it there."
+        )
+
+
+def test_the_job_list_offers_the_not_configured_filter_only_while_such_jobs_run(alice, reviewer):
+    """A local-only console, its remote backends never set up, offered it always."""
+    client = english(reviewer)
+    remote_job(alice, status=JobStatus.SUCCEEDED)
+
+    before = client.get(CHANGELIST).content.decode()
+    remote_job(alice)
+    after = client.get(CHANGELIST).content.decode()
+
+    assert "Not configured: running or stopping" not in before
+    assert "Not configured: running or stopping" in after
+
+
+def test_a_delete_of_a_job_stuck_stopping_with_a_platform_id_says_its_platform_is_not_configured(
+    alice,
+):
+    job = remote_job(alice, backend="kubernetes", status=JobStatus.STOPPING, external_id="pj-5")
+
+    with translation.override("en"):
+        said = job_delete_refusal(job)
+
+    assert said.startswith(
+        "The job is stopping, and its platform (Kubernetes) is not configured on this console"
+    )
+
+
+def test_the_owners_page_of_a_queued_job_of_such_a_platform_says_nothing_of_mark_as_lost(
+    alice, alice_en
+):
+    """Its Stop ends it at once: it holds no cards, and Mark as lost is not for it."""
+    job = remote_job(alice, backend="kubernetes", status=JobStatus.QUEUED, external_id="pj-6")
+
+    page = alice_en.get(f"/jobs/{job.public_id}/").content.decode()
+
+    assert page.count("platform-not-configured") == 0
+
+
+def test_the_admin_page_of_a_queued_job_of_such_a_platform_says_nothing_of_it(alice, reviewer):
+    """It said a Stop cannot reach it, which ends it at once."""
+    job = remote_job(alice, backend="kubernetes", status=JobStatus.QUEUED, external_id="pj-7")
+
+    page = english(reviewer).get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+
+    assert "platform-not-configured" not in page and "review-mark_lost" not in page
+
+
+def test_a_delete_of_a_job_stuck_stopping_and_looked_for_says_nothing_will_look(alice):
+    """A create of it got no clear answer, so a configured platform's worker would look for it;
+    nothing will here (it said when it would be looked for)."""
+    job = remote_job(alice, backend="kubernetes", status=JobStatus.STOPPING)
+    JobEvent.objects.create(job=job, reason="SubmitTimedOut", message="no answer")
+
+    with translation.override("en"):
+        said = job_delete_refusal(job)
+
+    assert said.startswith(
+        "The job is stopping, and its platform (Kubernetes) is not configured on this console"
+    )

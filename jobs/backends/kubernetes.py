@@ -1071,12 +1071,19 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             raise BackendError(str(exc), code="Misconfigured") from None
 
     def settings_problem(self) -> str | None:
-        try:
-            self._config().bearer_token()
-        except BackendError as exc:
-            return exc.message
-        except ConfigError as exc:
-            return str(exc)
+        # From the settings' presence alone, no file read (review64: Config.from_settings read
+        # the token file and built an SSL context, 10-170 ms, on every staff page that asks,
+        # and a momentary read failure counted as "not configured": StopJob answered 409, Mark
+        # as lost was offered). A token file that cannot be read is an outage, said by the
+        # call that needs it (503), not a platform taken away; and these texts, unlike
+        # ConfigError's (the operator's log), are the reader's language.
+        if not settings.KUBERNETES_API_URL:
+            return _("The Kubernetes API server is not configured (KUBERNETES_API_URL).")
+        if not settings.KUBERNETES_TOKEN and not settings.KUBERNETES_TOKEN_FILE:
+            return _(
+                "Kubernetes credentials are not configured (KUBERNETES_TOKEN or "
+                "KUBERNETES_TOKEN_FILE)."
+            )
         return None
 
     def _setup(

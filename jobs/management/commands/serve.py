@@ -98,11 +98,13 @@ class Command(BaseCommand):
         # copies, cached for a year (console/static_storage.py). qa108: nothing ran it, and
         # every file went out as written, cached for a minute. Quietly: it says nothing that
         # matters at each start. Before the web server starts, which reads them once. A failure
-        # (a full disk) is warned of, and pages link the files by their plain names (review61).
+        # (a full disk) is warned of, and pages link the files the last whole collect made, or
+        # by their plain names when none did (review61, review64).
         if failure := static_files_collected():
             self.stderr.write(
-                f"Warning: static files could not be collected ({failure}): pages link them by "
-                "their plain names, uncompressed, until a later start collects them."
+                f"Warning: static files could not be collected ({failure}): pages link the "
+                "files the last whole collect made (a file it lacks by its plain name, "
+                "uncompressed) until a later start collects them."
             )
         # Each child gets its own process group: Ctrl-C reaches only this command, which then
         # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
