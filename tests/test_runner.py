@@ -451,6 +451,12 @@ def test_an_mpi_workers_log_says_the_output_of_what_it_runs_is_in_the_launchers_
     ) in html.unescape(page.content.decode())
 
 
+# An MPI job's three sandboxes each start a few programs: ~20 s on a machine at load 20, where
+# 15 or 30 s bounds ran out (the sleeper the launcher leaves runs for hours, so a failure that
+# waited for it still shows).
+MPI_JOB_SECONDS = 120
+
+
 def test_an_mpi_launcher_runs_commands_in_each_workers_sandbox_through_etc_mpi_rsh(alice, settings):
     from jobs.backends import get_backend
     from jobs.backends.local import PORT_AT_START
@@ -474,7 +480,11 @@ def test_an_mpi_launcher_runs_commands_in_each_workers_sandbox_through_etc_mpi_r
     )
     job = submit(alice, spec)
 
-    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+    run_until(
+        Worker(),
+        lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED),
+        timeout=MPI_JOB_SECONDS,
+    )
 
     assert job.status == JobStatus.SUCCEEDED, job.status_reason
     master = log_text(job, "master-0")
@@ -557,7 +567,7 @@ def test_an_mpi_launcher_that_fails_fails_the_job_at_once_though_what_it_started
     )
     job = submit(alice, spec)
 
-    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, timeout=15)
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, timeout=MPI_JOB_SECONDS)
 
     assert "master-0" in job.status_reason and "4" in job.status_reason
     assert (volume(settings) / "handed").exists()  # the sleeper did run
