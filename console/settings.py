@@ -871,8 +871,8 @@ LOCAL_METRICS_SECONDS = envfloat("LOCAL_METRICS_SECONDS", 15, positive=True)
 # Disk pressure on the file system LOCAL_RUN_DIR is on, as the kubelet guards a node's disk:
 # the caps above hold each replica, not all of them together, and a full disk breaks the
 # console itself (its database and logs usually share it). While it has less than
-# LOCAL_DISK_MIN_FREE_GB free (GiB; decimals allowed; 0: never) no local job starts: it stays
-# Queued, saying why, and starts by itself once there is room. Below LOCAL_DISK_EVICT_FREE_GB
+# LOCAL_DISK_MIN_FREE_GB free (GiB; decimals allowed; 0: only below HEALTH_DISK_FREE_MB)
+# no local job starts: it stays Queued, saying why, and starts by itself once there is room. Below LOCAL_DISK_EVICT_FREE_GB
 # the running replica holding the most in /tmp is evicted (ended as a failure, like one over
 # LOCAL_TMP_MAX_GB), one at a time. By default 10% of the disk for starting and 5% for
 # eviction, each at most 10 and 5 GB: the kubelet's nodefs.available default is 10%, but a

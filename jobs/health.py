@@ -870,7 +870,7 @@ def _nearest_folder(path: Path) -> Path | None:
     return None
 
 
-def full_disks() -> list[FullDisk]:
+def full_disks(*, run_dir: bool = True) -> list[FullDisk]:
     """The file systems the console writes to that have less than HEALTH_DISK_FREE_MB free:
     those of CONSOLE_VAR_DIR, of a SQLite database, and, with the local runner on, of
     LOCAL_RUN_DIR (job logs, run folders), which README recommends putting elsewhere. Found
@@ -878,12 +878,15 @@ def full_disks() -> list[FullDisk]:
     reads) while every log-in and wizard step answered 503; and (qa112) with LOCAL_RUN_DIR's
     disk full it answered 200 while every new local job failed. Free space is asked of the
     kernel (statvfs), so a probe writes nothing; a PostgreSQL server's own disk is not seen
-    from here. Folders on one file system are one entry."""
+    from here. Folders on one file system are one entry. `run_dir=False` leaves LOCAL_RUN_DIR
+    out: `/healthz?worker=0` is the web pages' probe (review66: jobs filling their own run
+    disk took the working web pages out of a load balancer, or had a liveness probe restart
+    them; a statvfs of a hung network mount also held the probe)."""
     folders = [("CONSOLE_VAR_DIR", Path(settings.VAR_DIR))]
     database = connections[DEFAULT_DB_ALIAS].settings_dict
     if database["ENGINE"] == "django.db.backends.sqlite3" and database["NAME"] != ":memory:":
         folders.append(("DATABASE_URL", Path(database["NAME"]).parent))
-    if "local" in settings.CONSOLE_BACKENDS:
+    if run_dir and "local" in settings.CONSOLE_BACKENDS:
         folders.append(("LOCAL_RUN_DIR", Path(settings.LOCAL_RUN_DIR)))
     least = settings.HEALTH_DISK_FREE_MB * 1024 * 1024
     found: dict[int, tuple[list[tuple[str, str]], int]] = {}
@@ -902,15 +905,16 @@ def full_disks() -> list[FullDisk]:
     return [FullDisk(tuple(named), free) for named, free in found.values()]
 
 
-def disk_full() -> bool:
+def disk_full(*, run_dir: bool = True) -> bool:
     """Whether a file system the console writes to is full (full_disks)."""
-    return bool(full_disks())
+    return bool(full_disks(run_dir=run_dir))
 
 
 def health(*, check_worker: bool) -> tuple[bool, dict[str, object]]:
     """Whether the console is healthy, and the small document the health endpoint answers:
     nothing secret and nothing of the machines (it is answered to anyone), no write."""
-    disk = "full" if disk_full() else "ok"
+    # LOCAL_RUN_DIR's disk is the jobs' (and the worker's) concern, not the web pages'.
+    disk = "full" if disk_full(run_dir=check_worker) else "ok"
     try:
         state = worker_state()
     except DatabaseError:

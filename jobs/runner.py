@@ -3525,11 +3525,18 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         # Every replica started, and the worker that started them died before the alert.
         _running_alert(job, run)
 
-    if any(states[r.pk].no_sandbox for r in replicas) and (missing := bwrap_missing_message()):
+    if (
+        run.attempt == 1
+        and any(states[r.pk].no_sandbox for r in replicas)
+        and (missing := bwrap_missing_message())
+    ):
         # Bubblewrap went between the worker's look and a shim's exec (qa112: the job failed
         # "master-0 exited with code 127: command or file not found", blaming its command).
         # Held as the scheduler holds every job without it, not failed: the attempt is torn
-        # down and the job goes back to Queued (_requeued). Unless a stop came first.
+        # down and the job goes back to Queued (_requeued). Unless a stop came first. A first
+        # attempt only: going back to Queued clears the job's folder, and a fault-tolerance
+        # restart's would take the earlier attempts' logs with it (review66); it fails, as
+        # README says of a restart without bubblewrap.
         from .scheduler import SANDBOX_UNAVAILABLE_MESSAGE
 
         held = recorded(SANDBOX_UNAVAILABLE_MESSAGE, reason=missing)

@@ -195,13 +195,17 @@ def test_healthz_answers_503_disk_full_when_the_run_folders_disk_alone_is_full(
     # /healthz answered 200 "disk": "ok" while every new local job failed for want of space.
     beat(seconds_ago=3)
 
-    full = Client().get("/healthz", {"worker": "0"})
+    full = Client().get("/healthz")
+    web_pages = Client().get("/healthz", {"worker": "0"})
     settings.CONSOLE_BACKENDS = ["aihc"]  # no local runner: its folder is none of the console's
-    remote_only = Client().get("/healthz", {"worker": "0"})
+    remote_only = Client().get("/healthz")
 
-    assert (full.status_code, full.json()) == (
-        503,
-        {"status": "error", "database": "ok", "disk": "full"},
+    assert (full.status_code, full.json()["status"], full.json()["disk"]) == (503, "error", "full")
+    # The web pages' probe (a load balancer's, README) leaves it out (review66: jobs filling
+    # their own run disk took working web pages out of rotation).
+    assert (web_pages.status_code, web_pages.json()) == (
+        200,
+        {"status": "ok", "database": "ok", "disk": "ok"},
     )
     assert (remote_only.status_code, remote_only.json()["disk"]) == (200, "ok")
 
