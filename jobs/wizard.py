@@ -1816,7 +1816,8 @@ def wizard_rules(
     if state.template and (problem := tensorboard_path_not_the_commands(spec)):
         err("tensorboardConfig.logPath", problem)
     if state.template:
-        for problem in aiak_paths_on_no_mount(spec) + aiak_inputs_on_no_mount(spec):
+        on_no_mount = aiak_paths_on_no_mount(spec) + aiak_inputs_on_no_mount(spec)
+        for problem in on_no_mount + aiak_paths_relative(spec):
             err("storage", problem)
         for i, problem in aiak_paths_read_only(spec):
             err(f"datasources[{i}].options", problem)
@@ -2052,6 +2053,29 @@ def aiak_inputs_on_no_mount(spec: S.JobSpec) -> list[str]:
                     "line of the command (step Image and command) to a path on a mount."
                 )
                 % {"key": key, "path": path, "code": code}
+            )
+    return problems
+
+
+def aiak_paths_relative(spec: S.JobSpec) -> list[str]:
+    """Why an AIAK command's path line written as a relative path (`CHECKPOINT_LOAD_PATH=
+    relative/ckpt`) would miss its mount: the template's script reads it from the folder it
+    starts in, not from any mount (qa113: passed without a word, as command_path reads only
+    absolute paths). A refusal, as a path on no mount is."""
+    problems = []
+    for key in (*AIAK_INPUT_PATHS, *AIAK_OUTPUT_PATHS):
+        plain = [v.strip(" \t") for v in command_values(spec.command, key)]
+        # A variable, a quoted value or ~ (the shell's home) is the shell's to read, and ""
+        # is emptied_placeholders'.
+        path = plain[0] if plain and re.fullmatch(r"[^\s$\"'`/~][^\s$\"'`]*", plain[0]) else ""
+        if path:
+            problems.append(
+                _(
+                    "The command's %(key)s=%(path)s is a relative path: the training would "
+                    "look for it in the folder it starts in, not on a mount. Write the whole "
+                    "path, starting with /, on a mount (step Image and command)."
+                )
+                % {"key": key, "path": path}
             )
     return problems
 
