@@ -2143,6 +2143,51 @@ def tensorboard_path_unwritable(spec: S.JobSpec) -> str:
     ) % {"path": log_path}
 
 
+# The programs that launch one framework's distributed training, as 查看示例's commands do:
+# each starts its processes the way its framework's replicas expect (torchrun reads the PET_*
+# variables, mpirun the hostfile). A command's first program only counts when it is one of
+# these: echo, python or bash start a job of any framework.
+FRAMEWORK_LAUNCHERS = {
+    "torchrun": S.PYTORCH,
+    "mpirun": S.MPI,
+    "mpiexec": S.MPI,
+    "mpiexec.hydra": S.MPI,
+}
+
+
+def _command_program(command: str) -> str:
+    """The program a command's first line of code runs (past `export`, `KEY=value` words and
+    lines of them alone)."""
+    for line in command.splitlines():
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        words = [w for w in words if w != "export" and not re.fullmatch(r"\w+=\S*", w)]
+        if words:
+            return words[0]
+    return ""
+
+
+def command_of_another_framework(spec: S.JobSpec) -> str:
+    """A note, not a refusal: the command starts with another framework's launcher
+    (FRAMEWORK_LAUNCHERS: torchrun in a TensorFlow job). qa113: a PyTorch job copied and switched to TensorFlow
+    kept its `torchrun …` with no hint, and torchrun there starts no TF_CONFIG cluster. A
+    custom job is not judged. "" otherwise."""
+    program = _command_program(spec.command)
+    launches = FRAMEWORK_LAUNCHERS.get(program)
+    if spec.framework == S.CUSTOM or launches is None or launches == spec.framework:
+        return ""
+    return _(
+        "The command starts with %(program)s, which launches %(launches)s jobs, but the job's "
+        "framework is %(framework)s. If the framework was changed (on a copied job, for "
+        "example), change the command to match it too."
+    ) % {
+        "program": program,
+        "launches": S.FRAMEWORK_LABELS[launches],
+        "framework": S.FRAMEWORK_LABELS[spec.framework],
+    }
+
+
 def shared_memory_over_memory(spec: S.JobSpec) -> str:
     """A warning, not a refusal: /dev/shm as large as a role's memory, or larger. What a job
     writes there is memory its instance holds (the local runner's cgroup, a pod's
