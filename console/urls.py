@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from jobs import accounts, health_views, usage_views
+from jobs import accounts, health_views, help_views, usage_views
 from jobs.http import bad_request, page_not_found, permission_denied, server_error
 
 urlpatterns = [
@@ -21,6 +21,8 @@ urlpatterns = [
     ),
     # One's own card-hours (jobs.usage_views); everyone's are in the admin's usage report.
     path("account/usage/", usage_views.my_usage, name="my-usage"),
+    # 帮助: the console's help page, whose anchors the wizard's fields link (jobs.help_views).
+    path("help/", help_views.help_page, name="help"),
     path("api/v1/", include("jobs.api_urls")),
     # Django's set_language, which also keeps a logged-in user's choice for their mails.
     path("i18n/setlang/", accounts.set_language, name="set_language"),

@@ -45,7 +45,13 @@ from .languages import language_after_login, language_chosen
 from .models import ApiKey, ApiKeyRevokeReason
 from .throttle import ThrottledAuthenticationForm, ThrottledPasswordChangeForm
 from .time_zones import SESSION_KEY as TIME_ZONE_SESSION_KEY
-from .time_zones import known_time_zones, time_zone_chosen, time_zone_groups
+from .time_zones import (
+    common_time_zones,
+    known_time_zones,
+    time_zone_chosen,
+    time_zone_groups,
+    zone_label,
+)
 
 
 class ConsoleAddressOnly:
@@ -115,7 +121,8 @@ class PasswordChangeForm(ThrottledPasswordChangeForm):
 
 class TimeZoneForm(forms.Form):
     """The zone one's pages show times in (jobs.time_zones): the console's (empty) or one of
-    the IANA zones this machine knows, grouped by region, the one chosen now first."""
+    the IANA zones this machine knows: the one chosen now first, then the common ones by the
+    names people say, then the rest grouped by region, each with its offset today (qa113)."""
 
     time_zone = forms.CharField(
         label=gettext_lazy("Time zone"),
@@ -129,15 +136,16 @@ class TimeZoneForm(forms.Form):
     def __init__(self, *args: Any, current: str = "", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.initial.setdefault("time_zone", current)
-        console = _("The console's (%(zone)s)") % {"zone": settings.TIME_ZONE}
+        console = _("The console's: %(zone)s") % {"zone": zone_label(settings.TIME_ZONE)}
         first: list[Any] = [("", console)]
         if current:
-            first.append((_("Chosen now"), [(current, current)]))
+            first.append((_("Chosen now"), [(current, zone_label(current))]))
         self.fields["time_zone"].widget = forms.Select(
             choices=[
                 *first,
+                (_("Common"), [(name, zone_label(name)) for name in common_time_zones()]),
                 *(
-                    (region, [(name, name) for name in names])
+                    (region, [(name, zone_label(name)) for name in names])
                     for region, names in time_zone_groups()
                 ),
             ]
@@ -236,10 +244,10 @@ def time_zone_set(request: AuthenticatedHttpRequest) -> HttpResponse:
     time_zone_chosen(request=request, user=request.user, time_zone=chosen)
     messages.success(
         request,
-        _("Times are now shown in %(zone)s.") % {"zone": chosen}
+        _("Times are now shown in %(zone)s.") % {"zone": zone_label(chosen)}
         if chosen
-        else _("Times are now shown in the console's time zone (%(zone)s).")
-        % {"zone": settings.TIME_ZONE},
+        else _("Times are now shown in the console's time zone: %(zone)s.")
+        % {"zone": zone_label(settings.TIME_ZONE)},
     )
     return redirect(f"{reverse('password-change')}?saved={TIME_ZONE_SAVED}")
 

@@ -128,6 +128,14 @@ class WizardField(Field):
     template = FIELD_TEMPLATE
 
 
+def help_anchored(form: forms.BaseForm, **anchors: str) -> None:
+    """Each named field's help ends with a link to that anchor of the help page
+    (templates/jobs/help.html; FIELD_TEMPLATE draws it): the settings whose effect takes more
+    than a line to say (qa113: seed 000 says "详见…" beside them, and the console had no help)."""
+    for name, anchor in anchors.items():
+        form.fields[name].help_anchor = anchor  # type: ignore[attr-defined]
+
+
 def _helper(*fields: Any, show_errors: bool = True) -> FormHelper:
     helper = FormHelper()
     helper.form_tag = False
@@ -645,6 +653,7 @@ class DataForm(StepForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        help_anchored(self, storage_enabled="storage")
         self.helper = _helper(WizardField("storage_enabled"), show_errors=self.show_errors)
 
 
@@ -988,6 +997,7 @@ class FaultForm(StepForm):
         self.fields["hang_startup_minutes"].error_messages["min_value"] = (
             S.startup_toleration_range_said()
         )
+        help_anchored(self, hang_detection="hang-detection", fault_tolerance="fault-tolerance")
         self.fields["hang_startup_minutes"].help_text = _(
             "How long each start (or restart) of the job may stay silent, loading a checkpoint "
             "for example, before its silence counts as a hang; once a replica writes a line, "
@@ -1216,6 +1226,7 @@ class AdvancedForm(StepForm):
                 ),
             )
         _mark_required(self, "tensorboard_path", "retention_value")
+        help_anchored(self, tensorboard_path="tensorboard")
         alert_ids = ["alert_instance_id", "alert_notify_rule_id"]
         aihc_alerts = backend == "aihc"
         if not aihc_alerts:
@@ -1272,7 +1283,13 @@ class AdvancedForm(StepForm):
 
 class SubmissionForm(StepForm):
     mode = forms.ChoiceField(
-        label=_("Submission"), choices=SUBMISSION_CHOICES, widget=forms.RadioSelect
+        label=_("Submission"),
+        choices=SUBMISSION_CHOICES,
+        widget=forms.RadioSelect,
+        help_text=_(
+            "A standalone job is one job; a queue task is a group of jobs with the same "
+            "settings, sent to a queue."
+        ),
     )
     target_queue = forms.ChoiceField(label=_("Target queue"), required=False)
     # Queue tasks only (seed 004): a standalone job ignores them, so they are required
@@ -1294,6 +1311,7 @@ class SubmissionForm(StepForm):
     def __init__(self, *args: Any, queues: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["target_queue"].choices = [(q, q) for q in queues]
+        help_anchored(self, mode="queue-tasks")
         # Seed 004: 投递目标队列 is required of a queue task, as the group's two counts are;
         # said to a screen reader too (qa84: the counts showed the * alone).
         _mark_required(self, "target_queue", "total", "concurrency")

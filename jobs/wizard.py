@@ -1816,7 +1816,8 @@ def wizard_rules(
     if state.template and (problem := tensorboard_path_not_the_commands(spec)):
         err("tensorboardConfig.logPath", problem)
     if state.template:
-        for problem in aiak_paths_on_no_mount(spec) + aiak_inputs_on_no_mount(spec):
+        on_no_mount = aiak_paths_on_no_mount(spec) + aiak_inputs_on_no_mount(spec)
+        for problem in on_no_mount + aiak_paths_relative(spec):
             err("storage", problem)
         for i, problem in aiak_paths_read_only(spec):
             err(f"datasources[{i}].options", problem)
@@ -2056,6 +2057,29 @@ def aiak_inputs_on_no_mount(spec: S.JobSpec) -> list[str]:
     return problems
 
 
+def aiak_paths_relative(spec: S.JobSpec) -> list[str]:
+    """Why an AIAK command's path line written as a relative path (`CHECKPOINT_LOAD_PATH=
+    relative/ckpt`) would miss its mount: the template's script reads it from the folder it
+    starts in, not from any mount (qa113: passed without a word, as command_path reads only
+    absolute paths). A refusal, as a path on no mount is."""
+    problems = []
+    for key in (*AIAK_INPUT_PATHS, *AIAK_OUTPUT_PATHS):
+        plain = [v.strip(" \t") for v in command_values(spec.command, key)]
+        # A variable, a quoted value or ~ (the shell's home) is the shell's to read, and ""
+        # is emptied_placeholders'.
+        path = plain[0] if plain and re.fullmatch(r"[^\s$\"'`/~][^\s$\"'`]*", plain[0]) else ""
+        if path:
+            problems.append(
+                _(
+                    "The command's %(key)s=%(path)s is a relative path: the training would "
+                    "look for it in the folder it starts in, not on a mount. Write the whole "
+                    "path, starting with /, on a mount (step Image and command)."
+                )
+                % {"key": key, "path": path}
+            )
+    return problems
+
+
 def aiak_paths_read_only(spec: S.JobSpec) -> list[tuple[int, str]]:
     """The read-only mounts (row index, message) an AIAK command's CHECKPOINT_SAVE_PATH or
     TENSORBOARD_PATH lies in: the training would run until its first checkpoint (or its first
@@ -2117,6 +2141,51 @@ def tensorboard_path_unwritable(spec: S.JobSpec) -> str:
         "files there. Mount a read-write volume at or above %(path)s (step Data sources), or "
         "choose a path on one to see the curves on the job page."
     ) % {"path": log_path}
+
+
+# The programs that launch one framework's distributed training, as 查看示例's commands do:
+# each starts its processes the way its framework's replicas expect (torchrun reads the PET_*
+# variables, mpirun the hostfile). A command's first program only counts when it is one of
+# these: echo, python or bash start a job of any framework.
+FRAMEWORK_LAUNCHERS = {
+    "torchrun": S.PYTORCH,
+    "mpirun": S.MPI,
+    "mpiexec": S.MPI,
+    "mpiexec.hydra": S.MPI,
+}
+
+
+def _command_program(command: str) -> str:
+    """The program a command's first line of code runs (past `export`, `KEY=value` words and
+    lines of them alone)."""
+    for line in command.splitlines():
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        words = [w for w in words if w != "export" and not re.fullmatch(r"\w+=\S*", w)]
+        if words:
+            return words[0]
+    return ""
+
+
+def command_of_another_framework(spec: S.JobSpec) -> str:
+    """A note, not a refusal: the command starts with another framework's launcher
+    (FRAMEWORK_LAUNCHERS: torchrun in a TensorFlow job). qa113: a PyTorch job copied and switched to TensorFlow
+    kept its `torchrun …` with no hint, and torchrun there starts no TF_CONFIG cluster. A
+    custom job is not judged. "" otherwise."""
+    program = _command_program(spec.command)
+    launches = FRAMEWORK_LAUNCHERS.get(program)
+    if spec.framework == S.CUSTOM or launches is None or launches == spec.framework:
+        return ""
+    return _(
+        "The command starts with %(program)s, which launches %(launches)s jobs, but the job's "
+        "framework is %(framework)s. If the framework was changed (on a copied job, for "
+        "example), change the command to match it too."
+    ) % {
+        "program": program,
+        "launches": S.FRAMEWORK_LABELS[launches],
+        "framework": S.FRAMEWORK_LABELS[spec.framework],
+    }
 
 
 def shared_memory_over_memory(spec: S.JobSpec) -> str:

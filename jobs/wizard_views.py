@@ -1065,6 +1065,7 @@ def _review_context(state: W.WizardState, *, step_urls: dict[str, str]) -> dict[
         "tensorboard_notice": W.tensorboard_path_private(spec, state.pool),
         "group_env_notice": W.group_env_pinned(spec),
         "shared_memory_notice": W.shared_memory_over_memory(spec),
+        "framework_notice": W.command_of_another_framework(spec),
         "alert_notice": W.fault_tolerance_alert_unsent(
             spec,
             backend=state.pool.backend if state.pool else "",

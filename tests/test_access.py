@@ -160,6 +160,8 @@ RULES: dict[str, Rule] = {
     # Revoke all: the confirmation page, and its POST (the user's own keys only).
     "api-keys-revoke-all": Rule(methods=GET_POST, owned=False),
     "my-usage": Rule(owned=False),
+    # 帮助: the console's help page (jobs.help_views).
+    "help": Rule(owned=False),
     "api-key-revoke": Rule(
         kwargs=lambda w: {"access_key_id": w.key.access_key_id},
         methods=POST,

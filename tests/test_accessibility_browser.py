@@ -463,6 +463,18 @@ def test_the_resource_pools_page_has_no_serious_violations_in_either_language(au
     audit.assert_clean()
 
 
+def test_the_help_page_has_no_serious_violations_in_either_language(audit, alice):
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    for language in ("zh-hans", "en"):
+        audit.use_language(language)
+        page.goto("/help/")
+        expect(page.locator("#hang-detection")).to_be_visible()
+        audit.check(f"help, {language}")
+
+    audit.assert_clean()
+
+
 def test_my_usage_has_no_serious_violations_in_either_language(audit, alice):
     started = max(timezone.now() - timedelta(minutes=30), Period.this_month().starts_at)
     run_job(alice, started, started + timedelta(minutes=1), cards=2)
@@ -493,7 +505,7 @@ def test_at_400_percent_zoom_no_page_scrolls_sideways(browser, live_server, revi
     page = context.new_page()
     try:
         log_in(page, "carol", "carol-password")
-        for url in ["/", "/pools/", "/create/", "/account/usage/", "/account/keys/"]:
+        for url in ["/", "/pools/", "/create/", "/account/usage/", "/account/keys/", "/help/"]:
             page.goto(url)
             expect(page.locator("#nav-api-keys")).to_be_visible()
             wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")

@@ -2215,12 +2215,17 @@ def test_the_logs_page_links_a_download_of_the_whole_log_with_secrets_masked(ali
     page = client.get(f"{CHANGELIST}{job.pk}/logs/", {"replica": "worker-0"}).content.decode()
     link = f"{CHANGELIST}{job.pk}/logs/worker-0/download/"
     assert re.search(
-        f'href="{link}" id="log-download"[^>]*>下载日志</a> <span[^>]*>（时间为 UTC）', page
+        f'href="{link}" id="log-download"[^>]*>下载日志</a> · <span[^>]*>'
+        "页面按北京时间（Asia/Shanghai，UTC\\+08:00）显示；下载的日志时间为 UTC</span>",
+        page,
     )
     client.cookies["django_language"] = "en"
     page = client.get(f"{CHANGELIST}{job.pk}/logs/", {"replica": "worker-0"}).content.decode()
     assert re.search(
-        f'href="{link}" id="log-download"[^>]*>Download log</a> <span[^>]*>\\(times in UTC\\)', page
+        f'href="{link}" id="log-download"[^>]*>Download log</a> · <span[^>]*>the page shows times '
+        "in China Standard Time \\(Asia/Shanghai, UTC\\+08:00\\); "
+        "the downloaded log's are in UTC</span>",
+        page,
     )
 
     download = client.get(link)

@@ -1273,11 +1273,12 @@ def test_the_logs_of_a_run_are_shown_polled_and_downloadable(alice, alice_client
     utc = re.search(r"(\S+)Z hello from the job", raw).group(1)
     shown = datetime.fromisoformat(utc).replace(tzinfo=UTC).astimezone(ZoneInfo("Asia/Shanghai"))
     assert f"{shown:%Y-%m-%d %H:%M:%S}.{utc[20:23]} hello from the job" in page
-    # ... and the download's link says so, beside it and in its title (qa108).
+    # ... and the download's link says so, beside it and in its title (qa108), with the page's
+    # own zone named, and no stray space before a full-width bracket (qa113).
     link = re.search(
-        r'<a class="small" [^>]*id="log-download"[^>]*>下载日志</a> <span[^>]*>([^<]+)', page
+        r'<a class="small" [^>]*id="log-download"[^>]*>下载日志</a> · <span[^>]*>([^<]+)', page
     )
-    assert link[1] == "（时间为 UTC）"
+    assert link[1] == "页面按北京时间（Asia/Shanghai，UTC+08:00）显示；下载的日志时间为 UTC"
     assert 'title="文件中的时间为 UTC；页面按你的时区显示。"' in link[0]
 
 

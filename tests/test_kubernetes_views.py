@@ -152,7 +152,9 @@ def help_in_both_languages(client, draft, step: str, field: str) -> tuple[str, s
     for language in ("zh-hans", "en"):
         client.cookies["django_language"] = language
         page = client.get(step_url(draft, step)).content.decode()
-        said.append(html.unescape(re.search(rf'id="id_{field}_helptext"[^>]*>([^<]+)<', page)[1]))
+        # Up to the help's own end: a 详见帮助 link may follow it, after a space in English.
+        found = re.search(rf'id="id_{field}_helptext"[^>]*>([^<]+)<', page)
+        said.append(html.unescape(found[1]).rstrip())
     return said[0], said[1]
 
 

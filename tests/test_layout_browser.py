@@ -74,7 +74,7 @@ def test_on_a_phone_the_top_bar_shows_the_user_name_and_the_language_buttons_who
             "lines": 1,
             "within": True,
         }
-    for link in ("#nav-usage", "#nav-api-keys"):
+    for link in ("#nav-usage", "#nav-api-keys", "#nav-help"):
         expect(phone.locator(link)).to_be_in_viewport()
     assert phone.evaluate(PAGE_FITS)
 

@@ -66,7 +66,10 @@ def test_choosing_berlin_shows_the_job_list_and_job_page_times_in_berlin(alice, 
     r = choose(alice_en, "Europe/Berlin")
 
     assert r.status_code == 302 and r["Location"] == ACCOUNT + "?saved=time-zone"
-    assert "Times are now shown in Europe/Berlin." in alice_en.get(ACCOUNT).content.decode()
+    assert (
+        "Times are now shown in Berlin (Europe/Berlin, UTC+0"
+        in alice_en.get(ACCOUNT).content.decode()
+    )
     assert list_time(alice_en) == "2026-11-30 17:00:00"
     assert job_page_created(alice_en, job) == "2026-11-30 17:00:00"
     assert UserPreference.objects.get(user=alice).time_zone == "Europe/Berlin"
@@ -101,13 +104,20 @@ def test_the_job_list_and_a_job_page_say_once_which_zone_their_times_are_in(
 
     for client, url in pages:
         said = zone_note(client, url)
-        assert said == "Times in Asia/Shanghai (UTC+08:00) · change -> /account/password/#time-zone"
+        assert said == (
+            "Times in China Standard Time (Asia/Shanghai, UTC+08:00) · change "
+            "-> /account/password/#time-zone"
+        )
     choose(alice_en, "Europe/Berlin")
-    assert zone_note(alice_en, reverse("job-list")).startswith("Times in Europe/Berlin (UTC+01:00)")
+    assert zone_note(alice_en, reverse("job-list")).startswith(
+        "Times in Berlin (Europe/Berlin, UTC+01:00)"
+    )
     choose(alice_en, "UTC")
-    assert zone_note(alice_en, reverse("job-list")).startswith("Times in UTC (UTC) ·")
+    assert zone_note(alice_en, reverse("job-list")).startswith(
+        "Times in Coordinated Universal Time (UTC) ·"
+    )
     alice_en.cookies["django_language"] = "zh-hans"
-    assert zone_note(alice_en, reverse("job-list")).startswith("时间按 UTC（UTC）显示 · 更改")
+    assert zone_note(alice_en, reverse("job-list")).startswith("时间按协调世界时（UTC）显示 · 更改")
 
 
 def test_the_account_page_and_its_link_are_named_account_settings_in_both_languages(
@@ -130,7 +140,10 @@ def test_choosing_the_console_time_zone_again_shows_times_in_time_zone(alice, al
     choose(alice_en, "")
 
     page = alice_en.get(ACCOUNT).content.decode()
-    assert "Times are now shown in the console&#x27;s time zone (Asia/Shanghai)." in page
+    assert (
+        "Times are now shown in the console&#x27;s time zone: "
+        "China Standard Time (Asia/Shanghai, UTC+08:00)."
+    ) in page
     assert list_time(alice_en) == "2026-12-01 00:00:00"
 
 
@@ -140,10 +153,69 @@ def test_a_new_user_sees_the_console_time_zone_chosen_on_the_account_page(alice,
     assert list_time(alice_en) == "2026-12-01 00:00:00"
     page = alice_en.get(ACCOUNT).content.decode()
     assert re.search(
-        r'<option value="" selected>The console&#x27;s \(Asia/Shanghai\)</option>', page
+        r'<option value="" selected>The console&#x27;s: China Standard Time '
+        r"\(Asia/Shanghai, UTC\+08:00\)</option>",
+        page,
     )
-    assert '<optgroup label="Europe">' in page and '<option value="Europe/Berlin">' in page
+    assert '<optgroup label="Europe">' in page and '<option value="Europe/Amsterdam">' in page
     assert not UserPreference.objects.filter(user=alice).exists()
+
+
+def offered(page: str) -> list[tuple[str, str, str]]:
+    """The time zone select's (group, value, label) in order, unescaped."""
+    select = re.search(r'<select name="time_zone".*?</select>', page, re.S)
+    assert select, "no time zone select"
+    found, group = [], ""
+    for tag in re.finditer(
+        r'<optgroup label="([^"]*)">|<option value="([^"]*)"[^>]*>([^<]*)</option>', select[0]
+    ):
+        if tag[1] is not None:
+            group = html_lib.unescape(tag[1])
+        else:
+            found.append((group, tag[2], html_lib.unescape(tag[3])))
+    return found
+
+
+def test_the_common_zones_come_first_named_in_chinese_with_their_offset(alice_client):
+    # qa113: 400+ raw IANA names, the console's read "控制台的时区（Asia/Shanghai）".
+    options = offered(alice_client.get(ACCOUNT).content.decode())
+
+    assert options[0] == ("", "", "控制台的时区：北京时间（Asia/Shanghai，UTC+08:00）")
+    common = [(value, label) for group, value, label in options if group == "常用"]
+    assert common[:3] == [
+        ("Asia/Shanghai", "北京时间（Asia/Shanghai，UTC+08:00）"),
+        ("Asia/Hong_Kong", "香港（Asia/Hong_Kong，UTC+08:00）"),
+        ("Asia/Taipei", "台北（Asia/Taipei，UTC+08:00）"),
+    ]
+    assert ("UTC", "协调世界时（UTC）") in common
+    # Offsets of zones without summer time, so that the test holds all year.
+    new_york = dict(common)["America/New_York"]
+    assert new_york.startswith("美国东部时间（America/New_York，UTC-0"), new_york
+    assert options.index(("常用", "Asia/Shanghai", common[0][1])) == 1
+    rest = {value: (group, label) for group, value, label in options[1 + len(common) :]}
+    assert rest["Asia/Kolkata"] == ("Asia", "Asia/Kolkata（UTC+05:30）")
+    assert rest["Europe/Amsterdam"][0] == "Europe"
+    values = [value for _group, value, _label in options]
+    assert len(values) == len(set(values)), "a zone offered twice"
+
+
+def test_the_common_zones_are_named_in_english_on_an_english_page(alice_en):
+    options = offered(alice_en.get(ACCOUNT).content.decode())
+
+    assert options[0][2] == "The console's: China Standard Time (Asia/Shanghai, UTC+08:00)"
+    assert ("Common", "Asia/Tokyo", "Tokyo (Asia/Tokyo, UTC+09:00)") in options
+
+
+def test_every_page_names_the_zone_for_people_in_chinese(alice_client):
+    said = zone_note(alice_client, reverse("job-list"))
+
+    assert said.startswith("时间按北京时间（Asia/Shanghai，UTC+08:00）显示 · 更改")
+    choose(alice_client, "Asia/Kolkata")
+    page = alice_client.get(ACCOUNT).content.decode()
+    assert "时间现按Asia/Kolkata（UTC+05:30）显示。" in page
+    assert zone_note(alice_client, reverse("job-list")).startswith(
+        "时间按Asia/Kolkata（UTC+05:30）显示 · 更改"
+    )
 
 
 def test_the_zone_chosen_now_is_offered_first_after_the_console_one(alice_en):

@@ -31,7 +31,7 @@ def test_a_user_in_berlin_chooses_their_zone_and_reads_the_job_list_and_job_page
     zone.select_option("Europe/Berlin")
     page.click("#time-zone-submit")
 
-    expect(page.locator(".alert-success")).to_contain_text("时间现按 Europe/Berlin 显示")
+    expect(page.locator(".alert-success")).to_contain_text("时间现按柏林（Europe/Berlin，UTC+0")
     expect(page.get_by_label("时区")).to_have_value("Europe/Berlin")
     expect(page.get_by_label("时区")).to_be_focused()  # not 旧密码, far from the message
     page.click("a.navbar-brand")

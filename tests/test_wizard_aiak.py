@@ -865,3 +865,32 @@ def test_the_basic_step_in_custom_mode_draws_the_aiak_fields_for_css_to_show(ali
     assert 'id="aiak-choices"' in page
     for name in ("training_mode", "training_method", "aiak_template"):
         assert f'<select name="{name}"' in page
+
+
+@pytest.mark.parametrize("key", ["CHECKPOINT_LOAD_PATH", "CHECKPOINT_SAVE_PATH"])
+def test_a_relative_path_line_is_refused_on_the_data_step_naming_the_line(alice_client, key):
+    # qa113: CHECKPOINT_LOAD_PATH=relative/ckpt passed without a word.
+    draft = aiak_draft_reading(alice_client, key, "relative/ckpt")
+
+    r = post_step(
+        alice_client, draft, W.DATA, data_data(mounts=[("hostpath", "scratch", "/root/pfs")])
+    )
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_storage_enabled")
+    assert len(messages) == 1 and f"{key}=relative/ckpt" in messages[0], messages
+    assert "相对路径" in messages[0]
+    draft.refresh_from_db()
+    assert W.DATA not in draft.completed_steps
+
+
+def test_the_refusal_of_a_relative_path_reads_in_english(alice_en):
+    draft = aiak_draft_reading(alice_en, "DATA_PATH", "./data")
+
+    r = post_step(alice_en, draft, W.DATA, data_data(mounts=[("hostpath", "scratch", "/root/pfs")]))
+
+    assert field_errors(r, "id_storage_enabled") == [
+        "The command's DATA_PATH=./data is a relative path: the training would look for it in "
+        "the folder it starts in, not on a mount. Write the whole path, starting with /, on a "
+        "mount (step Image and command)."
+    ]

@@ -647,7 +647,8 @@ def test_two_pools_sharing_a_name_are_told_apart_by_their_id_on_the_first_step(f
 def help_under(page: str, field: str) -> str:
     found = re.search(rf'id="id_{field}_helptext"[^>]*>([^<]*)<', page)
     assert found, f"no help under {field}"
-    return html.unescape(found.group(1))
+    # Up to the help's own end: a 详见帮助 link may follow it, after a space in English.
+    return html.unescape(found.group(1)).rstrip()
 
 
 def test_an_aihc_pools_hang_and_retry_help_says_aihcs_fault_tolerance_decides(fake, alice_client):

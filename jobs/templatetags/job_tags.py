@@ -46,9 +46,9 @@ def sentence_gap() -> str:
 
 @register.simple_tag
 def times_zone() -> dict[str, str]:
-    """The zone this page's times are in and its UTC offset (jobs.time_zones.zone_shown)."""
-    name, offset = zone_shown()
-    return {"name": name, "offset": offset}
+    """The zone this page's times are in and its label for people (jobs.time_zones.zone_shown)."""
+    name, label = zone_shown()
+    return {"name": name, "label": label}
 
 
 @register.filter
