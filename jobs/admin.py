@@ -2758,7 +2758,7 @@ class CardQuotaAdmin(
             {
                 **subject,
                 "pool": local_backend.POOL_ID,
-                "status__in": f"{JobStatus.QUEUED},{JobStatus.PENDING_REVIEW}",
+                "status__in": JobStatus.QUEUED,
             }
         )
         self.message_user(

@@ -21,14 +21,15 @@ from jobs.services import jobs_submit
 CHANGELIST = "/admin/jobs/job/"
 
 
-def submit(owner: User, name: str) -> Job:
+def submit(owner: User, name: str, *, cards: int = 0) -> Job:
+    """A Queued local job of `owner`'s, asking `cards` A800 cards (none: CPU-only)."""
     spec = S.JobSpec(
         name=name,
         resource_pool_id="local",
         image="python:3.12",
         command="echo hi",
         framework=S.PYTORCH,
-        roles=[S.Role("master", 1)],
+        roles=[S.Role("master", 1, accelerator_type="A800" if cards else "", accelerators=cards)],
     )
     [job] = jobs_submit(owner=owner, spec=spec, submit_key=name)
     return job
@@ -155,12 +156,16 @@ def test_saving_a_group_quota_says_how_many_queued_jobs_come_under_it_and_links_
     from jobs.models import CardQuota
 
     team = Group.objects.create(name="team-01")
-    alice.groups.add(team)
-    bob.groups.add(team)
+    carol = User.objects.create_user("carol", is_active=False)  # deactivated: never starts
+    for member in (alice, bob, carol):
+        member.groups.add(team)
     CardQuota.objects.create(user=bob, card_type="", max_cards=8)  # bob's own row rules his
     dan = User.objects.create_user("dan")  # in no group: not under it
-    for owner, name in [(alice, "a1"), (alice, "a2"), (bob, "b1"), (dan, "d1")]:
-        submit(owner, name)
+    for owner, name in [(alice, "a1"), (alice, "a2"), (bob, "b1"), (dan, "d1"), (carol, "c1")]:
+        submit(owner, name, cards=2)
+    submit(alice, "cpu-only")  # asks no card: a cards limit never holds it
+    reviewed = submit(alice, "in-review", cards=2)  # waits for a reviewer, not the quota
+    Job.objects.filter(pk=reviewed.pk).update(status=JobStatus.PENDING_REVIEW)
     client = client_for(superuser, "en")
     fields = {"user": "", "group": team.pk, "card_type": "", "max_cards": "4"}
 
@@ -174,10 +179,32 @@ def test_saving_a_group_quota_says_how_many_queued_jobs_come_under_it_and_links_
     assert (
         "2 queued local jobs come under this limit from the scheduler&#x27;s next pass. "
         f'<a href="/admin/jobs/job/?owner__groups__id__exact={team.pk}&amp;pool=local&amp;'
-        'status__in=queued%2Cpending_review">Their queued jobs</a>'
+        'status__in=queued">Their queued jobs</a>'
     ) in said
     assert "2 个排队中的本地任务自调度器下一轮起受此限制" in in_chinese
     assert quota.max_cards == 4
+
+
+def test_a_cards_quota_governs_no_cpu_only_job_and_a_running_jobs_quota_governs_them_all(alice):
+    from jobs.models import CardQuota
+    from jobs.quotas import queued_under_quota
+
+    submit(alice, "cpu-only")
+    submit(alice, "on-cards", cards=2)
+    cards_only = CardQuota.objects.create(user=alice, card_type="", max_cards=4)
+    a800_cards = CardQuota(user=alice, card_type="A800", max_cards=4)
+    v100_jobs = CardQuota(user=alice, card_type="V100", max_running_jobs=1)
+
+    held_for_cards = queued_under_quota(quota=cards_only)
+    cards_only.max_running_jobs = 1
+    cards_only.save()
+    held_for_jobs = queued_under_quota(quota=cards_only)
+    a800_cards.save()
+    held_for_a800 = queued_under_quota(quota=a800_cards)
+    v100_jobs.save()
+    held_for_v100 = queued_under_quota(quota=v100_jobs)
+
+    assert (held_for_cards, held_for_jobs, held_for_a800, held_for_v100) == (1, 2, 1, 0)
 
 
 def test_what_a_quota_governs_is_counted_in_three_queries_whatever_the_number_of_owners(alice, bob):
@@ -186,14 +213,14 @@ def test_what_a_quota_governs_is_counted_in_three_queries_whatever_the_number_of
 
     team = Group.objects.create(name="team-01")
     alice.groups.add(team)
-    submit(alice, "a1")
+    submit(alice, "a1", cards=1)
     quota = CardQuota.objects.create(group=team, card_type="", max_cards=4)
     with CaptureQueriesContext(connection) as one:
         one_owner = queued_under_quota(quota=quota)
     for n in range(20):
         member = User.objects.create_user(f"member{n:02d}")
         member.groups.add(team)
-        submit(member, f"m{n}")
+        submit(member, f"m{n}", cards=1)
     with CaptureQueriesContext(connection) as many:
         many_owners = queued_under_quota(quota=quota)
 
