@@ -5,6 +5,7 @@ groups, last log-in and deactivation of several accounts at once."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -358,6 +359,63 @@ def test_deactivate_selected_once_confirmed_deactivates_them_and_records_it(supe
     assert len(found.context["cl"].result_list) == 2
     assert "Deactivated. Changed Active." in found.content.decode()
     assert LogEntry.objects.filter(user=superuser).count() == 2
+
+
+def confirmation_fields(page: str) -> dict[str, list[str]]:
+    """The hidden fields the Deactivate selected confirmation's form posts back."""
+    form = page.split('<form method="post">', 1)[1].split("</form>", 1)[0]
+    fields: dict[str, list[str]] = {}
+    for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form):
+        fields.setdefault(name, []).append(value)
+    return fields
+
+
+def test_deactivating_a_thousand_users_chosen_by_select_all_deactivates_them_all(superuser):
+    User.objects.bulk_create(User(username=f"left{n:04d}") for n in range(1000))
+    User.objects.create_user("stays")  # not matched by the list's search: not chosen
+    client = client_for(superuser, "en")
+    shown = [user.pk for user in User.objects.filter(username__startswith="left")[:50]]
+    searched = f"{USERS}?q=left"
+    chosen = {"action": "deactivate_users", "select_across": "1", "_selected_action": shown}
+
+    asked = client.post(searched, chosen)
+    fields = confirmation_fields(asked.content.decode())
+    done = client.post(searched, fields, follow=True)
+
+    assert "1000 accounts deactivated" in done.content.decode()
+    assert sum(len(values) for values in fields.values()) < 10
+    assert not User.objects.filter(username__startswith="left", is_active=True).exists()
+    assert User.objects.get(username="stays").is_active
+
+
+def test_a_confirmed_deactivation_leaves_out_the_users_added_to_the_selection_after_the_page(
+    superuser, alice
+):
+    client = client_for(superuser, "en")
+    chosen = {"action": "deactivate_users", "select_across": "1", "_selected_action": [alice.pk]}
+    fields = confirmation_fields(client.post(f"{USERS}?q=a", chosen).content.decode())
+    User.objects.create_user("anna")  # matches the search, but was not on the page
+
+    done = client.post(f"{USERS}?q=a", fields, follow=True)
+
+    assert "1 account deactivated: alice." in done.content.decode()
+    assert User.objects.get(username="anna").is_active
+
+
+@pytest.mark.parametrize("value", ["abc", "", "1,,2", "²"])
+def test_an_odd_confirmed_selection_deactivates_nobody_and_says_so(superuser, alice, value):
+    fields = {
+        "action": "deactivate_users",
+        "select_across": "1",
+        "_selected_action": alice.pk,
+        "post": "yes",
+        "confirmed_users": value,
+    }
+
+    done = client_for(superuser, "en").post(USERS, fields, follow=True)
+
+    assert "The selection was not understood; select the users again." in done.content.decode()
+    assert User.objects.get(pk=alice.pk).is_active
 
 
 # -- the usage report ------------------------------------------------------------------------
