@@ -104,7 +104,7 @@ from .backends import (
 )
 from .backends import local as local_backend
 from .backends.local import detected_accelerators
-from .deactivation import AccountLeft, account_left
+from .deactivation import AccountLeft, accounts_left
 from .health import active_runner
 from .http import is_console_address
 from .labels import label_asked, labelled
@@ -389,7 +389,7 @@ class ConsoleUserAdmin(
     @admin.action(permissions=["change"], description=gettext_lazy("Deactivate selected users"))
     def deactivate_users(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
         """Deactivates the chosen accounts after a confirmation page that says, for each, what
-        it keeps (jobs.deactivation.account_left, as a user's page saved inactive says it):
+        it keeps (jobs.deactivation.accounts_left, as a user's page saved inactive says it):
         a team admin closing the accounts of several people who left ticked each page
         (qa114). Accounts already inactive, their own and those they may not change (a
         staff account, for staff who are not superusers) are left alone, and said so.
@@ -420,11 +420,12 @@ class ConsoleUserAdmin(
         inactive = [user for user in chosen if not user.is_active and user not in refused]
         users = [user for user in chosen if user.is_active and user not in refused]
         if request.POST.get("post") != "yes":
+            left = accounts_left(users=users)
             context = {
                 **self.admin_site.each_context(request),
                 "title": _("Deactivate selected users"),
                 "opts": self.opts,
-                "rows": [(user, account_left(user=user)) for user in users],
+                "rows": [(user, left[user.pk]) for user in users],
                 "refused": refused,
                 "inactive": inactive,
                 "chosen": chosen,
@@ -616,7 +617,7 @@ class ConsoleUserAdmin(
     def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
         response = super().response_change(request, obj)
         if not obj.is_active:
-            left = account_left(user=obj)
+            left = accounts_left(users=[obj])[obj.pk]
             self._deactivated_jobs_said(request, obj, left)
             self._deactivated_keeps_said(request, obj, left)
         return response
@@ -671,7 +672,7 @@ class ConsoleUserAdmin(
     def _deactivated_jobs_said(self, request: HttpRequest, user: User, left: AccountLeft) -> None:
         """What deactivating leaves of the user's jobs, linked to their list so staff can stop
         them (qa98): running jobs go on, queued ones wait (jobs.scheduler's rules); those sent
-        to their platform go on too, counted apart (jobs.deactivation.account_left)."""
+        to their platform go on too, counted apart (jobs.deactivation.accounts_left)."""
         running, queued, sent = left.running, left.queued, left.sent
         if not running and not queued and not sent:
             return

@@ -361,6 +361,34 @@ def test_deactivate_selected_once_confirmed_deactivates_them_and_records_it(supe
     assert LogEntry.objects.filter(user=superuser).count() == 2
 
 
+def test_the_deactivate_confirmation_costs_as_many_queries_for_30_users_as_for_3(superuser):
+    from jobs.api_keys import api_key_create
+    from jobs.models import Draft
+
+    def users_with_jobs(count: int, prefix: str) -> list[int]:
+        made = []
+        for n in range(count):
+            user = User.objects.create_user(f"{prefix}{n:02d}")
+            submit(user, f"{prefix}-{n}")
+            Draft.objects.create(owner=user)
+            api_key_create(owner=user)
+            made.append(user.pk)
+        return made
+
+    client = client_for(superuser, "en")
+    few, many = users_with_jobs(3, "few"), users_with_jobs(30, "many")
+    with CaptureQueriesContext(connection) as for_few:
+        asked_few = client.post(USERS, {"action": "deactivate_users", "_selected_action": few})
+    with CaptureQueriesContext(connection) as for_many:
+        asked_many = client.post(USERS, {"action": "deactivate_users", "_selected_action": many})
+
+    assert len(for_few) == len(for_many)
+    assert [(left.queued, left.drafts, left.keys) for _, left in asked_many.context["rows"]] == [
+        (1, 1, 1)
+    ] * 30
+    assert len(asked_few.context["rows"]) == 3
+
+
 def confirmation_fields(page: str) -> dict[str, list[str]]:
     """The hidden fields the Deactivate selected confirmation's form posts back."""
     form = page.split('<form method="post">', 1)[1].split("</form>", 1)[0]
