@@ -1705,7 +1705,8 @@ class JobAdmin(
                 | Q(owner__in=owners)
                 | Q(image__icontains=word)
                 # Its status reason as recorded (qa114: `OOMKilled`, an exit code, a
-                # reviewer's reason), read from each row: no index holds it.
+                # reviewer's reason), read from an index, not each job's row with its spec
+                # (0066: job_search_reason on SQLite, a trigram index on PostgreSQL).
                 | Q(status_reason__icontains=word)
             )
         # In no order: read from job_search alone, not the creation-time index and each row.
