@@ -361,6 +361,32 @@ def test_deactivate_selected_once_confirmed_deactivates_them_and_records_it(supe
     assert LogEntry.objects.filter(user=superuser).count() == 2
 
 
+def test_staff_who_are_not_superusers_cannot_deactivate_a_staff_account_or_a_superuser(
+    superuser, reviewer, alice
+):
+    from django.contrib.auth.models import Permission
+
+    dave = User.objects.create_user("dave", is_staff=True)
+    dave.user_permissions.add(*Permission.objects.filter(codename__in=["view_user", "change_user"]))
+    client = client_for(dave, "en")
+    chosen = {
+        "action": "deactivate_users",
+        "_selected_action": [alice.pk, reviewer.pk, superuser.pk],
+    }
+
+    asked = client.post(USERS, chosen)
+    fields = confirmation_fields(asked.content.decode())
+    done = client.post(USERS, fields, follow=True).content.decode()
+    forced = client.post(USERS, chosen | {"post": "yes"}, follow=True).content.decode()
+
+    assert [user.username for user, _ in asked.context["rows"]] == ["alice"]
+    assert "carol (you may not change it), root (you may not change it)" in asked.content.decode()
+    assert "1 account deactivated: alice." in done and "Left alone: carol, root." in done
+    assert "Left alone: carol, root, alice." in forced  # alice: already inactive
+    assert User.objects.filter(pk__in=[reviewer.pk, superuser.pk], is_active=True).count() == 2
+    assert not User.objects.get(pk=alice.pk).is_active
+
+
 def test_the_deactivate_confirmation_costs_as_many_queries_for_30_users_as_for_3(superuser):
     from jobs.api_keys import api_key_create
     from jobs.models import Draft
