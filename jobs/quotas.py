@@ -26,7 +26,6 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connections, router
-from django.db.models import Count
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext, pgettext
 
@@ -333,46 +332,58 @@ def queued_never_allowed(*, quota: CardQuota) -> list[Job]:
 
 
 def queued_under_quota(*, quota: CardQuota) -> int:
-    """How many local jobs waiting to start (Queued, or awaiting review) belong to users
-    whose limit for the row's card type comes from `quota` (as quota_limits decides: their
-    own row, else their groups' rows, else the row for everyone): what a save of it governs
-    from the scheduler's next pass (qa114: a save said nothing of them unless it shut some
-    out for good). Three queries whatever the number of jobs: the waiting jobs per owner,
-    the quota rows, and the owners' groups among those the rows name."""
-    waiting = Job.objects.filter(
-        backend="local", status__in=[JobStatus.QUEUED, JobStatus.PENDING_REVIEW]
-    )
+    """How many Queued local jobs of active users `quota` can hold: their owner's limit for
+    the row's card type comes from it (as quota_limits decides: their own row, else their
+    groups' rows, else the row for everyone) and the job is one a limit of the row applies
+    to, as the scheduler judges it (excesses): its cards limit only a job asking for cards
+    of its type (any type for a blank one; a CPU-only job is never held for cards), its
+    running-jobs limit those too, or every job for a blank card type. What a save of it
+    governs from the scheduler's next pass (qa114: a save said nothing of them unless it
+    shut some out for good). Jobs awaiting review wait for a reviewer, not for the quota,
+    and a deactivated owner's jobs never start: neither is counted (review67). Three
+    queries whatever the number of jobs: the waiting jobs' owners and specs, the quota
+    rows, and the owners' groups among those the rows name."""
+    from .runner import requirement
+    from .spec import SpecError
+
+    waiting = Job.objects.filter(backend="local", status=JobStatus.QUEUED, owner__is_active=True)
     if quota.user_id is not None:
         waiting = waiting.filter(owner_id=quota.user_id)
     elif quota.group_id is not None:
         members = get_user_model().groups.through.objects.filter(group_id=quota.group_id)
         waiting = waiting.filter(owner_id__in=members.values("user_id"))
-    counts = dict(
-        waiting.order_by()
-        .values("owner_id")
-        .annotate(jobs=Count("pk"))
-        .values_list("owner_id", "jobs")
-    )
-    if not counts:
+    card = quota.card_type
+    held_by_row: Counter[int] = Counter()  # per owner, how many of their jobs the row can hold
+    for owner_id, document in waiting.order_by().values_list("owner_id", "spec"):
+        try:
+            need = requirement(Job(spec=document).job_spec()).cards
+        except SpecError:
+            continue  # the scheduler fails it, saying why
+        asked = need.get(card, 0) if card else sum(need.values())
+        by_cards = quota.max_cards is not None and asked > 0
+        by_jobs = quota.max_running_jobs is not None and (asked > 0 or not card)
+        if by_cards or by_jobs:
+            held_by_row[owner_id] += 1
+    if not held_by_row:
         return 0
     rows = list(CardQuota.objects.order_by().values_list("card_type", "user_id", "group_id", "id"))
     named_groups = {row[2] for row in rows if row[2] is not None}
     member_of: dict[int, set[int]] = {}
     if named_groups:
         membership = get_user_model().groups.through.objects.filter(
-            user_id__in=counts, group_id__in=named_groups
+            user_id__in=held_by_row, group_id__in=named_groups
         )
         for user_id, group_id in membership.values_list("user_id", "group_id"):
             member_of.setdefault(user_id, set()).add(group_id)
     under = 0
-    for owner_id, jobs in counts.items():
+    for owner_id, jobs in held_by_row.items():
         theirs = [
             row
             for row in rows
             if row[1] == owner_id
             or (row[1] is None and (row[2] is None or row[2] in member_of.get(owner_id, ())))
         ]
-        in_force = _rows_in_force(theirs).get(quota.card_type, [])
+        in_force = _rows_in_force(theirs).get(card, [])
         if any(row[3] == quota.pk for row in in_force):
             under += jobs
     return under

@@ -347,7 +347,7 @@ def test_the_search_reads_jobs_through_the_search_index_never_every_row(alice, r
         for sql in searched:
             cursor.execute("EXPLAIN QUERY PLAN " + sql)
             plan = [row[-1] for row in cursor.fetchall()]
-            # job_search's columns and the status reason (0064; qa114), a SQLite index alone.
+            # job_search's columns and the status reason (0066; qa114), a SQLite index alone.
             assert "SCAN jobs_job USING COVERING INDEX job_search_reason" in plan, plan
             assert "SCAN jobs_job" not in plan, plan  # no job's row read to look for the word
 

@@ -5,6 +5,7 @@ groups, last log-in and deactivation of several accounts at once."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -21,14 +22,15 @@ from jobs.services import jobs_submit
 CHANGELIST = "/admin/jobs/job/"
 
 
-def submit(owner: User, name: str) -> Job:
+def submit(owner: User, name: str, *, cards: int = 0) -> Job:
+    """A Queued local job of `owner`'s, asking `cards` A800 cards (none: CPU-only)."""
     spec = S.JobSpec(
         name=name,
         resource_pool_id="local",
         image="python:3.12",
         command="echo hi",
         framework=S.PYTORCH,
-        roles=[S.Role("master", 1)],
+        roles=[S.Role("master", 1, accelerator_type="A800" if cards else "", accelerators=cards)],
     )
     [job] = jobs_submit(owner=owner, spec=spec, submit_key=name)
     return job
@@ -155,12 +157,16 @@ def test_saving_a_group_quota_says_how_many_queued_jobs_come_under_it_and_links_
     from jobs.models import CardQuota
 
     team = Group.objects.create(name="team-01")
-    alice.groups.add(team)
-    bob.groups.add(team)
+    carol = User.objects.create_user("carol", is_active=False)  # deactivated: never starts
+    for member in (alice, bob, carol):
+        member.groups.add(team)
     CardQuota.objects.create(user=bob, card_type="", max_cards=8)  # bob's own row rules his
     dan = User.objects.create_user("dan")  # in no group: not under it
-    for owner, name in [(alice, "a1"), (alice, "a2"), (bob, "b1"), (dan, "d1")]:
-        submit(owner, name)
+    for owner, name in [(alice, "a1"), (alice, "a2"), (bob, "b1"), (dan, "d1"), (carol, "c1")]:
+        submit(owner, name, cards=2)
+    submit(alice, "cpu-only")  # asks no card: a cards limit never holds it
+    reviewed = submit(alice, "in-review", cards=2)  # waits for a reviewer, not the quota
+    Job.objects.filter(pk=reviewed.pk).update(status=JobStatus.PENDING_REVIEW)
     client = client_for(superuser, "en")
     fields = {"user": "", "group": team.pk, "card_type": "", "max_cards": "4"}
 
@@ -174,10 +180,32 @@ def test_saving_a_group_quota_says_how_many_queued_jobs_come_under_it_and_links_
     assert (
         "2 queued local jobs come under this limit from the scheduler&#x27;s next pass. "
         f'<a href="/admin/jobs/job/?owner__groups__id__exact={team.pk}&amp;pool=local&amp;'
-        'status__in=queued%2Cpending_review">Their queued jobs</a>'
+        'status__in=queued">Their queued jobs</a>'
     ) in said
     assert "2 个排队中的本地任务自调度器下一轮起受此限制" in in_chinese
     assert quota.max_cards == 4
+
+
+def test_a_cards_quota_governs_no_cpu_only_job_and_a_running_jobs_quota_governs_them_all(alice):
+    from jobs.models import CardQuota
+    from jobs.quotas import queued_under_quota
+
+    submit(alice, "cpu-only")
+    submit(alice, "on-cards", cards=2)
+    cards_only = CardQuota.objects.create(user=alice, card_type="", max_cards=4)
+    a800_cards = CardQuota(user=alice, card_type="A800", max_cards=4)
+    v100_jobs = CardQuota(user=alice, card_type="V100", max_running_jobs=1)
+
+    held_for_cards = queued_under_quota(quota=cards_only)
+    cards_only.max_running_jobs = 1
+    cards_only.save()
+    held_for_jobs = queued_under_quota(quota=cards_only)
+    a800_cards.save()
+    held_for_a800 = queued_under_quota(quota=a800_cards)
+    v100_jobs.save()
+    held_for_v100 = queued_under_quota(quota=v100_jobs)
+
+    assert (held_for_cards, held_for_jobs, held_for_a800, held_for_v100) == (1, 2, 1, 0)
 
 
 def test_what_a_quota_governs_is_counted_in_three_queries_whatever_the_number_of_owners(alice, bob):
@@ -186,14 +214,14 @@ def test_what_a_quota_governs_is_counted_in_three_queries_whatever_the_number_of
 
     team = Group.objects.create(name="team-01")
     alice.groups.add(team)
-    submit(alice, "a1")
+    submit(alice, "a1", cards=1)
     quota = CardQuota.objects.create(group=team, card_type="", max_cards=4)
     with CaptureQueriesContext(connection) as one:
         one_owner = queued_under_quota(quota=quota)
     for n in range(20):
         member = User.objects.create_user(f"member{n:02d}")
         member.groups.add(team)
-        submit(member, f"m{n}")
+        submit(member, f"m{n}", cards=1)
     with CaptureQueriesContext(connection) as many:
         many_owners = queued_under_quota(quota=quota)
 
@@ -331,6 +359,117 @@ def test_deactivate_selected_once_confirmed_deactivates_them_and_records_it(supe
     assert len(found.context["cl"].result_list) == 2
     assert "Deactivated. Changed Active." in found.content.decode()
     assert LogEntry.objects.filter(user=superuser).count() == 2
+
+
+def test_staff_who_are_not_superusers_cannot_deactivate_a_staff_account_or_a_superuser(
+    superuser, reviewer, alice
+):
+    from django.contrib.auth.models import Permission
+
+    dave = User.objects.create_user("dave", is_staff=True)
+    dave.user_permissions.add(*Permission.objects.filter(codename__in=["view_user", "change_user"]))
+    client = client_for(dave, "en")
+    chosen = {
+        "action": "deactivate_users",
+        "_selected_action": [alice.pk, reviewer.pk, superuser.pk],
+    }
+
+    asked = client.post(USERS, chosen)
+    fields = confirmation_fields(asked.content.decode())
+    done = client.post(USERS, fields, follow=True).content.decode()
+    forced = client.post(USERS, chosen | {"post": "yes"}, follow=True).content.decode()
+
+    assert [user.username for user, _ in asked.context["rows"]] == ["alice"]
+    assert "carol (you may not change it), root (you may not change it)" in asked.content.decode()
+    assert "1 account deactivated: alice." in done and "Left alone: carol, root." in done
+    assert "Left alone: carol, root, alice." in forced  # alice: already inactive
+    assert User.objects.filter(pk__in=[reviewer.pk, superuser.pk], is_active=True).count() == 2
+    assert not User.objects.get(pk=alice.pk).is_active
+
+
+def test_the_deactivate_confirmation_costs_as_many_queries_for_30_users_as_for_3(superuser):
+    from jobs.api_keys import api_key_create
+    from jobs.models import Draft
+
+    def users_with_jobs(count: int, prefix: str) -> list[int]:
+        made = []
+        for n in range(count):
+            user = User.objects.create_user(f"{prefix}{n:02d}")
+            submit(user, f"{prefix}-{n}")
+            Draft.objects.create(owner=user)
+            api_key_create(owner=user)
+            made.append(user.pk)
+        return made
+
+    client = client_for(superuser, "en")
+    few, many = users_with_jobs(3, "few"), users_with_jobs(30, "many")
+    with CaptureQueriesContext(connection) as for_few:
+        asked_few = client.post(USERS, {"action": "deactivate_users", "_selected_action": few})
+    with CaptureQueriesContext(connection) as for_many:
+        asked_many = client.post(USERS, {"action": "deactivate_users", "_selected_action": many})
+
+    assert len(for_few) == len(for_many)
+    assert [(left.queued, left.drafts, left.keys) for _, left in asked_many.context["rows"]] == [
+        (1, 1, 1)
+    ] * 30
+    assert len(asked_few.context["rows"]) == 3
+
+
+def confirmation_fields(page: str) -> dict[str, list[str]]:
+    """The hidden fields the Deactivate selected confirmation's form posts back."""
+    form = page.split('<form method="post">', 1)[1].split("</form>", 1)[0]
+    fields: dict[str, list[str]] = {}
+    for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form):
+        fields.setdefault(name, []).append(value)
+    return fields
+
+
+def test_deactivating_a_thousand_users_chosen_by_select_all_deactivates_them_all(superuser):
+    User.objects.bulk_create(User(username=f"left{n:04d}") for n in range(1000))
+    User.objects.create_user("stays")  # not matched by the list's search: not chosen
+    client = client_for(superuser, "en")
+    shown = [user.pk for user in User.objects.filter(username__startswith="left")[:50]]
+    searched = f"{USERS}?q=left"
+    chosen = {"action": "deactivate_users", "select_across": "1", "_selected_action": shown}
+
+    asked = client.post(searched, chosen)
+    fields = confirmation_fields(asked.content.decode())
+    done = client.post(searched, fields, follow=True)
+
+    assert "1000 accounts deactivated" in done.content.decode()
+    assert sum(len(values) for values in fields.values()) < 10
+    assert not User.objects.filter(username__startswith="left", is_active=True).exists()
+    assert User.objects.get(username="stays").is_active
+
+
+def test_a_confirmed_deactivation_leaves_out_the_users_added_to_the_selection_after_the_page(
+    superuser, alice
+):
+    client = client_for(superuser, "en")
+    chosen = {"action": "deactivate_users", "select_across": "1", "_selected_action": [alice.pk]}
+    fields = confirmation_fields(client.post(f"{USERS}?q=a", chosen).content.decode())
+    User.objects.create_user("anna")  # matches the search, but was not on the page
+
+    done = client.post(f"{USERS}?q=a", fields, follow=True)
+
+    assert "1 account deactivated: alice." in done.content.decode()
+    assert User.objects.get(username="anna").is_active
+
+
+@pytest.mark.parametrize("value", ["abc", "", "1,,2", "²"])
+def test_an_odd_confirmed_selection_deactivates_nobody_and_says_so(superuser, alice, value):
+    fields = {
+        "action": "deactivate_users",
+        "select_across": "1",
+        "_selected_action": alice.pk,
+        "post": "yes",
+        "confirmed_users": value,
+    }
+
+    done = client_for(superuser, "en").post(USERS, fields, follow=True)
+
+    assert "The selection was not understood; select the users again." in done.content.decode()
+    assert User.objects.get(pk=alice.pk).is_active
 
 
 # -- the usage report ------------------------------------------------------------------------
