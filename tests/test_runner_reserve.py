@@ -374,7 +374,7 @@ def test_a_job_killed_past_what_jobs_share_is_told_whose_memory_that_was_less_th
     by_machine = cgroups.shared_memory_oom_reason(on_machine)
 
     assert by_unit == (
-        f"OOMKilled：所有本机任务共用的内存（2.5\xa0GB，即 worker 所在 cgroup {unit} 的内存上限 4.0\xa0GB "
+        f"OOMKilled：所有本机任务共用的内存（2.5\xa0GB，即任务调度进程（worker）所在 cgroup {unit} 的内存上限 4.0\xa0GB "
         "减去 LOCAL_RESERVED_MEMORY_GB）已用尽"
     )
     assert by_machine == (

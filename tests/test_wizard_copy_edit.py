@@ -128,7 +128,7 @@ def test_a_roles_idle_count_and_what_it_asks_for_have_no_space_between_in_chines
         answer = alice_client.get(url, query, headers=HTMX).content.decode()
         return read(answer.split('id="pool-stock"')[0].split("<p")[0])
 
-    assert count("zh-hans").startswith("空闲 8 卡（该角色需要 16 卡）")
+    assert count("zh-hans").startswith("空闲 8 张卡（该角色需要 16 张）")
     assert count("en").startswith("8 cards idle (this role asks for 16)")
 
 
