@@ -547,6 +547,21 @@ def _unresolved_reason(exc: OSError) -> str:
     return gettext_noop("cannot resolve %(host)s")
 
 
+# OpenSSL's verify codes a webhook's certificate is most often refused with, said as what
+# they mean (UNTRUSTED_SIGNER_CODES below are the signer's).
+CERTIFICATE_FAULTS = {
+    2: gettext_noop("its certificate's signer is not trusted"),
+    9: gettext_noop("its certificate is not valid yet"),
+    10: gettext_noop("its certificate has expired"),
+    18: gettext_noop("its certificate's signer is not trusted"),
+    19: gettext_noop("its certificate's signer is not trusted"),
+    20: gettext_noop("its certificate's signer is not trusted"),
+    21: gettext_noop("its certificate's signer is not trusted"),
+    62: gettext_noop("its certificate names another host"),
+    64: gettext_noop("its certificate names another IP address"),
+}
+
+
 def _network_failure(exc: BaseException) -> str | None:
     """A common network failure of a delivery as a recorded text in the reader's language
     (a port closed, a host unreachable, a timeout, a TLS handshake, an HTTP status), or None:
@@ -556,6 +571,11 @@ def _network_failure(exc: BaseException) -> str | None:
     if isinstance(exc, httpx.HTTPStatusError):
         return recorded(
             gettext_noop("the server answered HTTP %(status)s"), status=exc.response.status_code
+        )
+    if refusal := certificate_refusal(exc):
+        # What OpenSSL found, which the event's sentence then says how to fix.
+        return recorded(
+            CERTIFICATE_FAULTS.get(refusal.verify_code, gettext_noop("the TLS handshake failed"))
         )
     if isinstance(exc, httpx.ConnectTimeout):
         return recorded(gettext_noop("connecting timed out"))

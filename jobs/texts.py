@@ -39,7 +39,7 @@ def binary_size(size: float) -> str:
         size /= 1024
         if size < 1024 or unit == BINARY_UNITS[-1]:
             break
-    return f"{number_format(size, decimal_pos=1)}\xa0{unit}"
+    return f"{number_format(round(size, 1), decimal_pos=1)}\xa0{unit}"
 
 
 def list_words(items: Iterable[str]) -> str:

@@ -2234,8 +2234,11 @@ def test_a_local_jobs_cards_read_as_a_list_alike_in_its_started_event_and_its_re
     chinese = events_on_page(alice_client, job, "zh-hans")
     english = events_on_page(alice_client, job, "en")
 
-    assert f"已启动 已在本机启动，使用 {CARD}（卡 {ids[0]}、{ids[1]}）。" in chinese
-    assert f"Started Started on this machine with {CARD} (cards {ids[0]}, {ids[1]})." in english
+    # The card as people name it, the resource in brackets (qa113: the resource alone).
+    shown = S.card_shown(CARD)
+    assert shown == "A800 80GB (baidu.com/a800_80g_cgpu)"
+    assert f"已启动 已在本机启动，使用 {shown}（卡 {ids[0]}、{ids[1]}）。" in chinese
+    assert f"Started Started on this machine with {shown} (cards {ids[0]}, {ids[1]})." in english
     assert f"Started Started on this machine with cards {CARD} [0, 1]." in english
     alice_client.cookies["django_language"] = "zh-hans"
     zh_page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()

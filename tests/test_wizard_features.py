@@ -807,8 +807,8 @@ def test_the_totals_partial_sums_instances_times_cards_per_type(alice_client, ht
     html = r.content.decode()
     assert "<html" not in html
     assert card_badges(html) == [f"14 × {A800_SHOWN}", f"2 × {V100_SHOWN}"]
-    # The fragment replaces itself, so it keeps what makes it live.
-    assert 'id="card-totals"' in html and 'hx-sync="this:replace"' in html
+    # The fragment is the region's content: the region, which stays, keeps what makes it live.
+    assert 'id="card-totals"' in html and "hx-get" not in html
 
 
 def test_the_totals_partial_leaves_out_rows_whose_accelerators_are_off(alice_client):
