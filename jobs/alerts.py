@@ -602,7 +602,9 @@ def _network_failure(exc: BaseException) -> str | None:
 
 def failure_text(exc: Exception) -> str:
     """What went wrong with a delivery, for its AlertFailed event: our own reasons as they
-    are (in the console's language), a library's error with its type; kept short.
+    are (in the console's language), a common network failure in the reader's words
+    (_network_failure; the library's in the log), any other library error with its type;
+    kept short.
 
     A connection's failure keeps its kind (ConnectError "Connection refused", "No route to
     host", ConnectTimeout), which tells a port that is closed from one filtered: a probe of
