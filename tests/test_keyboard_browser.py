@@ -223,7 +223,7 @@ def test_the_idle_count_is_read_out_when_it_changes_not_at_every_5_second_check(
     page.focus("#id_roles-1-replicas")
     page.keyboard.press("Control+A")
     page.keyboard.type("9")
-    expect(page.locator("#idle-1")).to_contain_text("（该角色需要 9 卡）")
+    expect(page.locator("#idle-1")).to_contain_text("（该角色需要 9 张）")
     expect(page.locator("#id_roles-1-replicas")).to_be_focused()
     expect(page.locator("#id_roles-1-replicas")).to_have_value("9")
 
