@@ -17,7 +17,6 @@ from tests.test_spec import pytorch_spec
 from tests.test_wizard import (
     A800,
     A800_SHOWN,
-    V100_SHOWN,
     _local_pool,  # noqa: F401 (autouse fixture)
     complete_steps,
     field_errors,
@@ -27,20 +26,6 @@ from tests.test_wizard import (
     role,
     step_url,
 )
-
-
-def test_the_card_type_select_names_each_card_and_sends_its_resource_name(alice_client):
-    draft = new_draft(alice_client)
-    complete_steps(alice_client, draft, upto=W.RESOURCES)
-
-    page = alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
-
-    select = page.split('name="roles-0-accelerator_type"')[1].split("</select>")[0]
-    options = re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', select)
-    assert options[1:] == [
-        ("baidu.com/a800_80g_cgpu", A800_SHOWN),
-        ("baidu.com/v100_32g_cgpu", V100_SHOWN),
-    ]
 
 
 def test_the_review_names_the_cards_of_the_roles_and_their_fit(alice_client):
