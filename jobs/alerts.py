@@ -17,6 +17,7 @@ instead, in the job owner's language, and its answer is read.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
 import smtplib
@@ -299,13 +300,10 @@ def resolve_webhook(url: str) -> tuple[str, str]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
-        raise UnsafeDestination(
-            recorded(
-                gettext_noop("cannot resolve %(host)s: %(error)s"),
-                host=host,
-                error=exc.strerror or exc,
-            )
-        ) from exc
+        # The resolver's own words ("Name or service not known") are English whatever the
+        # reader's language (qa113): the event says what it means, the log keeps them.
+        logger.warning("alert webhook: cannot resolve %s: %s", host, exc)
+        raise UnsafeDestination(recorded(_unresolved_reason(exc), host=host)) from exc
     addresses = [info[4][0] for info in infos]
     if not settings.ALERT_WEBHOOK_ALLOW_PRIVATE:
         bad = [a for a in addresses if not _address_allowed(a)]
@@ -540,9 +538,73 @@ def _alert_config(job: Job) -> AlertConfig | None:
         return None
 
 
+def _unresolved_reason(exc: OSError) -> str:
+    """Why a webhook's host name did not resolve, as a text to record (its host to fill)."""
+    if exc.errno == socket.EAI_AGAIN:
+        return gettext_noop("cannot resolve %(host)s: the DNS server did not answer in time")
+    if exc.errno in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)):
+        return gettext_noop("cannot resolve %(host)s: no such host name")
+    return gettext_noop("cannot resolve %(host)s")
+
+
+# OpenSSL's verify codes a webhook's certificate is most often refused with, said as what
+# they mean (UNTRUSTED_SIGNER_CODES below are the signer's).
+CERTIFICATE_FAULTS = {
+    2: gettext_noop("its certificate's signer is not trusted"),
+    9: gettext_noop("its certificate is not valid yet"),
+    10: gettext_noop("its certificate has expired"),
+    18: gettext_noop("its certificate's signer is not trusted"),
+    19: gettext_noop("its certificate's signer is not trusted"),
+    20: gettext_noop("its certificate's signer is not trusted"),
+    21: gettext_noop("its certificate's signer is not trusted"),
+    62: gettext_noop("its certificate names another host"),
+    64: gettext_noop("its certificate names another IP address"),
+}
+
+
+def _network_failure(exc: BaseException) -> str | None:
+    """A common network failure of a delivery as a recorded text in the reader's language
+    (a port closed, a host unreachable, a timeout, a TLS handshake, an HTTP status), or None:
+    the OS's and the libraries' own words ("[Errno 111] Connection refused") are English
+    whatever the reader's (qa113). The three connection failures stay told apart: see
+    failure_text."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        return recorded(
+            gettext_noop("the server answered HTTP %(status)s"), status=exc.response.status_code
+        )
+    if refusal := certificate_refusal(exc):
+        # What OpenSSL found, which the event's sentence then says how to fix.
+        return recorded(
+            CERTIFICATE_FAULTS.get(refusal.verify_code, gettext_noop("the TLS handshake failed"))
+        )
+    if isinstance(exc, httpx.ConnectTimeout):
+        return recorded(gettext_noop("connecting timed out"))
+    if isinstance(exc, httpx.TimeoutException | TimeoutError | socket.timeout):
+        return recorded(gettext_noop("no answer in time"))
+    causes: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and len(causes) < 5:
+        causes.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    for cause in causes:
+        if isinstance(cause, ConnectionRefusedError) or "Connection refused" in str(cause):
+            return recorded(
+                gettext_noop("the connection was refused: nothing listens on that port")
+            )
+        if isinstance(cause, ssl.SSLError):
+            return recorded(gettext_noop("the TLS handshake failed"))
+        if isinstance(cause, OSError) and cause.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+            return recorded(gettext_noop("no route to the host: the network cannot reach it"))
+        if "No route to host" in str(cause) or "Network is unreachable" in str(cause):
+            return recorded(gettext_noop("no route to the host: the network cannot reach it"))
+    return None
+
+
 def failure_text(exc: Exception) -> str:
     """What went wrong with a delivery, for its AlertFailed event: our own reasons as they
-    are (in the console's language), a library's error with its type; kept short.
+    are (in the console's language), a common network failure in the reader's words
+    (_network_failure; the library's in the log), any other library error with its type;
+    kept short.
 
     A connection's failure keeps its kind (ConnectError "Connection refused", "No route to
     host", ConnectTimeout), which tells a port that is closed from one filtered: a probe of
@@ -554,6 +616,10 @@ def failure_text(exc: Exception) -> str:
     said = exc.args[0] if ours and exc.args else None
     if source_of(said) and len(said) <= 400:
         return said  # recorded with its source: said again in each reader's language
+    if not ours and (network := _network_failure(exc)):
+        # The library's words to the operator's log only.
+        logger.warning("alert delivery failed: %s: %s", type(exc).__name__, exc)
+        return network
     text = str(exc) if ours else f"{type(exc).__name__}: {exc}"
     return text[:400]
 

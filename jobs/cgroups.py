@@ -84,11 +84,10 @@ import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from django.template.defaultfilters import filesizeformat
 from django.utils import translation
 from django.utils.translation import gettext_noop
 
-from .texts import Words, display_text, joined, recorded, source_of
+from .texts import Words, binary_size, display_text, joined, recorded, source_of
 
 logger = logging.getLogger(__name__)
 
@@ -629,10 +628,10 @@ def shared_memory_oom_reason(enforcement: Enforcement) -> str:
     recorded so stay as they were (their message is kept in jobs.texts.REWORDED).
 
     The amounts are measured, so said as the job page says a replica's memory (Django's
-    filesizeformat, "2.5 GB"; README "What a job gets"): until fix90a in Kubernetes' "2.5Gi",
+    binary_size, "2.5 GiB"; README "What a job gets"): until fix90a in Kubernetes' "2.5Gi",
     which the worker's log keeps (gib)."""
-    limit = filesizeformat(enforcement.jobs_memory_bytes or 0)
-    available = filesizeformat(enforcement.memory_available_bytes or machine_memory_bytes())
+    limit = binary_size(enforcement.jobs_memory_bytes or 0)
+    available = binary_size(enforcement.memory_available_bytes or machine_memory_bytes())
     if enforcement.memory_limit_cgroup:
         return recorded(
             gettext_noop(

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 
 from .backends import aihc as aihc_backend
@@ -32,6 +31,7 @@ from .runner import replica_state_dir, role_limits
 from .shim import merge_samples, read_usage
 from .spec import SpecError
 from .templatetags.job_tags import elapsed
+from .texts import binary_size
 
 SPARK_POINTS = 60  # 15 minutes at the default LOCAL_METRICS_SECONDS
 # Running replicas whose usage a job's page shows unless asked for all (`?usage=all`): each
@@ -172,13 +172,13 @@ def replica_usage(
                     times,
                     memory,
                     top=max(memory_limit or 0, *memory),
-                    text=_summary(_("Memory"), span, memory, filesizeformat),
+                    text=_summary(_("Memory"), span, memory, binary_size),
                 ),
                 # Against what it held at most: the cap (tens of GB) would flatten the line.
                 tmp_line=None
                 if by_worker
                 else sparkline(
-                    times, tmp, top=max(tmp), text=_summary("/tmp", span, tmp, filesizeformat)
+                    times, tmp, top=max(tmp), text=_summary("/tmp", span, tmp, binary_size)
                 ),
             )
         )

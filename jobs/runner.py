@@ -119,6 +119,7 @@ from .spec import (
     JobSpec,
     Role,
     SpecError,
+    card_shown,
 )
 from .texts import (
     RecordedText,
@@ -1780,7 +1781,7 @@ class Capacity:
                     ),
                     "count",
                     count=count,
-                    card=card,
+                    card=card_shown(card),
                     total=totals.get(card, 0),
                 )
         if need.exclusive_cpus > len(machine_cpus()):
@@ -3153,7 +3154,7 @@ def _marked_running(
     cards = [
         recorded(
             gettext_noop("%(card)s (cards %(ids)s)"),
-            card=card,
+            card=card_shown(card),
             ids=Words(tuple(str(i) for i in indices)),
         )
         for card, indices in alloc.devices.items()

@@ -88,7 +88,9 @@ def role_words(role: S.Role) -> str:
     the language's separator between them (中文 "、": left55, it was an ASCII ", ")."""
     parts = [
         f"{role.name} × {role.replicas}",
-        f"{role.accelerators} × {role.accelerator_type}" if role.accelerator_type else "",
+        f"{role.accelerators} × {S.card_shown(role.accelerator_type)}"
+        if role.accelerator_type
+        else "",
         f"{role.cpu} CPU" if role.cpu else "",
         f"{role.memory_gb} GiB" if role.memory_gb else "",
     ]

@@ -23,7 +23,23 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import translation
+from django.utils.formats import number_format
 from django.utils.translation import gettext, gettext_noop, ngettext, pgettext
+
+BINARY_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def binary_size(size: float) -> str:
+    """A number of bytes in binary units, as the forms ask for memory ("Memory (GiB)"):
+    "512 B", "1.5 KiB", "50.0 GiB". Django's filesizeformat counts in 1024s but says "GB", and
+    "bytes" translated ("0 字节 / 50.0 GB", qa113): one unit style, in no language's words."""
+    if size < 1024:
+        return f"{int(size)}\xa0B"
+    for unit in BINARY_UNITS:
+        size /= 1024
+        if size < 1024 or unit == BINARY_UNITS[-1]:
+            break
+    return f"{number_format(round(size, 1), decimal_pos=1)}\xa0{unit}"
 
 
 def list_words(items: Iterable[str]) -> str:
@@ -167,6 +183,9 @@ REWORDED = (
     ),
     gettext_noop("Call stacks captured on request: %(read)s of %(total)s replicas read."),
     gettext_noop("Call stacks captured after the hang: %(read)s of %(total)s replicas read."),
+    # jobs.alerts' resolve_webhook says why a host did not resolve in the reader's language,
+    # the resolver's English words in the log only (qa113).
+    gettext_noop("cannot resolve %(host)s: %(error)s"),
     # jobs.runner's start names its cards as the Replicas table does: "A800 (cards 0, 1)".
     gettext_noop("Started on this machine with cards %(cards)s."),
     # jobs.quotas' waits now say the quota number first: "2 cards (any type)" (qa92).

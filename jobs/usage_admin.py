@@ -25,7 +25,7 @@ from django.utils.translation import gettext_lazy
 from .forms import PLAIN_TYPED
 from .models import Job, JobLabel
 from .pools import pool_labels
-from .spec import UNKNOWN_CARD
+from .spec import UNKNOWN_CARD, card_shown
 from .usage import (
     Figures,
     Period,
@@ -216,7 +216,9 @@ def _card_label(card_type: str) -> str:
         return _("CPU only")
     if card_type == UNKNOWN_CARD:
         return _("unknown (the job's spec cannot be read)")
-    return card_type
+    # As people name it, the resource name in brackets; the CSVs keep the resource name
+    # alone in `card_type`, the column scripts match on.
+    return card_shown(card_type)
 
 
 def _csv_query(report: UsageReport, by_label: UsageByLabel | None = None) -> str:

@@ -301,7 +301,7 @@ def offered_examples(pool: Pool | None) -> list[dict[str, Any]]:
     Trainer pool refuses TensorFlow, so it offers no TensorFlow example."""
     trainer = pool is not None and pool.training_api == "trainer"
     return [
-        {**e, "command": example_command(e)}
+        {**e, "command": example_command(e), "label": example_label(e)}
         for e in example_commands()
         if ("backends" not in e or (pool is not None and pool.backend in e["backends"]))
         and not (trainer and e["framework"] == S.TENSORFLOW)
@@ -349,6 +349,12 @@ def example_command(example: Mapping[str, Any]) -> str:
     """An example's command, its comments in the page's language: the catalog's commandZh (the
     same code) on a Chinese page (qa109: every 查看示例 example was commented in English)."""
     return example.get("commandZh", example["command"]) if _chinese_page() else example["command"]
+
+
+def example_label(example: Mapping[str, Any]) -> str:
+    """An example's tab, in the page's language: the catalog's labelZh on a Chinese page
+    (qa113: "Ray (head + workers)" with its English words and brackets on Chinese pages)."""
+    return example.get("labelZh", example["label"]) if _chinese_page() else example["label"]
 
 
 def aiak_choices_of(spec: S.JobSpec) -> S.Aiak | None:
@@ -1735,12 +1741,16 @@ def wizard_rules(
     # Not list_words: a line may hold commas (and 、) of its own.
     between_lines = pgettext("between pasted lines", "; ")
     if not_pairs:
+        lines = between_lines.join(_with_look_alikes_named(line) for line in not_pairs[:5])
+        # With an example built from a line that is a name and a value without its "="
+        # (qa113: "NCCL_DEBUG INFO" was told the rule alone).
+        example = _env_line_example(not_pairs)
         err(
             "envPaste",
-            _("These lines are not KEY=VALUE: %(lines)s")
-            % {
-                "lines": between_lines.join(_with_look_alikes_named(line) for line in not_pairs[:5])
-            },
+            _("These lines are not KEY=VALUE: %(lines)s. For example: %(example)s.")
+            % {"lines": lines, "example": example}
+            if example
+            else _("These lines are not KEY=VALUE: %(lines)s") % {"lines": lines},
         )
     if badly_named:
         err(
@@ -2460,7 +2470,12 @@ def _shortfall_message(card: str, wanted: int, idle: int) -> str:
             "standalone job must start at once; submit it as a queue task, which waits for "
             "the nodes, or ask an administrator to load the NVIDIA driver.",
             wanted,
-        ) % {"wanted": wanted, "card": card, "present": present, "nodes": list_words(missing)}
+        ) % {
+            "wanted": wanted,
+            "card": S.card_shown(card),
+            "present": present,
+            "nodes": list_words(missing),
+        }
     return ngettext(
         "A standalone job needs %(wanted)d %(card)s card but the pool has %(idle)d "
         "idle now; lower the cards or submit it as a queue task, which waits for it.",
@@ -2468,7 +2483,7 @@ def _shortfall_message(card: str, wanted: int, idle: int) -> str:
         "idle now; lower the cards or submit it as a queue task, which waits for "
         "them.",
         wanted,
-    ) % {"wanted": wanted, "card": card, "idle": idle}
+    ) % {"wanted": wanted, "card": S.card_shown(card), "idle": idle}
 
 
 def _plan_for(spec: S.JobSpec, pool: Pool | None = None) -> NextPass:
@@ -4205,6 +4220,20 @@ def idle_for(pool: Pool | None, card: str) -> int | None:
     return pool.idle(card)
 
 
+# A name and its value apart: "NCCL_DEBUG INFO" or "NCCL_DEBUG: INFO" (a YAML habit).
+_NAME_THEN_VALUE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:[ \t]*:[ \t]*|[ \t]+)([^=\s]+)")
+
+
+def _env_line_example(lines: list[str]) -> str:
+    """The first of `lines` that is a name and a value without its "=", written with it;
+    "" when none is."""
+    for line in lines:
+        # A line with an "=" has other faults (a look-alike), which its own words name.
+        if match := _NAME_THEN_VALUE.fullmatch(line.strip()):
+            return f"{match[1]}={match[2]}"
+    return ""
+
+
 def card_totals(rows: list[Raw]) -> list[tuple[str, int]]:
     """Cards per type over a role table: the sum of instances x cards per instance."""
     totals: dict[str, int] = {}
@@ -4216,12 +4245,29 @@ def card_totals(rows: list[Raw]) -> list[tuple[str, int]]:
             parse_int(_one(row, "accelerators")),
             parse_int(_one(row, "replicas")),
         )
-        if per_instance > S.MAX_ACCELERATORS_PER_REPLICA or instances > S.MAX_REPLICAS:
+        if _counts_out_of_range(row):
             continue  # out of range: the row's own message says so, a total of it says nothing
         cards = per_instance * instances
         if cards:
             totals[card] = totals.get(card, 0) + cards
     return sorted(totals.items())
+
+
+def card_rows_left_out(rows: list[Raw]) -> bool:
+    """Whether card_totals left out a row asking for cards, its counts out of range: the
+    total then says so (qa113: two rows of 100 cards per replica, both left out, read
+    "none (CPU only)")."""
+    return any(
+        _one(row, "use_accelerator") and _one(row, "accelerator_type") and _counts_out_of_range(row)
+        for row in rows
+    )
+
+
+def _counts_out_of_range(row: Raw) -> bool:
+    return (
+        parse_int(_one(row, "accelerators")) > S.MAX_ACCELERATORS_PER_REPLICA
+        or parse_int(_one(row, "replicas")) > S.MAX_REPLICAS
+    )
 
 
 def parse_int(value: str | None) -> int:

@@ -853,6 +853,7 @@ def _resources_extras(
         "rows": rows,
         # The same sum the totals partial makes from the browser's current table.
         "totals": W.card_totals(W.rows_of(_lists(forms.formset.data), "roles")),
+        "totals_left_out": W.card_rows_left_out(W.rows_of(_lists(forms.formset.data), "roles")),
         "freshness": freshness,
         "custom": state.framework == S.CUSTOM,
         "roles_restored": S.FRAMEWORK_LABELS.get(W.roles_restored(state), ""),
@@ -1383,9 +1384,15 @@ def wizard_idle(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
 def wizard_totals(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     """The role table's cards per type, recomputed from the table as the user edits it."""
     draft = _draft_id_only(request, draft_id)
-    totals = W.card_totals(W.rows_of(_lists(request.GET), "roles"))
+    rows = W.rows_of(_lists(request.GET), "roles")
     return render(
-        request, "jobs/wizard/_resources.html#card-totals", {"totals": totals, "draft": draft}
+        request,
+        "jobs/wizard/_resources.html#card-totals",
+        {
+            "totals": W.card_totals(rows),
+            "totals_left_out": W.card_rows_left_out(rows),
+            "draft": draft,
+        },
     )
 
 

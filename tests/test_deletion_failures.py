@@ -271,7 +271,7 @@ def test_staff_read_in_the_admin_why_a_jobs_deletion_fails(
     url = reverse("admin:jobs_job_change", args=[job.pk])
     page = staff.get(url).content.decode()
     assert "删除失败" in page
-    assert "worker 无法删除此任务：IntegrityError: kept。它每分钟重试一次。" in page
+    assert "任务调度进程（worker）无法删除此任务：IntegrityError: kept。它每分钟重试一次。" in page
     with translation.override("en"):
         staff.cookies["django_language"] = "en"
         english = staff.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()

@@ -252,7 +252,7 @@ def test_a_job_run_as_root_is_read_without_native_frames_and_the_capture_says_wh
     html = section(alice_client, job, capture, lang="zh-hans")
     assert re.search(
         r"只显示 Python 栈帧：(只有任务以各自的用户 ID 运行时（由管理员设置 LOCAL_JOB_UID_BASE）"
-        r"|只有以 root 运行的 worker )才能读取原生栈帧。",
+        r"|只有以 root 运行的任务调度进程（worker）)才能读取原生栈帧。",
         html,
     )
     assert "native frames are read only" not in html

@@ -501,7 +501,7 @@ def test_staff_read_when_the_worker_stopped_as_one_text_in_either_language(revie
         return html.unescape(found.group(1)).strip()
 
     assert last_seen("zh-hans") == (
-        "worker 最近一次心跳：2026-12-01 09:30:05，主机 gpu-host-1（进程 4242，版本 0.1.0）。"
+        "任务调度进程（worker）最近一次心跳：2026-12-01 09:30:05，主机 gpu-host-1（进程 4242，版本 0.1.0）。"
         "它已被正常停止（SIGTERM 或 Ctrl-C），此后没有新的 worker 启动。"
     )
     assert last_seen("en") == (

@@ -261,8 +261,8 @@ def test_the_comparison_has_a_row_for_each_field_that_differs_and_none_for_the_o
             "LR=0.01\nWANDB_KEY=****** (secret)",
         ],
         "Resources · Roles": [
-            f"master × 1, 1 × {CARD}",
-            f"master × 1, 2 × {CARD}",
+            f"master × 1, 1 × A800 80GB ({CARD})",
+            f"master × 1, 2 × A800 80GB ({CARD})",
         ],
         "Resources · Cards in total": ["1", "2"],
     }

@@ -1497,10 +1497,11 @@ def test_the_job_page_names_framework_priority_replica_states_and_event_reasons_
 
     assert re.search(r'<dd class="col-sm-4">高</dd>', zh)
     assert '<dd class="col-sm-4">PyTorch</dd>' in zh  # not the API's PyTorchJob
-    assert 'class="replica-status" title="running">运行中<' in zh
+    # The state's code after its name on hover (qa113: a bare "failed" on a Chinese page).
+    assert 'class="replica-status" title="运行中（代码 running）">运行中<' in zh
     assert 'class="event-reason" title="Created">已创建<' in zh
     assert 'class="event-reason" title="Started">已启动<' in zh
-    assert 'class="replica-status" title="running">Running<' in en
+    assert 'class="replica-status" title="Running (code running)">Running<' in en
     assert 'class="event-reason" title="Started">Started<' in en
 
 
@@ -1758,14 +1759,15 @@ def test_a_running_replicas_cpu_memory_and_tmp_show_against_its_limits_with_spar
         assert headers == ["Replica", "CPU", "Memory", "/tmp"]
         row = re.sub(r"\s+", " ", table.split("</tr>")[1])
         assert "master-0" in row
-        assert "1.50 of 4 cores" in row and "3.0 GB of 8.0 GB" in row
-        assert "512.0 MB of 50.0 GB" in row
+        # Binary units, as the forms ask for memory in GiB (qa113: "512.0 MB of 50.0 GB").
+        assert "1.50 of 4 cores" in row and "3.0 GiB of 8.0 GiB" in row
+        assert "512.0 MiB of 50.0 GiB" in row
         # Three sparklines of the newest 60 samples (15 minutes), each saying what it draws.
         lines = re.findall(r'<svg class="sparkline[^"]*"[^>]*aria-label="([^"]+)"[^>]*>', row)
         assert lines == [
             "CPU over the last 15m: lowest 0.39 cores, highest 1.50 cores, now 1.50 cores",
-            "Memory over the last 15m: lowest 806.4 MB, highest 3.0 GB, now 3.0 GB",
-            "/tmp over the last 15m: lowest 512.0 MB, highest 512.0 MB, now 512.0 MB",
+            "Memory over the last 15m: lowest 806.4 MiB, highest 3.0 GiB, now 3.0 GiB",
+            "/tmp over the last 15m: lowest 512.0 MiB, highest 512.0 MiB, now 512.0 MiB",
         ]
         assert f"<title>{lines[0]}</title>" in row
         points = re.findall(r'<polyline points="([^"]+)"', row)
@@ -1773,6 +1775,22 @@ def test_a_running_replicas_cpu_memory_and_tmp_show_against_its_limits_with_spar
         # CPU drawn against its 4-core limit: the last point (1.5 cores) is not at the top.
         assert points[0].split()[-1] == "120.0,14.8"
         assert "style=" not in row  # the Content-Security-Policy allows no inline style
+
+
+def test_an_empty_tmp_reads_in_the_same_binary_units_as_its_limit_in_chinese(
+    alice, alice_client, settings
+):
+    # qa113: "/tmp 0 字节 / 50.0 GB", a translated word beside a decimal unit.
+    settings.LOCAL_TMP_MAX_GB = 50
+    samples = [{**sample, "tmp": 0} for sample in usage_samples(4)]
+    job = running_with_usage(alice, samples, roles=[S.Role("master", 1, cpu=4, memory_gb=8)])
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    row = re.sub(r"\s+", " ", page.split('id="usage"')[1].split("</table>")[0].split("</tr>")[1])
+    tmp = row.split('class="usage-tmp">')[1].split("<svg")[0]
+    assert tmp == "0 B / 50.0 GiB"
+    assert "字节" not in row
 
 
 def test_a_running_job_not_sampled_yet_says_so_and_shows_no_limits_it_lacks(alice, alice_client):
@@ -2219,8 +2237,11 @@ def test_a_local_jobs_cards_read_as_a_list_alike_in_its_started_event_and_its_re
     chinese = events_on_page(alice_client, job, "zh-hans")
     english = events_on_page(alice_client, job, "en")
 
-    assert f"已启动 已在本机启动，使用 {CARD}（卡 {ids[0]}、{ids[1]}）。" in chinese
-    assert f"Started Started on this machine with {CARD} (cards {ids[0]}, {ids[1]})." in english
+    # The card as people name it, the resource in brackets (qa113: the resource alone).
+    shown = S.card_shown(CARD)
+    assert shown == "A800 80GB (baidu.com/a800_80g_cgpu)"
+    assert f"已启动 已在本机启动，使用 {shown}（卡 {ids[0]}、{ids[1]}）。" in chinese
+    assert f"Started Started on this machine with {shown} (cards {ids[0]}, {ids[1]})." in english
     assert f"Started Started on this machine with cards {CARD} [0, 1]." in english
     alice_client.cookies["django_language"] = "zh-hans"
     zh_page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()

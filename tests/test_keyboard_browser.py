@@ -200,8 +200,8 @@ def test_the_idle_count_is_read_out_when_it_changes_not_at_every_5_second_check(
     start(page)
     fill_basic(page)
     fill_image(page)
-    expect(page.locator("#idle-0")).to_have_text("空闲 8 卡")
-    expect(page.locator("#idle-1")).to_have_text("空闲 8 卡")
+    expect(page.locator("#idle-0")).to_have_text("空闲 8 张卡")
+    expect(page.locator("#idle-1")).to_have_text("空闲 8 张卡")
     page.evaluate(
         """() => {
       window.checks = 0; window.redrawn = 0;
@@ -223,7 +223,7 @@ def test_the_idle_count_is_read_out_when_it_changes_not_at_every_5_second_check(
     page.focus("#id_roles-1-replicas")
     page.keyboard.press("Control+A")
     page.keyboard.type("9")
-    expect(page.locator("#idle-1")).to_contain_text("（该角色需要 9 卡）")
+    expect(page.locator("#idle-1")).to_contain_text("（该角色需要 9 张）")
     expect(page.locator("#id_roles-1-replicas")).to_be_focused()
     expect(page.locator("#id_roles-1-replicas")).to_have_value("9")
 
@@ -929,8 +929,8 @@ MOUNT_HELP = {
     "folder. The mount path is where it appears in the container, e.g. /workspace.",
 }
 NODE_DISK_HELP = {
-    "zh-hans": "本地盘（hostpath）：文件系统/存储卷留空，源路径填写节点本地盘上要挂载的目录，例如 /ssd1/data。",
-    "en": "Local disk (hostpath): leave the volume empty; the source path is the folder on "
+    "zh-hans": "本地盘：文件系统/存储卷留空，源路径填写节点本地盘上要挂载的目录，例如 /ssd1/data。",
+    "en": "Local disk: leave the volume empty; the source path is the folder on "
     "the node's local disk to mount, e.g. /ssd1/data.",
 }
 

@@ -113,7 +113,7 @@ def test_a_kubernetes_job_followed_by_the_worker_shows_its_pods_usage_on_its_pag
     rows = page.split('id="usage"')[1].split("</tbody>")[0].split("</tr>")
     [master_row] = [row for row in rows if "master-0" in row]
     assert '<td class="usage-cpu">0.25 / 4 核<svg' in master_row  # of the role's cores
-    assert '<td class="usage-memory">3.0\xa0GB / 8.0\xa0GB<svg' in master_row
+    assert '<td class="usage-memory">3.0\xa0GiB / 8.0\xa0GiB<svg' in master_row
     assert master_row.count('<svg class="sparkline') == 2  # CPU and memory, no /tmp
     assert '<span aria-hidden="true">—</span>' in master_row.split('class="usage-tmp"')[1]
     assert cpu["llm-train-master-0"] == [

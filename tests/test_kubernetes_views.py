@@ -107,7 +107,9 @@ def test_polling_the_idle_count_reads_the_cluster_once_per_cache_period_bounded_
         # 11 of the cluster's cards are idle; the namespace's quota leaves room for 3, fewer
         # than the role asks for.
         idle = text.split('id="pool-stock"')[0]
-        assert re.search(r'^<span class="text-danger">空闲 3 卡（该角色需要 \d+ 卡）</span>', idle)
+        assert re.search(
+            r'^<span class="text-danger">空闲 3 张卡（该角色需要 \d+ 张）</span>', idle
+        )
         assert re.search(rf"{re.escape(A800)}\D{{0,12}}3\D{{1,8}}8", pool_stock(text))
 
 

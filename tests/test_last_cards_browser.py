@@ -63,7 +63,7 @@ def test_of_two_people_submitting_for_the_last_cards_one_gets_the_job_and_the_ot
     bob_page = pages["bob"]
     expect(bob_page.get_by_text("任务暂不能提交，请先修改下列问题。")).to_be_visible()
     expect(bob_page.locator("#review-problems")).to_contain_text(
-        f"独立任务需要 2 张 {CARD}，当前只有 0 张空闲"
+        f"独立任务需要 2 张 A800 80GB ({CARD})，当前只有 0 张空闲"
     )
     expect(bob_page.get_by_text("当前空闲卡数不足。")).to_be_visible()
     assert re.search(r"/create/[0-9a-f-]+/review/$", bob_page.url)

@@ -52,7 +52,9 @@ def test_it_shows_the_users_figures_as_the_usage_report_counts_them(alice, bob, 
     assert '<dd class="col-sm-8 col-lg-9 col-xxl-10" id="usage-cpu-hours">5.00</dd>' in body
     assert '<dd class="col-sm-8 col-lg-9 col-xxl-10" id="usage-jobs">3</dd>' in body
     pool = '<span class="usage-pool" title="Pool ID: local">本机 Local</span>'
-    assert f'<th scope="row">{pool}</th><td>{H800}</td><td>24.00</td>' in body
+    # The card as people name it, the resource in brackets (qa113); the CSV keeps the raw name.
+    shown = "H800 80GB (baidu.com/h800_80g_cgpu)"
+    assert f'<th scope="row">{pool}</th><td>{shown}</td><td>24.00</td>' in body
     assert "a job restarted after a fault counts as running throughout" in body
 
 

@@ -370,6 +370,25 @@ def test_a_pasted_line_with_a_look_alike_stays_in_the_box_naming_it(en_client, l
     assert 'value="LR"' in page  # the good line became a row
 
 
+def test_a_pasted_name_and_value_without_an_equals_sign_is_shown_written_with_one(
+    en_client, alice_client
+):
+    # qa113: "NCCL_DEBUG INFO" was told it was not KEY=VALUE, and not what to write.
+    paste = "NCCL_DEBUG INFO\nno_equals_line"
+    english_draft, chinese_draft = draft_at(en_client, W.IMAGE), draft_at(alice_client, W.IMAGE)
+
+    english = post_step(en_client, english_draft, W.IMAGE, image_data(env_paste=paste))
+    chinese = post_step(alice_client, chinese_draft, W.IMAGE, image_data(env_paste=paste))
+
+    assert field_errors(english, "id_env_paste") == [
+        "These lines are not KEY=VALUE: NCCL_DEBUG INFO; no_equals_line. "
+        "For example: NCCL_DEBUG=INFO."
+    ]
+    assert field_errors(chinese, "id_env_paste") == [
+        "以下行不是 KEY=VALUE 格式：NCCL_DEBUG INFO；no_equals_line。例如：NCCL_DEBUG=INFO。"
+    ]
+
+
 def test_a_pasted_line_whose_name_no_variable_may_have_is_refused_with_the_names_rule(
     en_client, alice_client
 ):

@@ -83,10 +83,12 @@ def test_the_page_shows_the_local_pool_with_its_cards_queues_and_storage(alice_c
     local = section(html, "local")
     assert '<h2 class="h5 mb-1" id="pool-1-name">本机 Local</h2>' in local
     assert "Local runner" in local
-    assert re.search(rf"{re.escape(CARD)}</th>\s*<td class=\"card-idle\">8</td>", local)
+    assert re.search(
+        rf"A800 80GB \({re.escape(CARD)}\)</th>\s*<td class=\"card-idle\">8</td>", local
+    )
     assert '<meter class="pool-meter" min="0" max="8" value="8"' in local
     assert "8 idle of 8" in local
-    assert "Local disk (hostpath)" in local
+    assert "Local disk" in local and "(hostpath)" not in local
     assert re.findall(r'<tr data-queue="([^"]+)"', local) == ["default", "research"]
     # The nav marks the page; the figures poll.
     assert re.search(

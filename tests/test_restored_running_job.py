@@ -194,11 +194,11 @@ def test_the_worker_ends_a_job_that_succeeded_where_no_worker_runs_now_and_alert
 
     [mail] = mailoutbox
     assert mail.subject == "[AI 训练任务控制台] local-test 运行成功"
-    assert "那里现在没有 worker 运行" in mail.body
+    assert "那里现在没有任务调度进程（worker）运行" in mail.body
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED
     assert job.status_reason == (
-        "已按其运行处（本机上的另一个运行目录，那里现在没有 worker 运行）的记录结束：所有实例均已"
+        "已按其运行处（本机上的另一个运行目录，那里现在没有任务调度进程（worker）运行）的记录结束：所有实例均已"
         "退出（退出码 0）。"
     )
     # Its end is the one its replica recorded, a minute before the worker looked.

@@ -1078,7 +1078,7 @@ def test_a_job_that_finished_past_its_time_limit_while_no_worker_ran_ends_timed_
         [note] = job.events.filter(reason="EndedUnwatched")
         assert "No worker was running when this job reached its time limit" in note.message_shown
     assert "运行超过 1 分钟，已超时" in timed_out.message
-    assert note.message.startswith("任务达到超时时间时没有 worker 在运行")
+    assert note.message.startswith("任务达到超时时间时没有任务调度进程（worker）在运行")
     assert not job.events.filter(reason="Succeeded").exists()
 
 
@@ -1156,7 +1156,7 @@ def test_a_job_whose_replica_failed_past_its_time_limit_while_another_ran_ends_a
             "No worker was running when this job reached its time limit: a worker found it"
         )
         assert "after a replica had failed, and stopped the others" in note.message_shown
-    assert note.message.startswith("任务达到超时时间时没有 worker 在运行")
+    assert note.message.startswith("任务达到超时时间时没有任务调度进程（worker）在运行")
 
 
 def test_a_fault_tolerant_job_whose_replica_failed_past_its_time_limit_is_not_restarted(
@@ -1272,7 +1272,7 @@ def test_a_job_that_ends_while_no_worker_runs_ends_when_its_replica_exited_and_s
     [replica] = job.replicas.all()
     assert abs(replica.finished_at - exited) < timedelta(milliseconds=1)
     [note] = job.events.filter(reason="EndedUnwatched")
-    assert "实例退出时没有 worker 在运行" in note.message
+    assert "实例退出时没有任务调度进程（worker）在运行" in note.message
     with translation.override("en"):
         assert "a worker recorded the end 2 seconds later" in note.message_shown
 
@@ -1507,7 +1507,7 @@ def test_a_replica_failure_a_worker_recorded_late_says_so_before_the_restart(ali
 
     assert job.restarts == 1
     [note] = job.events.filter(reason="EndedUnwatched")
-    assert note.message.startswith("master-0 退出时没有 worker 在运行")
+    assert note.message.startswith("master-0 退出时没有任务调度进程（worker）在运行")
     with translation.override("en"):
         assert "a worker recorded it 2 seconds later" in note.message_shown
     reasons = list(job.events.order_by("created_at", "id").values_list("reason", flat=True))

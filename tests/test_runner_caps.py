@@ -16,7 +16,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 from django.utils import translation
 
@@ -26,6 +25,7 @@ from jobs.logs import replica_log_path
 from jobs.models import JobReplica, JobStatus
 from jobs.runner import _remove_scratch, attempt_dir
 from jobs.shim import ReplicaLog, TmpMeter, job_line
+from jobs.texts import binary_size
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -144,7 +144,7 @@ def test_a_job_printing_past_its_log_cap_keeps_its_first_and_latest_lines_and_sa
 
     assert line(49_999) in page and 'id="log-cut"' in page and 'id="log-truncated"' not in page
     with translation.override("en"):
-        size = filesizeformat(dropped)
+        size = binary_size(dropped)
     assert (
         "This log went over its 1 MB limit: the download has its beginning and its latest "
         f"part, with {size} ({dropped} bytes) of output dropped between them"
@@ -262,9 +262,9 @@ def test_the_job_page_says_the_bytes_a_cut_dropped_as_its_marker_does_beside_the
     alice_client.cookies["django_language"] = "en"
     english = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
 
-    # (filesizeformat's space does not break: "150.0\xa0MB")
-    assert "其间略去了 150.0\xa0MB（157286706 字节）的输出" in page
-    assert "with 150.0\xa0MB (157286706 bytes) of output dropped between them" in english
+    # (binary_size's space does not break: "150.0\xa0MiB")
+    assert "其间略去了 150.0\xa0MiB（157286706 字节）的输出" in page
+    assert "with 150.0\xa0MiB (157286706 bytes) of output dropped between them" in english
 
 
 OVER_THE_CAP = re.compile(

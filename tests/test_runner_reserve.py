@@ -8,13 +8,12 @@ import time
 from pathlib import Path
 
 import pytest
-from django.template.defaultfilters import filesizeformat
 from django.utils import translation
 
 from jobs import cgroups
 from jobs import spec as S
 from jobs.models import JobStatus
-from jobs.texts import display_text, recorded, source_of
+from jobs.texts import binary_size, display_text, recorded, source_of
 from jobs.worker import Worker
 
 from .conftest import jobs_parent_files, restore_jobs_parent
@@ -130,9 +129,9 @@ def test_a_job_past_the_memory_all_jobs_share_is_oom_killed_and_the_worker_goes_
     replica = job.replicas.get()
     assert (replica.status, replica.exit_code) == ("failed", 137)
     assert "allocated" not in log_text(job, "master-0")
-    machine = filesizeformat(cgroups.machine_memory_bytes())
+    machine = binary_size(cgroups.machine_memory_bytes())
     assert replica.reason == (
-        f"OOMKilled：所有本机任务共用的内存（256.0\xa0MB，即本机内存 {machine} 减去 "
+        f"OOMKilled：所有本机任务共用的内存（256.0\xa0MiB，即本机内存 {machine} 减去 "
         "LOCAL_RESERVED_MEMORY_GB）已用尽"
     )
     job.refresh_from_db()
@@ -140,7 +139,7 @@ def test_a_job_past_the_memory_all_jobs_share_is_oom_killed_and_the_worker_goes_
     with translation.override("en"):
         assert job.status_reason_shown == (
             "master-0 ran out of memory and was killed (OOMKilled: the memory all local jobs "
-            f"share, 256.0\xa0MB (this machine's memory, {machine}, less LOCAL_RESERVED_MEMORY_GB), "
+            f"share, 256.0\xa0MiB (this machine's memory, {machine}, less LOCAL_RESERVED_MEMORY_GB), "
             "ran out)."
         )
     # The worker (this process) was outside the parent, and goes on running jobs.
@@ -161,7 +160,7 @@ def test_a_role_with_a_memory_value_above_what_jobs_share_reads_as_the_shared_li
 
     run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="the OOM kill")
 
-    assert job.replicas.get().reason.startswith("OOMKilled：所有本机任务共用的内存（256.0\xa0MB")
+    assert job.replicas.get().reason.startswith("OOMKilled：所有本机任务共用的内存（256.0\xa0MiB")
 
 
 @pytest.mark.parametrize(
@@ -285,7 +284,7 @@ def test_a_job_filling_its_dev_shm_past_what_jobs_share_is_oom_killed_too(alice,
 
     run_until(worker, lambda: status_of(job) == JobStatus.FAILED, what="the OOM kill")
 
-    assert job.replicas.get().reason.startswith("OOMKilled：所有本机任务共用的内存（256.0\xa0MB")
+    assert job.replicas.get().reason.startswith("OOMKilled：所有本机任务共用的内存（256.0\xa0MiB")
     assert "written" not in log_text(job, "master-0")
     # The sandbox's /dev/shm went with it: the next job has the memory again.
     after = submit(alice, make_spec("head -c 128M /dev/zero > /dev/shm/fill; echo written"))
@@ -366,15 +365,15 @@ def test_a_job_killed_past_what_jobs_share_is_told_whose_memory_that_was_less_th
         reserved_cpus=0,
     )
     unit = tmp_path / "unit" / "system.slice/console-worker.service"
-    # Measured, so in filesizeformat's words as the job page's memory (README: sizes).
-    machine = filesizeformat(cgroups.machine_memory_bytes())
-    shared = filesizeformat(cgroups.machine_memory_bytes() - GIB)
+    # Measured, so in binary units as the job page's memory (README: sizes).
+    machine = binary_size(cgroups.machine_memory_bytes())
+    shared = binary_size(cgroups.machine_memory_bytes() - GIB)
 
     by_unit = cgroups.shared_memory_oom_reason(under_unit)
     by_machine = cgroups.shared_memory_oom_reason(on_machine)
 
     assert by_unit == (
-        f"OOMKilled：所有本机任务共用的内存（2.5\xa0GB，即 worker 所在 cgroup {unit} 的内存上限 4.0\xa0GB "
+        f"OOMKilled：所有本机任务共用的内存（2.5\xa0GiB，即任务调度进程（worker）所在 cgroup {unit} 的内存上限 4.0\xa0GiB "
         "减去 LOCAL_RESERVED_MEMORY_GB）已用尽"
     )
     assert by_machine == (
@@ -383,8 +382,8 @@ def test_a_job_killed_past_what_jobs_share_is_told_whose_memory_that_was_less_th
     )
     with translation.override("en"):
         assert display_text(by_unit, source_of(by_unit)) == (
-            "OOMKilled: the memory all local jobs share, 2.5\xa0GB (the memory limit of the "
-            f"worker's cgroup {unit}, 4.0\xa0GB, less LOCAL_RESERVED_MEMORY_GB), ran out"
+            "OOMKilled: the memory all local jobs share, 2.5\xa0GiB (the memory limit of the "
+            f"worker's cgroup {unit}, 4.0\xa0GiB, less LOCAL_RESERVED_MEMORY_GB), ran out"
         )
         assert display_text(by_machine, source_of(by_machine)) == (
             f"OOMKilled: the memory all local jobs share, {shared} (this machine's memory, "

@@ -49,7 +49,7 @@ def test_a_person_logged_in_before_the_upgrade_carries_on_in_the_wizard_and_logs
     fill_basic(page)
     fill_image(page)
     page.fill("#id_roles-1-replicas", "3")  # the role totals partial, redrawn by htmx
-    expect(page.locator("#card-totals")).to_contain_text(f"4 × {A800}")
+    expect(page.locator("#card-totals")).to_contain_text(f"4 × A800 80GB ({A800})")
 
     page.locator("form[action='/logout/'] button").click()
     page.wait_for_url(re.compile(r"/login/"))

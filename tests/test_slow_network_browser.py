@@ -392,7 +392,7 @@ def test_a_card_count_changed_while_add_role_is_on_its_way_updates_its_idle_coun
     next_step(page, "image")
     fill_image(page)
     page.select_option("#id_roles-0-accelerator_type", V100)  # 4 on the local pool
-    expect(page.locator("#card-totals")).to_contain_text(f"1 × {V100}")
+    expect(page.locator("#card-totals")).to_contain_text(f"1 × V100 32GB ({V100})")
     slow = HeldAnswer(page, "/resources/")
 
     page.click("#add-role")
@@ -404,7 +404,7 @@ def test_a_card_count_changed_while_add_role_is_on_its_way_updates_its_idle_coun
     # the next change.
     expect(page.locator("tr.role-row")).to_have_count(2)
     expect(page.locator("#id_roles-0-accelerators")).to_have_value("6")
-    expect(page.locator("#card-totals")).to_contain_text(f"6 × {V100}")
+    expect(page.locator("#card-totals")).to_contain_text(f"6 × V100 32GB ({V100})")
     expect(page.locator("#idle-0")).to_contain_text("6")
 
 

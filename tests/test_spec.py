@@ -649,6 +649,35 @@ def test_each_rule_puts_its_message_on_the_field(mutate, path):
     assert all(message.strip() for message in errors[path])
 
 
+def test_a_role_named_twice_is_told_to_give_each_role_a_different_name():
+    # qa113: "角色“trainer”重复。" said what was wrong, not what to do.
+    spec = pytorch_spec()
+    setting(framework=S.CUSTOM, roles=[role("trainer"), role("trainer")])(spec)
+
+    with translation.override("zh-hans"):
+        chinese = S.validate(spec)["roles[1].name"]
+    with translation.override("en"):
+        english = S.validate(spec)["roles[1].name"]
+
+    assert chinese == ["角色“trainer”重复。请为每个角色使用不同的名称。"]
+    assert english == ["Role “trainer” appears twice. Give each role a different name."]
+
+
+def test_an_image_address_with_a_space_is_told_it_has_one():
+    # qa113: "Registry.baidubce.com/my img:latest" was told the rule alone. The registry's
+    # capital is allowed (Docker's rule), so it is not named.
+    spec = pytorch_spec()
+    spec.image = "Registry.baidubce.com/my img:latest"
+
+    with translation.override("zh-hans"):
+        [chinese] = S.validate(spec)["jobSpec.image"]
+    with translation.override("en"):
+        [english] = S.validate(spec)["jobSpec.image"]
+
+    assert chinese.endswith("<digest>。不允许使用：空格。")
+    assert english.endswith("<digest>. Not allowed: space.")
+
+
 VALID: list[tuple[str, Mutation]] = [
     ("the base spec", setting()),
     ("one-character name", setting(name="a")),

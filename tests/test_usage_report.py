@@ -315,7 +315,7 @@ def test_the_page_lists_users_groups_and_pools_for_the_chosen_period(reviewer, a
     assert '<th scope="row">research</th><td>1</td><td>20.00</td>' in groups
     pools = body[body.index('id="usage-pools"') :]
     pool = '<span class="usage-pool" title="Pool ID: local">本机 Local</span>'
-    assert f'<th scope="row">{pool}</th><td>{A800}</td><td>20.00</td>' in pools
+    assert f'<th scope="row">{pool}</th><td>A800 80GB ({A800})</td><td>20.00</td>' in pools
     assert "?date_from=2026-04-01&amp;date_to=2026-04-30&amp;format=csv" in body
 
 

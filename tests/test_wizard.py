@@ -22,6 +22,8 @@ from jobs import wizard as W
 from jobs.models import Draft, Job
 
 A800 = "baidu.com/a800_80g_cgpu"
+A800_SHOWN = "A800 80GB (baidu.com/a800_80g_cgpu)"
+V100_SHOWN = "V100 32GB (baidu.com/v100_32g_cgpu)"
 V100 = "baidu.com/v100_32g_cgpu"
 HTMX = {"HX-Request": "true"}
 
@@ -1313,7 +1315,7 @@ def test_the_review_writes_chinese_lists_and_colons_the_chinese_way(alice_client
     review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
 
     assert "任务进入运行状态、任务失败退出" in review
-    assert f"{A800}：需要 3 卡，空闲 8 卡" in review
+    assert f"{A800_SHOWN}：需要 3 张，空闲 8 张" in review
 
 
 def test_the_review_counts_a_queue_group_of_one_task_in_the_singular(alice_client):
@@ -2116,7 +2118,8 @@ def test_a_second_mount_row_without_an_absolute_path_is_refused_on_its_field_not
 @pytest.mark.parametrize(
     "typed, message",
     [
-        ("workspace/tb", "请填写与代码一致的 TensorBoard 日志绝对路径。"),
+        # qa113: a relative path was asked for as if the field were empty.
+        ("logs/tb", "TensorBoard 日志路径须为绝对路径（以 / 开头），例如 /workspace/tb。"),
         (
             "/workspace/tb/",
             "TensorBoard 日志路径须为规范的绝对路径：不能包含 “..”，不能有连续的 “/”，也不能以 “/” 结尾。",

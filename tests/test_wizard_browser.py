@@ -254,12 +254,12 @@ def test_an_aiak_template_fills_the_job_and_switching_card_type_changes_the_idle
     expect(page.locator("#idle-0")).to_contain_text("4")
     expect(page.locator("#idle-0 .text-danger").first).to_be_visible()
     # The totals follow the table as it is edited, before any 下一步.
-    expect(page.locator("#card-totals")).to_contain_text(f"8 × {V100}")
+    expect(page.locator("#card-totals")).to_contain_text(f"8 × V100 32GB ({V100})")
     # Typing is enough: the totals and the idle counts follow without leaving the field.
     page.locator("#id_roles-1-replicas").select_text()
     page.locator("#id_roles-1-replicas").press_sequentially("10")
     expect(page.locator("#id_roles-1-replicas")).to_be_focused()
-    expect(page.locator("#card-totals")).to_contain_text(f"80 × {A800}")
+    expect(page.locator("#card-totals")).to_contain_text(f"80 × A800 80GB ({A800})")
     expect(page.locator("#idle-1")).to_contain_text("80")
     page.uncheck("#id_roles-0-use_accelerator")
     expect(page.locator("#card-totals")).not_to_contain_text(V100)
@@ -1615,7 +1615,30 @@ def test_a_change_made_just_as_the_card_totals_are_redrawn_still_updates_them(lo
     assert clicked == "clicked"
     expect(page.locator("#id_roles-0-use_accelerator")).not_to_be_checked()
     expect(page.locator("#card-totals")).not_to_contain_text(V100)
-    expect(page.locator("#card-totals")).to_contain_text(f"3 × {A800}")
+    expect(page.locator("#card-totals")).to_contain_text(f"3 × A800 80GB ({A800})")
+
+
+def test_cards_per_replica_typed_out_of_range_make_the_total_say_so_live_and_after_next(
+    logged_in_page,
+):
+    # qa113: both roles ticked, a card chosen and 100 per replica typed (over 64): the total
+    # kept the earlier figure while typing and said "无（仅 CPU）" after 下一步.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    page.select_option("#id_roles-1-accelerator_type", A800)
+    expect(page.locator("#card-totals")).to_contain_text(f"A800 80GB ({A800})")
+    for row in (0, 1):
+        field = page.locator(f"#id_roles-{row}-accelerators")
+        field.select_text()
+        field.press_sequentially("100")
+    expect(page.locator("#id_roles-1-accelerators")).to_be_focused()
+    expect(page.locator("#card-totals")).to_contain_text("无法合计：行中的数量超出范围")
+    page.click("#wizard-next")
+    expect(page.locator("#id_roles-0-accelerators")).to_have_value("100")
+    expect(page.locator("#card-totals")).to_contain_text("无法合计：行中的数量超出范围")
+    expect(page.locator("#card-totals")).not_to_contain_text("仅 CPU")
 
 
 def test_a_mount_path_typed_while_its_row_is_redrawn_is_kept(logged_in_page, settings, tmp_path):

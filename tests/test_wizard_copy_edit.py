@@ -89,11 +89,11 @@ def test_the_resources_steps_totals_and_stock_have_no_space_after_the_colon_in_c
     assert (
         by_id(chinese, "card-totals") == "加速芯片总数（实例数 × 每实例加速芯片数）：无（仅 CPU）"
     )
-    assert by_id(chinese, "pool-stock").startswith(f"资源池：{A800} ")
+    assert by_id(chinese, "pool-stock").startswith(f"资源池：A800 80GB ({A800}) ")
     assert by_id(english, "card-totals") == (
         "Cards in total (replicas × cards per replica): none (CPU only)"
     )
-    assert by_id(english, "pool-stock").startswith(f"Pool: {A800} ")
+    assert by_id(english, "pool-stock").startswith(f"Pool: A800 80GB ({A800}) ")
 
 
 def test_the_quota_line_has_no_space_after_a_chinese_colon_or_comma(alice):
@@ -128,7 +128,7 @@ def test_a_roles_idle_count_and_what_it_asks_for_have_no_space_between_in_chines
         answer = alice_client.get(url, query, headers=HTMX).content.decode()
         return read(answer.split('id="pool-stock"')[0].split("<p")[0])
 
-    assert count("zh-hans").startswith("空闲 8 卡（该角色需要 16 卡）")
+    assert count("zh-hans").startswith("空闲 8 张卡（该角色需要 16 张）")
     assert count("en").startswith("8 cards idle (this role asks for 16)")
 
 
@@ -234,7 +234,7 @@ def test_the_submission_step_says_a_shortfall_once_with_the_right_plural(alice, 
     refused = read(sent.content.decode())
 
     assert (
-        f"The job asks for 1 {A800} card; 0 idle now. A standalone job cannot be submitted; "
+        f"The job asks for 1 A800 80GB ({A800}) card; 0 idle now. A standalone job cannot be submitted; "
         "a queue task waits until it is free."
     ) in shown
     # Sent as a standalone job, the mode's own error says it: the note would say it twice.

@@ -16,8 +16,10 @@ from jobs.models import Draft, Job, JobStatus
 from jobs.services import jobs_submit
 from tests.test_wizard import (
     A800,
+    A800_SHOWN,
     HTMX,
     V100,
+    V100_SHOWN,
     _local_pool,  # noqa: F401 (autouse fixture)
     basic_data,
     complete_steps,
@@ -694,6 +696,24 @@ def test_every_example_button_fetches_its_example_from_the_example_partial(alice
         assert f'id="show-example-{id_}" aria-pressed="true"' in shown
 
 
+def test_the_example_tabs_are_named_in_the_pages_language(alice_client):
+    # qa113: "Ray (head + workers)", "TensorFlow (TF_CONFIG)" on Chinese pages.
+    draft = new_draft(alice_client)
+    url = reverse("wizard-example", args=[draft.id])
+
+    def tabs() -> list[str]:
+        fragment = alice_client.get(url, {"example": "TFJob"}, headers=HTMX).content.decode()
+        return re.findall(r'id="show-example-[^"]+"[^>]*>([^<]+)</button>', fragment)
+
+    chinese = tabs()
+    alice_client.cookies["django_language"] = "en"
+    english = tabs()
+
+    assert "TensorFlow（TF_CONFIG）" in chinese and "Ray（一个 head、若干 worker）" in chinese
+    assert not [tab for tab in chinese if "(" in tab or "workers" in tab]
+    assert "TensorFlow (TF_CONFIG)" in english and "Ray (head + workers)" in english
+
+
 def test_a_redrawn_mount_row_marks_only_its_mount_path_required(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.DATA)
@@ -786,9 +806,9 @@ def test_the_totals_partial_sums_instances_times_cards_per_type(alice_client, ht
     assert r.status_code == 200
     html = r.content.decode()
     assert "<html" not in html
-    assert card_badges(html) == [f"14 × {A800}", f"2 × {V100}"]
-    # The fragment replaces itself, so it keeps what makes it live.
-    assert 'id="card-totals"' in html and 'hx-sync="this:replace"' in html
+    assert card_badges(html) == [f"14 × {A800_SHOWN}", f"2 × {V100_SHOWN}"]
+    # The fragment is the region's content: the region, which stays, keeps what makes it live.
+    assert 'id="card-totals"' in html and "hx-get" not in html
 
 
 def test_the_totals_partial_leaves_out_rows_whose_accelerators_are_off(alice_client):
@@ -798,7 +818,7 @@ def test_the_totals_partial_leaves_out_rows_whose_accelerators_are_off(alice_cli
 
     html = alice_client.get(reverse("wizard-totals", args=[draft.id]), table).content.decode()
 
-    assert card_badges(html) == [f"8 × {A800}"]
+    assert card_badges(html) == [f"8 × {A800_SHOWN}"]
 
 
 def test_the_totals_partial_leaves_out_rows_with_counts_out_of_range(alice_client):
@@ -809,7 +829,25 @@ def test_the_totals_partial_leaves_out_rows_with_counts_out_of_range(alice_clien
 
     html = alice_client.get(reverse("wizard-totals", args=[draft.id]), table).content.decode()
 
-    assert card_badges(html) == [f"8 × {A800}"]
+    assert card_badges(html) == [f"8 × {A800_SHOWN}"]
+    assert "（不含数量超出范围的行）" in html
+
+
+def test_a_refused_next_with_every_row_out_of_range_says_its_total_is_not_counted_not_cpu_only(
+    alice_client,
+):
+    # qa113: both roles ticked with a card and 100 per replica (over 64); after 下一步 the
+    # total read "无（仅 CPU）".
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES)
+    table = resources_data(roles=[role("master", 1, A800, 100), role("worker", 1, A800, 100)])
+
+    r = post_step(alice_client, draft, W.RESOURCES, table)
+
+    assert r.status_code == 200
+    totals = r.content.decode().split('id="card-totals"')[1].split("</p>")[0]
+    assert "无法合计：行中的数量超出范围" in totals
+    assert "仅 CPU" not in totals and card_badges(totals) == []
 
 
 def test_the_resources_step_shows_the_same_totals_as_its_partial(alice_client):
@@ -821,7 +859,9 @@ def test_the_resources_step_shows_the_same_totals_as_its_partial(alice_client):
     partial = alice_client.get(reverse("wizard-totals", args=[draft.id]), table).content.decode()
 
     totals = page[page.index('id="card-totals"') :]
-    assert card_badges(totals[: totals.index("</p>")]) == card_badges(partial) == [f"8 × {A800}"]
+    assert (
+        card_badges(totals[: totals.index("</p>")]) == card_badges(partial) == [f"8 × {A800_SHOWN}"]
+    )
 
 
 def test_the_resources_step_says_the_pools_idle_cards_after_pool_with_chinese_spacing(
@@ -840,9 +880,10 @@ def test_the_resources_step_says_the_pools_idle_cards_after_pool_with_chinese_sp
         ).group(1)
 
     alice_client.cookies.pop("django_language", None)
-    assert stock("zh-hans").startswith(f"资源池：{A800} 空闲 8 / 共 8")
+    # The card as people name it, the resource name in brackets (qa113).
+    assert stock("zh-hans").startswith(f"资源池：{A800_SHOWN} 空闲 8 / 共 8")
     alice_client.cookies["django_language"] = "en"
-    assert stock("en").startswith(f"Pool: {A800} 8 idle of 8")
+    assert stock("en").startswith(f"Pool: {A800_SHOWN} 8 idle of 8")
 
 
 def test_the_queue_partial_lists_the_pools_queues(alice_client):
@@ -981,7 +1022,7 @@ def test_the_review_summary_reads_every_section_in_console_words_with_edit_links
         assert f'href="{step_url(draft, step)}?fixing=1"' in summary  # 保存并返回确认 (qa108)
     assert "运行参数" in summary and "torchrun train.py" in summary  # not only in the JSON
     assert "本机 Local" in summary and "本机 Local (local)" not in summary  # named once (qa92)
-    assert "本地盘（hostpath） scratch → /workspace" in summary
+    assert "本地盘 scratch → /workspace" in summary
 
 
 def test_the_local_pools_review_leaves_out_the_alert_rule_and_privileged_mode_it_never_offers(
@@ -1665,7 +1706,8 @@ def test_the_roles_note_of_a_master_without_cards_says_what_each_instance_would_
 
     note = re.search(r'id="request-roles-note">(.*?)</p>', page, re.S)
     # In the page's language's list words (left55: an ASCII ", " and "; " in Chinese).
-    assert note and f"master × 1、1 × {card}；worker × 2、1 × {card}" in note[1]
+    shown = S.card_shown(card)
+    assert note and f"master × 1、1 × {shown}；worker × 2、1 × {shown}" in note[1]
 
 
 def test_the_review_lists_roles_labels_alerts_and_emails_with_the_languages_separator(
@@ -1689,11 +1731,11 @@ def test_the_review_lists_roles_labels_alerts_and_emails_with_the_languages_sepa
     alice_client.cookies["django_language"] = "en"
     english = review_values(_review_of_a_copy(alice_client, alice, spec))
 
-    assert chinese["角色"] == f"master × 1、1 × {card}、4 CPU、16 GiB"
+    assert chinese["角色"] == f"master × 1、1 × {S.card_shown(card)}、4 CPU、16 GiB"
     assert chinese["标签"] == "team=nlp、exp=a1"
     assert chinese["告警"] == "任务失败退出、任务成功结束"
     assert chinese["告警邮箱"] == "ops@example.com、dev@example.com"
-    assert english["Roles"] == f"master × 1, 1 × {card}, 4 CPU, 16 GiB"
+    assert english["Roles"] == f"master × 1, 1 × {S.card_shown(card)}, 4 CPU, 16 GiB"
     assert english["Alert emails"] == "ops@example.com, dev@example.com"
 
 

@@ -495,7 +495,7 @@ def test_a_storage_type_the_pool_cannot_mount_lists_those_it_can_in_the_readers_
 
     # qa82: the types were joined with an ASCII ", " in Chinese too.
     assert field_errors(r, "id_mounts-0-type") == [
-        "该资源池不能挂载“nfs”存储，可挂载：PFS、本地盘（hostpath）。"
+        "该资源池不能挂载“nfs”存储，可挂载：PFS、本地盘。"
     ]
 
 
@@ -593,7 +593,7 @@ def test_a_mount_rows_volumes_are_named_without_the_type_already_chosen_beside_t
     assert pfs_labels == ["—", "pfs-a (cn-bj)"]
     assert disk_labels == ["—", "disk"]
     # A type the pool does not offer lists every volume, and there each says its type.
-    assert untyped_labels == ["—", "pfs-a (PFS, cn-bj)", "disk (本地盘（hostpath）)"]
+    assert untyped_labels == ["—", "pfs-a (PFS, cn-bj)", "disk (本地盘)"]
 
 
 def test_a_long_volume_name_or_path_is_shortened_in_the_middle_and_kept_whole_in_its_title():

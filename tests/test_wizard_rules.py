@@ -403,7 +403,8 @@ def test_a_standalone_job_asking_for_more_cards_than_idle_is_refused_with_the_nu
 
     messages = field_errors(refused, "id_mode")
     assert any(
-        "needs 4 baidu.com/v100_32g_cgpu cards but the pool has 1 idle now" in m for m in messages
+        "needs 4 V100 32GB (baidu.com/v100_32g_cgpu) cards but the pool has 1 idle now" in m
+        for m in messages
     ), messages
     assert queued.status_code == 302
 
@@ -980,8 +981,9 @@ def test_the_start_up_toleration_left_empty_says_15_and_one_out_of_range_either_
     refused_en = post_step(en_client, draft_at(en_client, W.FAULT), W.FAULT, data)
     refused_zh = post_step(alice_client, draft_at(alice_client, W.FAULT), W.FAULT, data)
 
-    assert help_of(english, "hang_startup_minutes").endswith("Left empty: 15.")
-    assert help_of(chinese, "hang_startup_minutes").endswith("留空时：15。")
+    # With its unit (qa113: "留空时：15。").
+    assert help_of(english, "hang_startup_minutes").endswith("Left empty: 15 minutes.")
+    assert help_of(chinese, "hang_startup_minutes").endswith("留空时为 15 分钟。")
     assert field_errors(refused_en, "id_hang_startup_minutes") == [
         "The start-up toleration must be between 0 and 525,600 minutes (365 days)."
     ]

@@ -322,7 +322,7 @@ def test_a_hang_alert_with_hang_detection_on_is_taken(alice_client, alice):
 # QA 59: offered and taken there, it was never sent; an on-call engineer relying on it
 # heard nothing. Said on the alert events, naming what comes instead.
 NODE_ALERT_REFUSED = (
-    "本机资源池不会发出“任务所在节点出现故障”告警：其任务运行在 worker 所在的这台机器上，该机器故障时 worker "
+    "本机资源池不会发出“任务所在节点出现故障”告警：其任务运行在任务调度进程（worker）所在的这台机器上，该机器故障时 worker "
     "也随之停止。worker 恢复后，被故障中断的任务以“任务失败退出”告警，重启时以“任务发生容错”告警。请不选此告警事件。"
 )
 
@@ -684,5 +684,5 @@ def test_seed_001s_example_imported_to_the_local_pool_says_on_its_mount_the_pool
     english = field_errors(alice_client.get(check), "id_mounts-0-type")
 
     assert W.DATA not in draft.completed_steps
-    assert chinese == ["该资源池不能挂载“PFS”存储，可挂载：本地盘（hostpath）。"]
-    assert english == ["This pool cannot mount “PFS” storage; it mounts Local disk (hostpath)."]
+    assert chinese == ["该资源池不能挂载“PFS”存储，可挂载：本地盘。"]
+    assert english == ["This pool cannot mount “PFS” storage; it mounts Local disk."]

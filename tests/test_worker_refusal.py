@@ -474,4 +474,4 @@ def test_staff_read_that_workers_started_since_a_clean_stop_refused_not_that_non
 
     assert "each worker started since refused to run (why: above)" in page
     assert "none has started since" not in page
-    assert "此后启动的每个 worker 都拒绝运行（原因见上）" in chinese
+    assert "此后启动的每个任务调度进程（worker）都拒绝运行（原因见上）" in chinese

@@ -20,7 +20,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext_lazy
 
 from jobs.backends.base import (
@@ -33,6 +32,7 @@ from jobs.backends.base import (
     request_json,
     send_by,
 )
+from jobs.texts import binary_size
 
 from . import signer
 from .endpoints import V1, V2
@@ -232,7 +232,7 @@ class AihcClient(PlatformRetries):
         if isinstance(exc, DownloadTooLong):
             return AihcTimeout(
                 gettext_lazy("AIHC was still sending it, %(received)s in")
-                % {"received": filesizeformat(exc.received)},
+                % {"received": binary_size(exc.received)},
                 code=DOWNLOAD_TOO_LONG,
             )
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):

@@ -45,6 +45,7 @@ from jobs.spec import (
     MPI,
     PYTORCH,
     TENSORFLOW,
+    card_shown,
     normalised_mount_path,
     tensorflow_has_only_ps,
     tensorflow_only_ps_message,
@@ -699,7 +700,7 @@ class LocalBackend(Backend):
                 err(
                     f"roles[{index}].accelerators",
                     _("The job needs %(count)d %(type)s cards; the local pool has %(total)d.")
-                    % {"count": count, "type": card, "total": totals[card]},
+                    % {"count": count, "type": card_shown(card), "total": totals[card]},
                 )
         if spec.cpu_exclusive and spec.counts_in_range():
             needed = sum(r.exclusive_cpus * r.replicas for r in spec.roles)

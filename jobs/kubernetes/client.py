@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
 import httpx
-from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext_lazy
 
 from jobs.backends.base import (
@@ -30,6 +29,7 @@ from jobs.backends.base import (
     request_json,
     send_by,
 )
+from jobs.texts import binary_size
 
 logger = logging.getLogger("jobs.kubernetes")
 
@@ -188,7 +188,7 @@ class KubeClient(PlatformRetries):
         if isinstance(exc, DownloadTooLong):
             return KubeTimeout(
                 gettext_lazy("The Kubernetes API server was still sending it, %(received)s in")
-                % {"received": filesizeformat(exc.received)},
+                % {"received": binary_size(exc.received)},
                 reason=DOWNLOAD_TOO_LONG,
             )
         if "CERTIFICATE_VERIFY_FAILED" in str(exc):

@@ -14,7 +14,7 @@ from django.utils.functional import Promise
 from django.utils.safestring import SafeData, SafeString, mark_safe
 from django.utils.translation import pgettext
 
-from jobs import texts
+from jobs import spec, texts
 from jobs.pools import BACKEND_LABELS
 from jobs.time_zones import zone_shown
 from jobs.usage import job_usage_text
@@ -49,6 +49,18 @@ def times_zone() -> dict[str, str]:
     """The zone this page's times are in and its label for people (jobs.time_zones.zone_shown)."""
     name, label = zone_shown()
     return {"name": name, "label": label}
+
+
+@register.filter
+def binary_size(size: float | None) -> str:
+    """Bytes in binary units, "50.0 GiB" (jobs.texts.binary_size)."""
+    return texts.binary_size(size or 0)
+
+
+@register.filter
+def card_shown(card_type: str) -> str:
+    """A card type as people name it, the resource name in brackets (jobs.spec.card_shown)."""
+    return spec.card_shown(str(card_type))
 
 
 @register.filter
