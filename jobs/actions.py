@@ -125,6 +125,16 @@ DELETE_WHILE_CREATE_STOPPED = gettext_lazy(
 )
 
 
+def deleted_here_only(job: Job) -> str:
+    """The platform's name when a Delete of the job now removes it from this console only
+    while that platform may still hold it (it was sent there, or a create of it got no clear
+    answer) and is not configured here, so nothing can be asked to remove it; else ""."""
+    platform = platform_unreachable(job)
+    if platform and (job.external_id or get_backend(job.backend).create_unsettled(job)):
+        return platform
+    return ""
+
+
 def platform_unreachable(job: Job) -> str:
     """The platform's name when the job's backend is a remote one not configured now (its
     platform unreachable from this console), else ""."""
@@ -445,8 +455,16 @@ def job_delete(*, job: Job, for_retention: bool = False, actor: User | None = No
         # The worker may have started sending it since the page loaded: job_stop then found
         # it Submitting and stopped it through the backend, and the create is still on its way.
         _refuse_while_sending(job)
+    backend = get_backend(job.backend)
     try:
-        secret_left = get_backend(job.backend).delete(job) or ""
+        if platform_unreachable(job):
+            # Nothing can reach its platform (the Delete said so in the operator's English,
+            # "KUBERNETES_API_URL is not set", and kept the job for ever): deleted here, as a
+            # Stop of it stops it here only (deleted_here_only says so).
+            backend.delete_here(job)
+            secret_left = ""
+        else:
+            secret_left = backend.delete(job) or ""
     except BackendError as exc:
         raise ActionError(exc.message) from exc
     # Which of the owner's keys deleted it, if a script did: this request's, or, for a job
@@ -552,6 +570,9 @@ class Outcome:
     # Its platform was not asked: the bulk action's time (BULK_ACTION_SECONDS) was up. A stop
     # is then the worker's to send (the job Stopping); a delete was not done (the job kept).
     not_reached: bool = False
+    # Deleted here only: its platform, not configured on this console, may still hold it
+    # (deleted_here_only, the platform's name).
+    here_only: str = ""
 
 
 def bulk_deadline() -> float:
@@ -597,9 +618,12 @@ def jobs_delete(*, jobs: Iterable[Job], actor: User | None = None) -> list[Outco
             outcomes.append(Outcome(job=job, done=False, not_reached=True))
             continue
         try:
+            here_only = deleted_here_only(job)
             gone = job_delete(job=job, actor=actor)
             left = gone and deletion_left_secret(public_id=job.public_id)
-            outcomes.append(Outcome(job=job, done=gone, secret_left=left))
+            outcomes.append(
+                Outcome(job=job, done=gone, secret_left=left, here_only=here_only if gone else "")
+            )
         except ActionError as exc:
             outcomes.append(Outcome(job=job, done=False, error=str(exc)))
     return outcomes

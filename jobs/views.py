@@ -48,6 +48,7 @@ from .actions import (
     MAX_SELECTED,
     ActionError,
     Outcome,
+    deleted_here_only,
     deletion_left_secret,
     group_stop,
     group_stoppable,
@@ -1780,6 +1781,14 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
     return redirect(_job_page_back(request, public_id))
 
 
+# A Delete of a job whose platform is not configured on this console, which may still hold
+# the job: removed here, nothing asked there (jobs.actions.deleted_here_only).
+DELETED_HERE_ONLY = gettext_lazy(
+    "Job %(name)s deleted here only: its platform (%(platform)s) is not configured on this "
+    "console, so nothing was removed there. If the job is still there, delete it there."
+)
+
+
 @post_only(_to_job, form_page=_job_page_back)
 @login_required
 def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
@@ -1791,12 +1800,15 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
     # A queue group's task by its place in the group ("qa-grp 2/3"): its tasks share a name.
     # Read before the deletion, which may take the group with its last task.
     name = job.task_name
+    here_only = deleted_here_only(job)  # read while the job is there to read
     try:
         gone = job_delete(job=job, actor=request.user)
     except ActionError as exc:
         messages.error(request, exc.args[0])
         return redirect("job-detail", public_id=public_id)
-    if gone and deletion_left_secret(public_id=job.public_id):
+    if gone and here_only:
+        messages.warning(request, DELETED_HERE_ONLY % {"name": name, "platform": here_only})
+    elif gone and deletion_left_secret(public_id=job.public_id):
         messages.warning(
             request,
             _(
@@ -2456,6 +2468,23 @@ def _say_deleted(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
                 len(left),
             )
             % {"names": list_words(left)},
+        )
+    if here := [o for o in outcomes if o.here_only]:
+        messages.warning(
+            request,
+            ngettext(
+                "%(names)s was deleted here only: its platform (%(platforms)s) is not "
+                "configured on this console, so nothing was removed there. If the job is "
+                "still there, delete it there.",
+                "%(names)s were deleted here only: their platforms (%(platforms)s) are not "
+                "configured on this console, so nothing was removed there. If the jobs are "
+                "still there, delete them there.",
+                len(here),
+            )
+            % {
+                "names": list_words(o.job.task_name for o in here),
+                "platforms": list_words(sorted({o.here_only for o in here})),
+            },
         )
     if kept := sum(1 for o in outcomes if o.not_reached):
         # Untouched, not half-deleted: the time for the whole (BULK_ACTION_SECONDS) was up.

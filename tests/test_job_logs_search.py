@@ -20,7 +20,6 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import regex
 from django.db import connection
-from django.template.defaultfilters import filesizeformat
 from django.test import Client
 from django.urls import reverse
 from django.utils import translation
@@ -41,6 +40,7 @@ from jobs.logs import (
 )
 from jobs.models import Job, JobStatus
 from jobs.services import job_transition
+from jobs.texts import binary_size
 from jobs.worker import Worker
 
 from .runner_helpers import make_spec, run_until, runner_settings, status_of, submit  # noqa: F401
@@ -160,12 +160,12 @@ def test_a_search_without_a_number_of_lines_around_shows_the_two_it_used_in_its_
 
 def size_text(count: int) -> str:
     with translation.override("en"):
-        return filesizeformat(count)
+        return binary_size(count)
 
 
 def summary(response) -> str:
     found = re.search(r'id="log-search-summary"[^>]*>(.*?)</div>', response.text, re.S)
-    # Spaces and newlines of the template as one space; filesizeformat's no-break space kept.
+    # Spaces and newlines of the template as one space; binary_size's no-break space kept.
     return re.sub(r"[ \n]+", " ", html.unescape(re.sub(r"<[^>]+>", "", found.group(1)))).strip()
 
 

@@ -1643,7 +1643,7 @@ def test_a_failed_jobs_page_opens_on_the_log_of_the_replica_that_failed(
 
 
 def test_deleting_a_job_whose_create_got_no_clear_answer_asks_to_stop_and_keep_it_then_says_why_not(
-    logged_in_page, alice
+    logged_in_page, alice, kubernetes_settings
 ):
     """Until left45 the browser asked "Delete this job?" of it, and the page then said it
     was being sent right now: Delete stops such a job and keeps it (job_delete_only_stops).

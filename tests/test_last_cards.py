@@ -85,7 +85,7 @@ def test_a_standalone_job_is_refused_the_cards_a_job_queued_just_before_it_is_ab
 
     assert submitted.status_code == 302
     assert any(
-        "needs 4 baidu.com/v100_32g_cgpu cards but the pool has 0 idle now" in m
+        "needs 4 V100 32GB (baidu.com/v100_32g_cgpu) cards but the pool has 0 idle now" in m
         for m in field_errors(refused, "id_mode")
     ), field_errors(refused, "id_mode")
     assert as_queue_task.status_code == 302
@@ -128,7 +128,7 @@ def test_the_review_refuses_a_submit_the_cards_were_taken_from_since_it_was_show
     page = refused.content.decode()
     assert refused.redirect_chain[-1][0] == step_url(bob_draft, W.REVIEW)
     assert "Does not fit in the idle cards now." in page
-    assert "needs 4 baidu.com/v100_32g_cgpu cards but the pool has 0 idle now" in page
+    assert "needs 4 V100 32GB (baidu.com/v100_32g_cgpu) cards but the pool has 0 idle now" in page
     assert list(Job.objects.values_list("owner__username", flat=True)) == ["alice"]
     bob_draft.refresh_from_db()
     assert bob_draft.submitted_at is None  # nothing lost: Bob's draft is still his to change
@@ -164,7 +164,9 @@ def test_two_standalone_submits_at_the_same_instant_for_the_last_cards_make_one_
     made = [r for r in results if isinstance(r, list)]
     refused = [r for r in results if isinstance(r, W.WizardError)]
     assert len(made) == 1 and len(refused) == 1, results
-    assert "needs 4 baidu.com/v100_32g_cgpu cards but the pool has 0 idle now" in str(refused[0])
+    assert "needs 4 V100 32GB (baidu.com/v100_32g_cgpu) cards but the pool has 0 idle now" in str(
+        refused[0]
+    )
     assert Job.objects.count() == 1
     loser = {"alice", "bob"} - {made[0][0].owner.username}
     assert W.Draft.objects.get(owner__username__in=loser).submitted_at is None

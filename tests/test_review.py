@@ -465,7 +465,9 @@ def test_approving_a_held_standalone_job_whose_cards_were_taken_meanwhile_is_ref
         job_approve(job=job, reviewer=reviewer)
 
     assert str(refused.value).startswith("Not approved: a standalone job must start at once")
-    assert "needs 8 baidu.com/a800_80g_cgpu cards but the pool has 6 idle now" in str(refused.value)
+    assert "needs 8 A800 80GB (baidu.com/a800_80g_cgpu) cards but the pool has 6 idle now" in str(
+        refused.value
+    )
     job.refresh_from_db()
     assert (job.status, job.review_state) == (JobStatus.PENDING_REVIEW, ReviewState.PENDING)
     assert [e.reason for e in job.events.all()] == ["Created", "ReviewRequired"]

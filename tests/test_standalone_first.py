@@ -268,9 +268,9 @@ def test_a_standalone_job_needing_a_card_whose_node_is_missing_is_refused_naming
     assert job is None
     folder = two_gpus_card_1_without_its_node
     assert refusals == [
-        "A standalone job needs 2 nvidia.com/gpu cards but only 1 of the pool's have their "
-        f"device node on this machine now (missing: {folder}/nvidia1), and a standalone job "
-        "must start at once; submit it as a queue task, which waits for the nodes, or ask an "
+        "A standalone job needs 2 NVIDIA GPU (nvidia.com/gpu) cards but only 1 of the pool's "
+        f"have their device node on this machine now (missing: {folder}/nvidia1), and a "
+        "standalone job must start at once; submit it as a queue task, which waits for the nodes, or ask an "
         "administrator to load the NVIDIA driver."
     ]
     assert not Job.objects.exists()

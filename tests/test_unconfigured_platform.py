@@ -15,7 +15,7 @@ from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.actions import ActionError, job_delete_refusal, job_stop
-from jobs.models import Job, JobEvent, JobReplica, JobStatus, LocalRun, ReplicaStatus
+from jobs.models import DeletedJob, Job, JobEvent, JobReplica, JobStatus, LocalRun, ReplicaStatus
 from jobs.review import job_mark_lost
 
 CHANGELIST = "/admin/jobs/job/"
@@ -442,3 +442,58 @@ def test_a_delete_of_a_job_stuck_stopping_and_looked_for_says_nothing_will_look(
     assert said.startswith(
         "The job is stopping, and its platform (Kubernetes) is not configured on this console"
     )
+
+
+# -- Delete of an ended job (CI of session 55: the operator's "KUBERNETES_API_URL is not set") --
+
+
+def test_deleting_a_job_that_may_be_on_kubernetes_not_configured_deletes_it_here_saying_so(
+    alice, alice_en
+):
+    """A queued job whose create got no clear answer: the Delete stops it here only, and until
+    now kept it, saying "KUBERNETES_API_URL is not set (and the console does not run in a pod,
+    …)" in English on every page language, for as long as Kubernetes stayed unset."""
+    job = remote_job(alice, backend="kubernetes", status=JobStatus.QUEUED)
+    JobEvent.objects.create(job=job, reason="SubmitTimedOut", message="no answer")
+
+    page = alice_en.post(f"/jobs/{job.public_id}/delete/", {"confirmed": "1"}, follow=True)
+
+    assert page.status_code == 200
+    assert [str(m) for m in page.context["messages"]] == [
+        f"Job {job.task_name} deleted here only: its platform (Kubernetes) is not configured on "
+        "this console, so nothing was removed there. If the job is still there, delete it there."
+    ]
+    assert not Job.objects.filter(pk=job.pk).exists()
+    assert DeletedJob.objects.filter(public_id=job.public_id).exists()
+
+
+def test_deleting_an_ended_job_never_sent_to_a_platform_not_configured_just_deletes_it(
+    alice, alice_client
+):
+    """Nothing of it can be on its platform: deleted, with no word of that platform."""
+    job = remote_job(alice, backend="aihc", status=JobStatus.STOPPED)
+
+    page = alice_client.post(f"/jobs/{job.public_id}/delete/", {"confirmed": "1"}, follow=True)
+
+    assert page.status_code == 200
+    assert [str(m) for m in page.context["messages"]] == [f"任务 {job.task_name} 已删除。"]
+    assert not Job.objects.filter(pk=job.pk).exists()
+
+
+def test_delete_selected_says_in_chinese_which_jobs_were_deleted_here_only(alice, alice_client):
+    sent = remote_job(alice, backend="kubernetes", status=JobStatus.FAILED, external_id="pj-8")
+    unsent = remote_job(alice, backend="aihc", status=JobStatus.STOPPED)
+
+    page = alice_client.post(
+        "/jobs/bulk/",
+        {"action": "delete", "confirmed": "1", "jobs": [sent.public_id, unsent.public_id]},
+        follow=True,
+    )
+
+    assert page.status_code == 200
+    said = [str(m) for m in page.context["messages"]]
+    assert said[-1] == (
+        f"{sent.task_name} 仅在本控制台删除：其平台（Kubernetes）未在本控制台配置，未在那里删除任何"
+        "内容。若任务仍在那里，请在那里删除。"
+    )
+    assert not Job.objects.filter(pk__in=[sent.pk, unsent.pk]).exists()

@@ -2219,6 +2219,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         """Deletes the job on AIHC, then the usage samples the console kept of it."""
         if job.external_id:
             self._delete_remote(job)
+        self.delete_here(job)
+
+    def delete_here(self, job: Job) -> None:
         shutil.rmtree(Path(settings.VAR_DIR) / USAGE_DIR / job.public_id, ignore_errors=True)
 
     def _delete_remote(self, job: Job) -> None:

@@ -535,6 +535,12 @@ class Backend(ABC):
         """Removes what the job holds; what it left for the worker to remove (a Kubernetes
         Secret, DeletedJob.secret_left), or None/"" when nothing."""
 
+    def delete_here(self, job: Job) -> None:
+        """What delete(job) removes of the console's own (files it kept of the job), nothing
+        asked of the platform: the Delete of a job whose platform is not configured on this
+        console (jobs.actions.job_delete)."""
+        return None  # a backend that keeps no files of its jobs (and local: always reachable)
+
     @abstractmethod
     def sync(self, job: Job) -> None:
         """Brings the job's status, replicas and events up to date."""

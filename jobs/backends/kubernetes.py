@@ -3106,6 +3106,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         self.delete_kept_files(job)
         return secret_left
 
+    def delete_here(self, job: Job) -> None:
+        self.delete_kept_files(job)
+
     @staticmethod
     def delete_kept_files(job: Job) -> None:
         """The usage samples and kept logs of a job being deleted. A keep of its logs under
