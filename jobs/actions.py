@@ -117,11 +117,27 @@ DELETE_UNREACHABLE = gettext_lazy(
     "so nothing can finish its stop. Staff can end it with Mark as lost (in the admin); "
     "delete it once it has ended."
 )
+# Why a Delete keeps a Running job whose platform is not configured: deleting it here would
+# leave it running there, unwatched, its card-hours no longer counted (review68: the owner's
+# Delete did what Mark as lost, staff's, does, and its Stop refuses).
+DELETE_RUNNING_UNREACHABLE = gettext_lazy(
+    "The job runs on its platform (%(platform)s), which is not configured on this console, so "
+    "nothing can stop it there. Staff can end it here with Mark as lost (in the admin); "
+    "delete it once it has ended."
+)
 # Why a Delete keeps a Stopping job with no platform id otherwise: stopped while its create
 # was on its way, the worker stops what that create makes.
 DELETE_WHILE_CREATE_STOPPED = gettext_lazy(
     "The job is stopping: it was stopped while it was being sent to its platform, and the "
     "worker stops what that create makes there. It can be deleted once it has stopped."
+)
+
+
+# A Delete of a job whose platform is not configured on this console, which may still hold
+# the job: removed here, nothing asked there (deleted_here_only).
+DELETED_HERE_ONLY = gettext_lazy(
+    "Job %(name)s deleted here only: its platform (%(platform)s) is not configured on this "
+    "console, so nothing was removed there. If the job is still there, delete it there."
 )
 
 
@@ -372,8 +388,8 @@ def stop_look_time_ahead(job: Job) -> str:
 
 def stop_look_at_ahead(job: Job) -> datetime | None:
     """stop_look_time_ahead's moment itself, to compare several (the earliest of them)."""
-    if not job_stoppable(job) or job.backend == "local":
-        return None
+    if not job_stoppable(job) or job.backend == "local" or platform_unreachable(job):
+        return None  # (nothing looks for a job of a platform not configured here)
     backend = get_backend(job.backend)
     # stop_look_at first: no query for a job with no such create (the job page asks it).
     at = backend.stop_look_at(job)
@@ -407,6 +423,9 @@ def job_delete_only_stops(job: Job) -> bool:
         job.backend != "local"
         and not job.external_id
         and job.status in NOT_STARTED
+        # Nothing looks for it on a platform not configured here: its Stop ends it at once,
+        # and the Delete deletes it here only (review68: asked "Stop this job and keep it?").
+        and not platform_unreachable(job)
         and get_backend(job.backend).create_unsettled(job)
     )
 
@@ -461,8 +480,7 @@ def job_delete(*, job: Job, for_retention: bool = False, actor: User | None = No
             # Nothing can reach its platform (the Delete said so in the operator's English,
             # "KUBERNETES_API_URL is not set", and kept the job for ever): deleted here, as a
             # Stop of it stops it here only (deleted_here_only says so).
-            backend.delete_here(job)
-            secret_left = ""
+            secret_left = backend.delete_here(job) or ""
         else:
             secret_left = backend.delete(job) or ""
     except BackendError as exc:
@@ -614,13 +632,18 @@ def jobs_delete(*, jobs: Iterable[Job], actor: User | None = None) -> list[Outco
     deadline = bulk_deadline()
     outcomes = []
     for job in jobs:
-        if time.monotonic() >= deadline and get_backend(job.backend).delete_asks_platform(job):
+        if (
+            time.monotonic() >= deadline
+            and get_backend(job.backend).delete_asks_platform(job)
+            and not platform_unreachable(job)  # nothing is asked of it: deleted here only
+        ):
             outcomes.append(Outcome(job=job, done=False, not_reached=True))
             continue
         try:
             here_only = deleted_here_only(job)
             gone = job_delete(job=job, actor=actor)
-            left = gone and deletion_left_secret(public_id=job.public_id)
+            # (A Secret left by a Delete here only waits for its platform to be configured.)
+            left = gone and not here_only and deletion_left_secret(public_id=job.public_id)
             outcomes.append(
                 Outcome(job=job, done=gone, secret_left=left, here_only=here_only if gone else "")
             )
@@ -686,6 +709,8 @@ def job_delete_refusal(job: Job) -> str:
     # an id got the bare credentials error of the delete it was sent to).
     if job.status == S.STOPPING and (platform := platform_unreachable(job)):
         return str(DELETE_UNREACHABLE % {"platform": platform})
+    if job.status == S.RUNNING and (platform := platform_unreachable(job)):
+        return str(DELETE_RUNNING_UNREACHABLE % {"platform": platform})
     if job.backend != "local" and not job.external_id and job.status in (S.SUBMITTING, S.STOPPING):
         # A create is on its way to the platform, or one got no clear answer and the worker
         # looks for what it made: deleting the row now would leave whatever the platform has

@@ -78,7 +78,9 @@ from django.views.decorators.csrf import csrf_exempt
 
 from . import spec as spec_module
 from .actions import (
+    DELETED_HERE_ONLY,
     ActionError,
+    deleted_here_only,
     deletion_left_secret,
     job_delete,
     job_priority_change,
@@ -1269,12 +1271,17 @@ def job_stopped(*, job: Job, owner: Any) -> dict[str, Any]:
 
 
 SECRET_LEFT_FOR_WORKER = "SecretLeftForWorker"
+# A delete's warning when the job was deleted from this console only: its platform, not
+# configured here, may still hold it (review68: the page said so, the API's answer nothing).
+DELETED_HERE_ONLY_CODE = "DeletedHereOnly"
 
 
 def job_deleted(*, job: Job, actor: Any = None) -> dict[str, Any]:
     """Deletes the job; the answer's `warnings` (beside its result, which AIHC's SDKs
     ignore) when its Kubernetes Secret was left for the worker to remove, as the job page's
-    Delete says it; none otherwise, so the answer is AIHC's own."""
+    Delete says it, or when it was deleted here only (DELETED_HERE_ONLY_CODE); none
+    otherwise, so the answer is AIHC's own."""
+    here_only = deleted_here_only(job)  # read while the job is there to read
     try:
         gone = job_delete(job=job, actor=actor)
     except ActionError as exc:
@@ -1285,6 +1292,9 @@ def job_deleted(*, job: Job, actor: Any = None) -> dict[str, Any]:
             # again finishes it (a 409 read as a refusal to a script: left39).
             raise ApiError(503, "ServiceUnavailable", str(exc)) from None
         raise ApiError(409, "Conflict", str(exc)) from None
+    if gone and here_only:
+        message = str(DELETED_HERE_ONLY % {"name": job.name, "platform": here_only})
+        return {"warnings": [{"code": DELETED_HERE_ONLY_CODE, "message": message}]}
     if not (gone and deletion_left_secret(public_id=job.public_id)):
         return {}
     message = _(

@@ -44,6 +44,7 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from . import job_users
 from .actions import (
+    DELETED_HERE_ONLY,
     GROUP_STOPPABLE,
     MAX_SELECTED,
     ActionError,
@@ -1781,14 +1782,6 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
     return redirect(_job_page_back(request, public_id))
 
 
-# A Delete of a job whose platform is not configured on this console, which may still hold
-# the job: removed here, nothing asked there (jobs.actions.deleted_here_only).
-DELETED_HERE_ONLY = gettext_lazy(
-    "Job %(name)s deleted here only: its platform (%(platform)s) is not configured on this "
-    "console, so nothing was removed there. If the job is still there, delete it there."
-)
-
-
 @post_only(_to_job, form_page=_job_page_back)
 @login_required
 def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
@@ -1911,6 +1904,16 @@ DELETE_WHILE_LOOKED_FOR_AT_QUESTION = gettext_lazy(
     "again once it has stopped."
 )
 
+# A job of a platform not configured here (jobs.actions.platform_unreachable) that may be
+# there: its Delete removes it from this console only (deleted_here_only).
+DELETE_HERE_ONLY_QUESTION = gettext_lazy(
+    "Delete this job here only? Its platform (%(platform)s) is not configured on this console, "
+    "so nothing is removed there: if the job is there, delete it there. Its logs here are "
+    "deleted."
+)
+# One whose Delete is refused for that reason (jobs.actions.job_delete_refusal).
+DELETE_REFUSED_QUESTION = gettext_lazy("This job cannot be deleted now: %(why)s")
+
 
 def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpResponse:
     """Not asked in the browser (JavaScript off): ask on a page of its own first, as neither
@@ -1932,6 +1935,12 @@ def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpRe
 
 
 def _delete_question(job: Job) -> str:
+    if platform_unreachable(job) and (refusal := job_delete_refusal(job)):
+        # Kept, nothing can reach its platform: said before, not after (review68: "A running
+        # job is stopped first", then the refusal).
+        return DELETE_REFUSED_QUESTION % {"why": refusal}
+    if platform := deleted_here_only(job):
+        return DELETE_HERE_ONLY_QUESTION % {"platform": platform}
     if job_delete_only_stops(job):
         at = job.status != JobStatus.PENDING_REVIEW and stop_look_time_ahead(job)
         return DELETE_ONLY_STOPS_AT_QUESTION % {"time": at} if at else DELETE_ONLY_STOPS_QUESTION
@@ -2347,6 +2356,11 @@ def _delete_plan(job: Job, only_stopped: bool) -> tuple[str, bool]:
     refusal = job_delete_refusal(job)
     if refusal:
         return _("Will not be deleted: %(why)s") % {"why": refusal}, False
+    if platform := deleted_here_only(job):
+        return _(
+            "Will be deleted here only: its platform (%(platform)s) is not configured on this "
+            "console, so nothing is removed there."
+        ) % {"platform": platform}, True
     if only_stopped and job.status == JobStatus.PENDING_REVIEW:
         return _(
             "Waiting for review: will be withdrawn, stopped and kept, not deleted: its last "
@@ -2473,12 +2487,10 @@ def _say_deleted(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
         messages.warning(
             request,
             ngettext(
-                "%(names)s was deleted here only: its platform (%(platforms)s) is not "
-                "configured on this console, so nothing was removed there. If the job is "
-                "still there, delete it there.",
-                "%(names)s were deleted here only: their platforms (%(platforms)s) are not "
-                "configured on this console, so nothing was removed there. If the jobs are "
-                "still there, delete them there.",
+                "%(names)s was deleted here only: nothing was removed on %(platforms)s, not "
+                "configured on this console. If the job is still there, delete it there.",
+                "%(names)s were deleted here only: nothing was removed on %(platforms)s, not "
+                "configured on this console. If the jobs are still there, delete them there.",
                 len(here),
             )
             % {

@@ -62,7 +62,7 @@ from django.utils.translation import gettext_noop
 
 from . import cgroups, job_users, network
 from .alerts import jobs_with_alerts_pending
-from .backends import BACKEND_MODULES, BackendError, get_backend
+from .backends import BACKEND_MODULES, BackendError, configured, get_backend
 from .backends.base import UNANSWERED_CODES
 from .backends.remote import logged_error, unsettled_creates
 from .checks import card_nodes_missing, queued_jobs_already_run, run_dir_smaller_than_a_log
@@ -908,6 +908,10 @@ class Worker:
         if clock < self.next_secrets_left:
             return
         self.next_secrets_left = clock + settings.JOB_MINUTE_SECONDS
+        if not configured("kubernetes"):
+            # Left by Deletes while it is not configured (jobs.actions.job_delete): removed
+            # once it is, not a warning a minute meanwhile.
+            return
         try:
             left = list(
                 DeletedJob.objects.exclude(secret_left="").values_list(

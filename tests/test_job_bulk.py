@@ -475,6 +475,7 @@ def test_delete_selected_lists_a_job_it_only_stops_apart_and_says_to_delete_it_a
     assert status_of(unsettled) == JobStatus.STOPPING
 
 
+@pytest.mark.usefixtures("kubernetes_settings")
 def test_delete_selected_says_in_chinese_that_a_job_it_only_stops_is_kept(alice, alice_client):
     unsettled = create_unanswered(submit(alice, name="unsettled"))
 

@@ -2066,6 +2066,7 @@ def test_a_job_deleted_by_its_owner_says_when_at_its_link_and_its_refresh_stays_
     assert refresh.status_code == 404 and "scratch" not in refresh.content.decode()
 
 
+@pytest.mark.usefixtures("kubernetes_settings")
 def test_a_job_delete_only_stops_is_asked_about_as_stopped_and_kept_with_and_without_javascript(
     alice, alice_en
 ):

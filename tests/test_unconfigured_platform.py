@@ -6,6 +6,7 @@ so, and a Delete of one stuck Stopping says why it waits (qa114)."""
 
 from __future__ import annotations
 
+import html
 import itertools
 from datetime import timedelta
 
@@ -14,9 +15,11 @@ from django.test import Client
 from django.utils import timezone, translation
 
 from jobs import spec as S
-from jobs.actions import ActionError, job_delete_refusal, job_stop
+from jobs.actions import ActionError, job_delete, job_delete_refusal, job_stop
 from jobs.models import DeletedJob, Job, JobEvent, JobReplica, JobStatus, LocalRun, ReplicaStatus
 from jobs.review import job_mark_lost
+
+from .test_api import alice_key, api, wsgi  # noqa: F401
 
 CHANGELIST = "/admin/jobs/job/"
 A800 = "baidu.com/a800_80g_cgpu"
@@ -493,7 +496,121 @@ def test_delete_selected_says_in_chinese_which_jobs_were_deleted_here_only(alice
     assert page.status_code == 200
     said = [str(m) for m in page.context["messages"]]
     assert said[-1] == (
-        f"{sent.task_name} 仅在本控制台删除：其平台（Kubernetes）未在本控制台配置，未在那里删除任何"
-        "内容。若任务仍在那里，请在那里删除。"
+        f"{sent.task_name} 仅在本控制台删除：Kubernetes 未在本控制台配置，未在那里删除任何内容。"
+        "若任务仍在那里，请在那里删除。"
     )
     assert not Job.objects.filter(pk__in=[sent.pk, unsent.pk]).exists()
+
+
+# -- review68 ---------------------------------------------------------------------------------
+
+
+def test_a_delete_of_a_running_job_of_a_platform_not_configured_is_refused_and_the_job_kept(
+    alice, alice_en
+):
+    """Deleted here, it ran on there unwatched, its card-hours no longer counted: the owner's
+    Delete did what staff's Mark as lost does, which its Stop sends them to."""
+    job = remote_job(alice, backend="aihc", external_id="job-123")
+
+    asked = alice_en.post(f"/jobs/{job.public_id}/delete/")
+    page = alice_en.post(f"/jobs/{job.public_id}/delete/", {"confirmed": "1"}, follow=True)
+
+    refusal = (
+        "The job runs on its platform (AIHC), which is not configured on this console, so "
+        "nothing can stop it there. Staff can end it here with Mark as lost (in the admin); "
+        "delete it once it has ended."
+    )
+    assert f"This job cannot be deleted now: {refusal}" in asked.content.decode()
+    assert [str(m) for m in page.context["messages"]] == [refusal]
+    assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING
+    assert not DeletedJob.objects.exists()
+
+
+def test_delete_selected_says_a_running_job_of_such_a_platform_will_not_be_deleted(alice, alice_en):
+    job = remote_job(alice, backend="kubernetes", external_id="pj-9")
+
+    plan = alice_en.post("/jobs/bulk/", {"action": "delete", "jobs": [job.public_id]})
+    alice_en.post("/jobs/bulk/", {"action": "delete", "confirmed": "1", "jobs": [job.public_id]})
+
+    assert "Will not be deleted: The job runs on its platform (Kubernetes)" in plan.content.decode()
+    assert Job.objects.filter(pk=job.pk).exists()
+
+
+def test_a_queued_job_whose_create_got_no_clear_answer_is_asked_to_be_deleted_here_only(
+    alice, alice_en
+):
+    """It asked "Stop this job and keep it? … the worker looks for it", then deleted it: no
+    worker follows a platform not configured here."""
+    job = remote_job(alice, backend="kubernetes", status=JobStatus.QUEUED)
+    JobEvent.objects.create(job=job, reason="SubmitTimedOut", message="no answer")
+
+    page = alice_en.get(f"/jobs/{job.public_id}/").content.decode()
+    plan = alice_en.post("/jobs/bulk/", {"action": "delete", "jobs": [job.public_id]})
+
+    assert (
+        "Delete this job here only? Its platform (Kubernetes) is not configured on this "
+        "console, so nothing is removed there"
+    ) in html.unescape(page)
+    assert "Stop this job and keep it?" not in html.unescape(page)
+    assert (
+        "Will be deleted here only: its platform (Kubernetes) is not configured on this "
+        "console, so nothing is removed there."
+    ) in html.unescape(plan.content.decode())
+
+
+def test_the_apis_delete_of_a_job_deleted_here_only_warns_so_beside_its_result(
+    alice,
+    api,  # noqa: F811
+):
+    job = remote_job(alice, backend="aihc", status=JobStatus.FAILED, external_id="job-456")
+
+    answer = api.request(
+        "DELETE",
+        f"/api/v1/aijobs/{job.public_id}",
+        params=[("resourcePoolId", job.resource_pool)],
+        idempotent=False,
+    )
+
+    assert answer["result"] == {"jobId": job.public_id, "jobName": "train"}
+    assert answer["warnings"] == [
+        {
+            "code": "DeletedHereOnly",
+            "message": "Job train deleted here only: its platform (AIHC) is not configured on "
+            "this console, so nothing was removed there. If the job is still there, delete it "
+            "there.",
+        }
+    ]
+    assert not Job.objects.filter(pk=job.pk).exists()
+
+
+def test_the_secret_of_a_kubernetes_job_deleted_here_only_is_left_for_the_worker(alice):
+    """Its secret env values stayed in the cluster with no record of them."""
+    job = remote_job(alice, backend="kubernetes", status=JobStatus.FAILED, external_id="pj-10")
+    spec = job.job_spec()
+    spec.envs = [S.Env("TOKEN", "s3cret", secret=True)]
+    Job.objects.filter(pk=job.pk).update(spec=spec.to_document())
+    job.refresh_from_db()
+
+    assert job_delete(job=job, actor=alice) is True
+
+    left = DeletedJob.objects.get(public_id=job.public_id).secret_left
+    assert left.startswith("cce-a800-train/") and left.endswith("-env")
+
+
+def test_the_worker_leaves_such_a_secret_quietly_until_kubernetes_is_configured(alice, caplog):
+    """Not "removing Secret … failed: KUBERNETES_API_URL is not set" every minute."""
+    from jobs.worker import Worker
+
+    DeletedJob.objects.create(
+        public_id="pytorchjob-gone",
+        owner=alice,
+        name="train",
+        deleted_at=timezone.now(),
+        secret_left="ns/train-env",
+    )
+
+    with caplog.at_level("INFO", logger="jobs"):
+        Worker().remove_secrets_left()
+
+    assert [r.getMessage() for r in caplog.records if "Secret" in r.getMessage()] == []
+    assert DeletedJob.objects.get(public_id="pytorchjob-gone").secret_left == "ns/train-env"

@@ -535,10 +535,11 @@ class Backend(ABC):
         """Removes what the job holds; what it left for the worker to remove (a Kubernetes
         Secret, DeletedJob.secret_left), or None/"" when nothing."""
 
-    def delete_here(self, job: Job) -> None:
+    def delete_here(self, job: Job) -> str | None:
         """What delete(job) removes of the console's own (files it kept of the job), nothing
         asked of the platform: the Delete of a job whose platform is not configured on this
-        console (jobs.actions.job_delete)."""
+        console (jobs.actions.job_delete). Returns what delete(job) does: what is left for
+        the worker to remove there once it can."""
         return None  # a backend that keeps no files of its jobs (and local: always reachable)
 
     @abstractmethod

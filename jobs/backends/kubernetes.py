@@ -3106,8 +3106,20 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         self.delete_kept_files(job)
         return secret_left
 
-    def delete_here(self, job: Job) -> None:
+    def delete_here(self, job: Job) -> str:
         self.delete_kept_files(job)
+        # Its Secret (the secret env values), if it may have been made there, is left for the
+        # worker to remove once Kubernetes is configured again (remove_secrets_left), as one the
+        # API server did not answer about: never forgotten (review68).
+        if not (job.external_id or self.create_unsettled(job)):
+            return ""
+        try:
+            namespace, name, spec = self._names(job)
+        except spec_module.SpecError:
+            namespace, name, spec = namespace_of(job.resource_pool), job.external_id, None
+        if name and (spec is None or any(e.secret for e in spec.envs)):
+            return f"{namespace}/{M.secret_name(name)}"
+        return ""
 
     @staticmethod
     def delete_kept_files(job: Job) -> None:
