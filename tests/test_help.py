@@ -44,6 +44,19 @@ def test_the_top_bar_links_the_help_page_in_both_languages(alice_client):
         assert 'id="nav-help"' in help_page and 'aria-current="page"' in help_page
 
 
+def test_the_top_bars_help_opens_in_a_new_tab_on_a_wizard_step_saying_so(alice_client):
+    """On a step it opened in the same tab, and what was typed since 下一步 was lost (review68:
+    the help links beside the fields open in a new tab for that reason)."""
+    draft = new_draft(alice_client)
+    alice_client.cookies["django_language"] = "en"
+
+    step = alice_client.get(step_url(draft, W.BASIC)).content.decode()
+
+    link = re.search(r'<a [^>]*href="/help/" id="nav-help"([^>]*)>(.*?)</a>', step)
+    assert link and link[1] == ' target="_blank" rel="noopener"'
+    assert link[2] == 'Help<span class="visually-hidden"> (opens in a new tab)</span>'
+
+
 @pytest.mark.parametrize(("step", "field", "anchor"), LINKED)
 def test_a_complex_fields_help_ends_with_a_link_to_its_section_in_a_new_tab(
     alice_client, step, field, anchor
