@@ -17,6 +17,7 @@ from jobs.backends.local import LocalBackend
 from jobs.health import WorkerIdentity, worker_beat
 from jobs.models import CardQuota, Job
 from jobs.quotas import Excess, never_allowed_note
+from jobs.runner import card_nodes_refusal
 from jobs.scheduler import card_nodes_message, dispatch_local
 from jobs.services import jobs_submit
 from jobs.texts import display_text, source_of
@@ -176,4 +177,24 @@ def test_the_pools_page_names_the_card_of_the_viewers_quota(alice, alice_client)
         rf'<tr data-quota-card="{re.escape(A800)}">\s*'
         rf'<th scope="row" class="fw-normal">{re.escape(A800_SHOWN)}</th>',
         page,
+    )
+
+
+def test_a_start_on_cards_without_their_device_node_names_the_card_in_either_language(
+    settings, tmp_path
+):
+    settings.LOCAL_DEVICE_DIR = str(tmp_path)  # no node in it
+    refusal = card_nodes_refusal({"nvidia.com/gpu": [0]})
+
+    with translation.override("zh-hans"):
+        chinese = display_text(refusal, source_of(refusal))
+    with translation.override("en"):
+        english = display_text(refusal, source_of(refusal))
+
+    assert chinese.startswith(
+        f"本机没有 NVIDIA GPU (nvidia.com/gpu) 卡的设备节点 {tmp_path}/nvidia0（"
+    )
+    assert english.startswith(
+        f"this machine has no device node {tmp_path}/nvidia0 for its NVIDIA GPU (nvidia.com/gpu) "
+        "cards ("
     )
