@@ -111,7 +111,7 @@ def test_the_quota_line_has_no_space_after_a_chinese_colon_or_comma(alice):
         == f"您在此资源池的配额：{S.card_shown(A800)}：运行中的任务占用 0 / 4 张，运行中任务 0 / 2 个"
     )
     assert english == (
-        f"Your quota in this pool: {A800}: your running jobs hold 0 of 4 cards, 0 of 2 running jobs"
+        f"Your quota in this pool: {S.card_shown(A800)}: your running jobs hold 0 of 4 cards, 0 of 2 running jobs"
     )
 
 
