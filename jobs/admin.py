@@ -2847,7 +2847,7 @@ class CardQuotaAdmin(
 
     @admin.display(description=gettext_lazy("card type"), ordering="card_type")
     def card_type_shown(self, obj: CardQuota) -> str:
-        return obj.card_type or _("every card type")
+        return spec_module.card_shown(obj.card_type) if obj.card_type else _("every card type")
 
     def get_list_display(self, request: HttpRequest) -> list[Any]:
         """With a column of who each row holds to uses what now (QA 63: a lead sharing the

@@ -30,6 +30,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext, pgettext
 
 from .models import ACTIVE_STATUSES, CardQuota, Job, JobStatus, LocalRun
+from .spec import card_shown
 from .texts import RecordedText, Term, ngettext_noop, recorded, recorded_plural
 
 ANY_CARD = gettext_noop("cards of any type")
@@ -88,19 +89,23 @@ class Excess:
 
     @property
     def card_label(self) -> str:
-        return self.card_type or _(ANY_CARD)
+        """The card type as people name it (card_shown), or "cards of any type"."""
+        return card_shown(self.card_type) if self.card_type else _(ANY_CARD)
 
     @property
     def quota_words(self) -> str:
         """ "your quota is 2 cards (any type)", in the reader's language."""
         singular, plural = QUOTA_OF_TYPE if self.card_type else QUOTA_ANY_CARD
         words = ngettext(singular, plural, self.allowed)
-        return words % {"allowed": self.allowed, "card": self.card_type}
+        return words % {"allowed": self.allowed, "card": card_shown(self.card_type)}
 
     def recorded_quota_words(self) -> RecordedText:
         """quota_words as a stored text records it (said again in each reader's language)."""
         messages = QUOTA_OF_TYPE if self.card_type else QUOTA_ANY_CARD
-        return recorded_plural(messages, "allowed", allowed=self.allowed, card=self.card_type)
+        # Recorded as shown, so the stored text and each reader's say the model (fix154).
+        return recorded_plural(
+            messages, "allowed", allowed=self.allowed, card=card_shown(self.card_type)
+        )
 
 
 def quota_limits(user: Any) -> list[Limit]:
@@ -247,7 +252,7 @@ def held_in(usage: Usage, card: str, *, jobs: bool) -> int:
 
 def waiting_message(excess: Excess) -> RecordedText:
     """Why a Queued job is not started for its owner's quota, as its page and events say."""
-    card = excess.card_type or Term(ANY_CARD)
+    card = card_shown(excess.card_type) if excess.card_type else Term(ANY_CARD)
     if excess.jobs:
         return recorded_plural(
             ngettext_noop(
@@ -297,13 +302,30 @@ def never_allowed_note(excess: Excess) -> str:
             "Its owner's quota allows no running local job (%(card)s): approved, it waits "
             "until an administrator raises the quota."
         ) % {"card": excess.card_label}
-    return ngettext(
-        "Its owner's quota allows %(allowed)d card (%(card)s) and this job asks for "
-        "%(asked)d: approved, it waits until an administrator raises the quota.",
-        "Its owner's quota allows %(allowed)d cards (%(card)s) and this job asks for "
-        "%(asked)d: approved, it waits until an administrator raises the quota.",
-        excess.allowed,
-    ) % {"allowed": excess.allowed, "card": excess.card_label, "asked": excess.asked}
+    figures = {"allowed": excess.allowed, "card": excess.card_label, "asked": excess.asked}
+    if excess.card_type:
+        # The type after the number, as the quota's own words say it (QUOTA_OF_TYPE): in
+        # brackets it read "2 cards (A800 80GB (baidu.com/…))" once named as shown (fix154).
+        return (
+            ngettext(
+                "Its owner's quota allows %(allowed)d %(card)s card and this job asks for "
+                "%(asked)d: approved, it waits until an administrator raises the quota.",
+                "Its owner's quota allows %(allowed)d %(card)s cards and this job asks for "
+                "%(asked)d: approved, it waits until an administrator raises the quota.",
+                excess.allowed,
+            )
+            % figures
+        )
+    return (
+        ngettext(
+            "Its owner's quota allows %(allowed)d card (%(card)s) and this job asks for "
+            "%(asked)d: approved, it waits until an administrator raises the quota.",
+            "Its owner's quota allows %(allowed)d cards (%(card)s) and this job asks for "
+            "%(asked)d: approved, it waits until an administrator raises the quota.",
+            excess.allowed,
+        )
+        % figures
+    )
 
 
 def queued_never_allowed(*, quota: CardQuota) -> list[Job]:

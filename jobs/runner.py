@@ -2107,7 +2107,7 @@ def cards_not_held(*, spec: JobSpec, devices: dict[str, list[int]]) -> str | Non
                 ),
                 "count",
                 count=count,
-                card=card,
+                card=card_shown(card),
                 total=totals.get(card, 0),
             )
         if count > len(devices.get(card, [])):
@@ -2117,7 +2117,7 @@ def cards_not_held(*, spec: JobSpec, devices: dict[str, list[int]]) -> str | Non
                     "of the cards it was given is incomplete)."
                 ),
                 count=count,
-                card=card,
+                card=card_shown(card),
                 held=len(devices.get(card, [])),
             )
     return None
@@ -2132,7 +2132,7 @@ def _no_device_node_message(missing: list[str]) -> str:
             "by another card type"
         ),
         nodes=Words(tuple(missing)),
-        card=NVIDIA_RESOURCE,
+        card=card_shown(NVIDIA_RESOURCE),
     )
 
 

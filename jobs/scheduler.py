@@ -108,7 +108,7 @@ from .health import WorkerIdentity, WorkerState, holds_lease, problem_recorded, 
 from .models import ACTIVE_STATUSES, CardQuota, Job, JobEvent, JobGroup, JobStatus, Priority
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
 from .services import job_event, job_fail_unreadable, job_transition
-from .spec import SUBMIT_QUEUE, SpecError, parse_document
+from .spec import SUBMIT_QUEUE, SpecError, card_shown, parse_document
 from .texts import (
     Words,
     display_text,
@@ -433,7 +433,11 @@ def standalone_waiting_message(need: Requirement, capacity: Capacity) -> str:
             idle = len(capacity.free_devices.get(card, []))
             if idle < wanted:
                 return recorded_plural(
-                    STANDALONE_CARDS_MESSAGE, "wanted", wanted=wanted, card=card, idle=idle
+                    STANDALONE_CARDS_MESSAGE,
+                    "wanted",
+                    wanted=wanted,
+                    card=card_shown(card),
+                    idle=idle,
                 )
     return recorded(STANDALONE_CORES_MESSAGE)
 
@@ -465,7 +469,8 @@ def card_nodes_message(short: tuple[str, int, int, list[str]]) -> str:
         CARD_NODES_MISSING_MESSAGE,
         "wanted",
         wanted=wanted,
-        card=card,
+        # Recorded as shown: the event and each reader's page name the model (fix154).
+        card=card_shown(card),
         present=present,
         nodes=Words(tuple(missing)),
     )
@@ -561,7 +566,7 @@ class QueueHeld:
         elif self.short_cards:
             need = pgettext("between list items", "; ").join(
                 ngettext("%(count)d %(card)s card", "%(count)d %(card)s cards", count)
-                % {"count": count, "card": card}
+                % {"count": count, "card": card_shown(card)}
                 for card, count in sorted(self.short_cards.items())
             )
         else:

@@ -795,11 +795,11 @@ def test_the_approve_confirmation_marks_a_job_its_owners_quota_never_allows_with
 
     rows = dict(re.findall(r"<li>(too-big|fits) (.*?)</li>", ask, re.S))
     assert (
-        f'<strong class="over-quota">Its owner&#x27;s quota allows 2 cards ({A800}) and this job '
-        "asks for 4: approved, it waits until an administrator raises the quota.</strong>"
+        f'<strong class="over-quota">Its owner&#x27;s quota allows 2 {S.card_shown(A800)} cards '
+        "and this job asks for 4: approved, it waits until an administrator raises the quota.</strong>"
     ) in rows["too-big"]
     assert "over-quota" not in rows["fits"]
-    assert f"所有者的配额最多允许 2 张（{A800}），而此任务需要 4 张" in chinese
+    assert f"所有者的配额最多允许 2 张 {S.card_shown(A800)}，而此任务需要 4 张" in chinese
     # Marked, not refused: the reviewer may still approve it (the quota may be raised).
     assert Job.objects.get(pk=never.pk).status == JobStatus.PENDING_REVIEW
 

@@ -161,5 +161,5 @@ def test_the_pools_page_and_the_api_say_a_queue_is_held_by_a_job_waiting_for_dev
         "Queue “default” is held by a job of another user, which waits for the device nodes "
         f"of its cards (missing: {folder}/nvidia0): until it starts"
     ) in page
-    assert f"which waits for 3 {GPU} cards" not in page
+    assert f"which waits for 3 {S.card_shown(GPU)} cards" not in page
     assert held.status == JobStatus.QUEUED

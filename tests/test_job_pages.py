@@ -2202,14 +2202,14 @@ def test_a_quota_wait_says_its_number_of_cards_first_and_the_events_list_its_lab
     assert events_on_page(alice_client, job, "zh-hans")[-3:] == [
         "等待配额 您的配额为任意类型的卡共 2 张，本任务申请 3 张，超出配额，只有管理员提高配额后才会"
         "启动。",
-        f"等待配额 您的配额为 1 张 {CARD}；您运行中的任务已占用 1 张，本任务申请 1 张。您的其他任务"
+        f"等待配额 您的配额为 1 张 {S.card_shown(CARD)}；您运行中的任务已占用 1 张，本任务申请 1 张。您的其他任务"
         "结束后，本任务会自动启动。",
         "等待配额 您的配额为 2 × 任意类型的卡，本任务申请 3 张，只有管理员提高配额后才会启动。",
     ]
     assert events_on_page(alice_client, job, "en")[-3:] == [
         "Waiting for your quota your quota is 2 cards (any type) and this job asks for 3, so it "
         "starts only if an administrator raises the quota.",
-        f"Waiting for your quota your quota is 1 {CARD} card; your running jobs hold 1 and this "
+        f"Waiting for your quota your quota is 1 {S.card_shown(CARD)} card; your running jobs hold 1 and this "
         "job asks for 1. It starts by itself when your other jobs end.",
         "Waiting for your quota your quota is 2 × cards of any type and this job asks for 3, so "
         "it starts only if an administrator raises the quota.",

@@ -235,7 +235,7 @@ def test_a_second_standalone_job_is_refused_the_quota_a_queued_one_is_about_to_t
     # 2 V100 are still idle, but the first job takes Alice's whole quota when it starts.
     assert W.idle_for(W.find_pool("local"), V100) == 2
     assert any(
-        "your quota is 2 baidu.com/v100_32g_cgpu cards" in m
+        "your quota is 2 V100 32GB (baidu.com/v100_32g_cgpu) cards" in m
         for m in field_errors(refused, "id_mode")
     ), field_errors(refused, "id_mode")
     assert as_queue_task.status_code == 302
@@ -341,12 +341,12 @@ def _v100_spec(cards: int) -> S.JobSpec:
     [
         (
             "en",
-            "your quota is 3 baidu.com/v100_32g_cgpu cards: your running jobs hold 1 and your queued "
+            "your quota is 3 V100 32GB (baidu.com/v100_32g_cgpu) cards: your running jobs hold 1 and your queued "
             "jobs about to start take 1; this job asks for 2.",
         ),
         (
             "zh-hans",
-            "您的配额为 3 张 baidu.com/v100_32g_cgpu：您运行中的任务占用 1 张，即将启动的排队任务"
+            "您的配额为 3 张 V100 32GB (baidu.com/v100_32g_cgpu)：您运行中的任务占用 1 张，即将启动的排队任务"
             "将占用 1 张；本任务申请 2 张。",
         ),
     ],

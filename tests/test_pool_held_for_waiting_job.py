@@ -25,7 +25,7 @@ A800 = "baidu.com/a800_80g_cgpu"
 POOLS = reverse("pool-list")
 HTMX = {"HX-Request": "true"}
 HELD_EN = "No card is idle for a new job: a standalone job submitted earlier waits first in line"
-NEED_EN = f"it needs 3 {A800} cards and 1 are idle now"
+NEED_EN = f"it needs 3 {S.card_shown(A800)} cards and 1 are idle now"
 
 
 @pytest.fixture(autouse=True)
@@ -114,6 +114,7 @@ def test_the_note_is_said_in_chinese_to_a_chinese_reader(waiting, bob, client):
     assert note, html
     assert "没有可供新任务使用的空闲加速芯片" in note.group(1)
     assert "等待加速芯片" in note.group(1)  # the waiting job's own reason, in Chinese too
+    assert f"它需要 3 张 {S.card_shown(A800)}，当前只有 1 张空闲" in note.group(1)
 
 
 def test_the_wizards_live_idle_count_and_stock_line_agree_with_the_pools_page(waiting, bob, client):

@@ -37,7 +37,7 @@ def test_in_a_browser_the_pools_page_shows_the_cards_held_then_follows_the_waiti
 
     expect(idle).to_have_text("0")
     expect(note).to_contain_text("没有可供新任务使用的空闲加速芯片")
-    expect(note).to_contain_text(f"它需要 3 张 {A800}，当前只有 1 张空闲")
+    expect(note).to_contain_text(f"它需要 3 张 A800 80GB ({A800})，当前只有 1 张空闲")
     page.evaluate("window.notReloaded = true")
 
     Job.objects.filter(pk=outside.pk).update(status=JobStatus.SUCCEEDED)  # its cards are free

@@ -47,7 +47,7 @@ POOLS = reverse("pool-list")
 HTMX = {"HX-Request": "true"}
 HELD_BY_OTHER = (
     "Queue “default” is held by a job of another user, which waits for 3 "
-    f"{V100} cards: until it starts, no job of this queue of priority Normal or lower "
+    f"{S.card_shown(V100)} cards: until it starts, no job of this queue of priority Normal or lower "
     "starts, even one asking for no card, and a standalone job of such a priority is refused "
     "in this queue."
 )
@@ -141,7 +141,7 @@ def test_the_note_is_said_in_chinese_to_a_chinese_reader(alice, bob, boss_holds_
     page = _client(alice, "zh-hans").get(POOLS).content.decode()
 
     assert _held_rows(page) == {
-        "default": f"队列“default”被其他用户的一个任务占住，它在等待 3 张 {V100}：在它启动前，"
+        "default": f"队列“default”被其他用户的一个任务占住，它在等待 3 张 {S.card_shown(V100)}：在它启动前，"
         "此队列中优先级为“中”或更低的任务都不会启动（不需要加速芯片的也一样），此队列中这些"
         "优先级的独立任务也会被拒绝。"
     }

@@ -47,7 +47,9 @@ def test_the_owner_of_the_job_holding_a_queue_reads_it_under_the_queue_and_opens
     local = page.locator('section[data-pool="local"]')
     expect(local.locator(f'tr[data-card="{V100}"] .card-idle')).to_have_text("2")
     note = local.locator('tr[data-held-queue="default"] .queue-held')
-    expect(note).to_contain_text(f"队列“default”被您的任务 big-run 占住，它在等待 3 张 {V100}")
+    expect(note).to_contain_text(
+        f"队列“default”被您的任务 big-run 占住，它在等待 3 张 {S.card_shown(V100)}"
+    )
     expect(note).to_contain_text("此队列中这些优先级的独立任务也会被拒绝。")
 
     note.get_by_role("link", name="big-run").click()

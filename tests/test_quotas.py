@@ -47,6 +47,9 @@ from .test_wizard import (
 )
 
 ADD_QUOTA = reverse("admin:jobs_cardquota_add")
+# Card types as the texts name them (jobs.spec.card_shown): "A800 80GB (baidu.com/…)".
+CARD_SHOWN = S.card_shown(CARD)
+A800_SHOWN = S.card_shown(A800)
 
 
 @pytest.fixture
@@ -97,7 +100,9 @@ def test_the_admin_saves_a_users_quota_and_lists_and_finds_it(superuser, alice, 
     quota = CardQuota.objects.get()
     assert (quota.user, quota.group, quota.card_type, quota.max_cards) == (alice, None, A800, 4)
     listed = client.get(reverse("admin:jobs_cardquota_changelist"), {"q": "alic"})
-    assert "alice" in listed.content.decode() and A800 in listed.content.decode()
+    # The card type as people name it (fix154), the resource name in brackets.
+    assert "alice" in listed.content.decode()
+    assert f'<td class="field-card_type_shown">{A800_SHOWN}</td>' in listed.content.decode()
 
 
 def test_lowering_a_quota_says_how_many_queued_jobs_it_never_allows_and_links_to_them(
@@ -397,12 +402,12 @@ def test_a_job_over_its_owners_quota_waits_saying_so_once_while_another_users_jo
     assert status_of(second) == JobStatus.QUEUED
     [event] = second.events.filter(reason="QuotaExceeded")  # once, not once a pass
     assert event.message == (
-        f"Waiting for your quota: your quota is 1 {CARD} card; your running jobs hold 1 and this "
+        f"Waiting for your quota: your quota is 1 {CARD_SHOWN} card; your running jobs hold 1 and this "
         "job asks for 1. It starts by itself when your other jobs end."
     )
     alice_client.cookies["django_language"] = "en"
     page = alice_client.get(reverse("job-detail", args=[second.public_id])).content.decode()
-    assert "Waiting for your quota" in page and f"your quota is 1 {CARD} card;" in page
+    assert "Waiting for your quota" in page and f"your quota is 1 {CARD_SHOWN} card;" in page
 
     open_gate(settings)  # alice's first job ends: the second starts by itself
     run_until(worker, lambda: status_of(second) == JobStatus.SUCCEEDED, what="the second job")
@@ -443,7 +448,7 @@ def test_the_wizard_refuses_cards_the_quota_never_allows_on_the_cards_field_with
     assert r.status_code == 200
     messages = field_errors(r, "id_roles-0-accelerators")
     assert any(
-        f"On the local pool your quota is 2 {A800} cards; this job asks for 3, so it could never "
+        f"On the local pool your quota is 2 {A800_SHOWN} cards; this job asks for 3, so it could never "
         "start." in m
         for m in messages
     ), messages
@@ -465,13 +470,13 @@ def test_a_standalone_job_the_users_running_jobs_leave_no_quota_for_is_refused_a
 
     messages = field_errors(refused_now, "id_mode")
     assert any(
-        f"your quota is 4 {A800} cards and your running jobs hold 3; this job asks for 2" in m
+        f"your quota is 4 {A800_SHOWN} cards and your running jobs hold 3; this job asks for 2" in m
         for m in messages
     ), messages
     assert queued.status_code == 302
     review = en_client.get(reverse("wizard-step", args=[draft.id, W.REVIEW])).content.decode()
     assert (
-        f"On the local pool your quota is 4 {A800} cards and your running jobs hold 3: this job, "
+        f"On the local pool your quota is 4 {A800_SHOWN} cards and your running jobs hold 3: this job, "
         "asking for 2, will "
         "wait in its queue until they end."
     ) in review
@@ -532,7 +537,9 @@ def test_the_api_refuses_a_job_the_quota_never_allows_and_queues_one_that_must_w
     created = api.create_job(pool="local", body=waits)
 
     assert (error.status, error.code) == (400, "InvalidParameter")
-    assert f"On the local pool your quota is 1 {CARD} card; this job asks for 2" in error.message
+    assert (
+        f"On the local pool your quota is 1 {CARD_SHOWN} card; this job asks for 2" in error.message
+    )
     assert Job.objects.get(public_id=created["jobId"]).status == JobStatus.QUEUED
     assert not Job.objects.filter(name="too-big").exists()
 
@@ -679,11 +686,11 @@ def test_the_resources_step_shows_the_users_quota_and_what_their_running_jobs_ho
 
     assert line == (
         "Your quota in this pool: cards of any type: 1 of 3 running jobs; "
-        f"{A800}: your running jobs hold 3 of 4 cards, 1 of 2 running jobs"
+        f"{A800_SHOWN}: your running jobs hold 3 of 4 cards, 1 of 2 running jobs"
     )
     en_client.cookies["django_language"] = "zh-hans"
     page = en_client.get(step_url(draft, W.RESOURCES)).content.decode()
-    assert f"{A800}：运行中的任务占用 3 / 4 张，运行中任务 1 / 2 个" in page
+    assert f"{A800_SHOWN}：运行中的任务占用 3 / 4 张，运行中任务 1 / 2 个" in page
 
 
 def test_the_resources_step_of_a_user_without_a_quota_shows_no_quota_line(alice_client):

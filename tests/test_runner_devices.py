@@ -450,7 +450,7 @@ def test_a_job_needing_more_cards_than_have_their_nodes_waits_naming_them_and_st
     assert reasons.count(CARD_NODES_MISSING) == 1  # said once, not once a pass
     assert "Started" not in reasons and "StartFailed" not in reasons
     said = (
-        "Waiting for the device nodes of its cards: it needs 3 nvidia.com/gpu cards, and only 2 "
+        "Waiting for the device nodes of its cards: it needs 3 NVIDIA GPU (nvidia.com/gpu) cards, and only 2 "
         f"of the local pool's have their device node on this machine now (missing: "
         f"{folder}/nvidia0, {folder}/nvidia2; the NVIDIA driver is not loaded, or is making "
         "them again). It starts by itself once they are back. Please contact an administrator."
@@ -527,7 +527,7 @@ def test_the_pools_page_says_which_cards_have_no_device_node_now_and_nothing_onc
     page = html.unescape(alice_client.get("/pools/", HTTP_ACCEPT_LANGUAGE="en").content.decode())
 
     assert (
-        f"2 of the pool's nvidia.com/gpu cards have no device node on this machine now (missing: "
+        f"2 of the pool's NVIDIA GPU (nvidia.com/gpu) cards have no device node on this machine now (missing: "
         f"{folder}/nvidia1, {folder}/nvidia2): they are not idle, and a job needing them waits "
         "queued until the nodes are back (the NVIDIA driver loaded). Please tell an "
         "administrator."

@@ -279,10 +279,13 @@ def test_a_relaunch_after_its_card_type_left_the_local_pool_fails_saying_so(
     run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="the job failing")
 
     job.refresh_from_db()
-    assert job.status_reason_shown == f"无法启动：需要 2 张 {CARD} 卡，本机资源池只有 0 张。"
+    assert (
+        job.status_reason_shown
+        == f"无法启动：需要 2 张 {S.card_shown(CARD)} 卡，本机资源池只有 0 张。"
+    )
     with translation.override("en"):
         assert job.status_reason_shown == (
-            f"Could not start: Needs 2 {CARD} cards; the local pool has 0."
+            f"Could not start: Needs 2 {S.card_shown(CARD)} cards; the local pool has 0."
         )
 
 
@@ -300,7 +303,7 @@ def test_a_relaunch_of_a_run_whose_record_lacks_its_cards_fails_saying_so(alice,
     job.refresh_from_db()
     with translation.override("en"):
         assert job.status_reason_shown == (
-            f"Could not start: Needs 2 {CARD} cards; its run holds 0 of them (its record of "
+            f"Could not start: Needs 2 {S.card_shown(CARD)} cards; its run holds 0 of them (its record of "
             "the cards it was given is incomplete)."
         )
 

@@ -30,6 +30,7 @@ from jobs.wizard import standalone_claim_refusals
 from tests.test_concurrent_limits import _waiting_on_locks
 
 A800 = "baidu.com/a800_80g_cgpu"
+A800_SHOWN = S.card_shown(A800)
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +131,7 @@ def test_a_standalone_job_whose_cards_were_taken_outside_the_plan_waits_first_wi
     assert said == [
         (
             "Waiting for cards: a standalone job starts before every queue task, but it needs 3 "
-            f"{A800} cards and 1 are idle now. It starts first, by itself, once they are idle; "
+            f"{A800_SHOWN} cards and 1 are idle now. It starts first, by itself, once they are idle; "
             "no job behind it starts before it.",
             "Warning",
         )
@@ -161,7 +162,9 @@ def test_a_waiting_standalone_jobs_page_says_what_it_lacks_now_not_what_the_last
     settings.LOCAL_MAX_RUNNING_JOBS = 1  # and the pool may run no more job beside that one
     at_the_limit = why_waiting(standalone)
 
-    assert "it needs 3 baidu.com/a800_80g_cgpu cards and 2 are idle now" in with_two_idle
+    assert (
+        "it needs 3 A800 80GB (baidu.com/a800_80g_cgpu) cards and 2 are idle now" in with_two_idle
+    )
     assert at_the_limit.startswith("Waiting for room: a standalone job starts before every")
     assert "runs at most 1 job at once" in at_the_limit
     assert standalone.events.filter(reason=STANDALONE_WAITING).count() == 1

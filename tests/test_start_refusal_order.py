@@ -201,7 +201,7 @@ def test_a_job_needing_more_cards_than_have_their_node_waits_blocking_its_queue_
     assert CARD_NODES_MISSING not in _reasons(bobs)  # behind it in its queue
     folder = three_gpus_card_0_without_its_node
     assert JobEvent.objects.get(job=held, reason=CARD_NODES_MISSING).message_shown == (
-        "Waiting for the device nodes of its cards: it needs 3 nvidia.com/gpu cards, and only 2 "
+        "Waiting for the device nodes of its cards: it needs 3 NVIDIA GPU (nvidia.com/gpu) cards, and only 2 "
         f"of the local pool's have their device node on this machine now (missing: "
         f"{folder}/nvidia0; the NVIDIA driver is not loaded, or is making them again). It "
         "starts by itself once they are back. Please contact an administrator."

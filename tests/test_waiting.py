@@ -34,6 +34,8 @@ from .runner_helpers import (
 )
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
+# The runner's card type as the waiting texts name it (jobs.spec.card_shown).
+CARD_SHOWN = S.card_shown(CARD)
 
 IN_QUEUE = (
     "Waiting in its queue: it starts by itself, in the queue's order, once the local pool "
@@ -99,7 +101,7 @@ def said(job: Job) -> list[tuple[str, str]]:
 
 def quota_words(held: int, asked: int, allowed: int) -> str:
     return (
-        f"Waiting for your quota: your quota is {allowed} {CARD} card{'s' if allowed != 1 else ''}; your running jobs hold "
+        f"Waiting for your quota: your quota is {allowed} {CARD_SHOWN} card{'s' if allowed != 1 else ''}; your running jobs hold "
         f"{held} and this job asks for {asked}. It starts by itself when your other jobs end."
     )
 

@@ -106,9 +106,12 @@ def test_the_quota_line_has_no_space_after_a_chinese_colon_or_comma(alice):
     chinese = by_id(get(client, step_url(draft, W.RESOURCES), "zh-hans"), "quota-line")
     english = by_id(get(client, step_url(draft, W.RESOURCES), "en"), "quota-line")
 
-    assert chinese == f"您在此资源池的配额：{A800}：运行中的任务占用 0 / 4 张，运行中任务 0 / 2 个"
+    assert (
+        chinese
+        == f"您在此资源池的配额：{S.card_shown(A800)}：运行中的任务占用 0 / 4 张，运行中任务 0 / 2 个"
+    )
     assert english == (
-        f"Your quota in this pool: {A800}: your running jobs hold 0 of 4 cards, 0 of 2 running jobs"
+        f"Your quota in this pool: {S.card_shown(A800)}: your running jobs hold 0 of 4 cards, 0 of 2 running jobs"
     )
 
 

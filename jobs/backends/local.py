@@ -468,7 +468,7 @@ def card_nodes_note() -> str:
         "(missing: %(nodes)s): they are not idle, and a job needing them waits queued until "
         "the nodes are back (the NVIDIA driver loaded). Please tell an administrator.",
         len(missing),
-    ) % {"count": len(missing), "card": NVIDIA_RESOURCE, "nodes": list_words(missing)}
+    ) % {"count": len(missing), "card": card_shown(NVIDIA_RESOURCE), "nodes": list_words(missing)}
 
 
 # The pool's note, read (the next pass asked for) only when a page shows it. Made once: Django's
