@@ -37,7 +37,8 @@ def binary_size(size: float) -> str:
         return f"{int(size)}\xa0B"
     for unit in BINARY_UNITS:
         size /= 1024
-        if size < 1024 or unit == BINARY_UNITS[-1]:
+        # Rounded as it is shown: 1,048,575 bytes is "1.0 MiB", not "1024.0 KiB" (review68).
+        if round(size, 1) < 1024 or unit == BINARY_UNITS[-1]:
             break
     return f"{number_format(round(size, 1), decimal_pos=1)}\xa0{unit}"
 
