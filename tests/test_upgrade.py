@@ -1188,6 +1188,47 @@ def test_a_later_migration_that_remakes_the_jobs_table_keeps_the_status_reason_s
     assert ("job_search_reason" in job_indexes()) == on_sqlite
 
 
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's concurrent build")
+def test_upgrading_past_0066_builds_the_reason_index_again_where_a_concurrent_build_failed(
+    at_latest_after,
+):
+    """0066 builds its trigram index CONCURRENTLY (fix156); one cut short leaves an invalid
+    index of its name, which IF NOT EXISTS alone would take as made."""
+    old = migrate("0065_tear_down_sigterm_due")
+    alice = old.get_model("auth", "User").objects.create(username="alice")
+    for name in ("one", "two"):
+        old.get_model("jobs", "Job").objects.create(
+            owner=alice,
+            public_id=f"pytorchjob-{name}",
+            name=name,
+            spec=spec_document(name),
+            resource_pool="local",
+            status_reason="OOMKilled",
+        )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")
+        if cursor.fetchone() is None:
+            pytest.skip("pg_trgm could not be made here (0032): 0066 builds nothing")
+        # A concurrent build that fails (here: not unique) leaves its index, invalid.
+        with pytest.raises(Exception, match="could not create unique index"):
+            cursor.execute(
+                "CREATE UNIQUE INDEX CONCURRENTLY job_status_reason_trgm "
+                "ON jobs_job (status_reason)"
+            )
+
+    migrate(None)
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_index.indisvalid, pg_get_indexdef(pg_index.indexrelid) FROM pg_index "
+            "JOIN pg_class ON pg_class.oid = pg_index.indexrelid "
+            "WHERE pg_class.relname = 'job_status_reason_trgm'"
+        )
+        valid, definition = cursor.fetchone()
+    assert valid
+    assert "USING gin (upper(status_reason) gin_trgm_ops)" in definition
+
+
 def test_upgrading_past_0033_reads_each_jobs_labels_and_downgrading_drops_them(at_latest_after):
     old = migrate("0032_job_search")
     alice = old.get_model("auth", "User").objects.create(username="alice")
