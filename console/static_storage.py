@@ -4,6 +4,7 @@ serve` collects them."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import tempfile
@@ -61,10 +62,12 @@ def static_files_collected() -> str:
 
     A serve that is running keeps the files it links: WhiteNoise lists STATIC_ROOT's files
     once, at its start (WHITENOISE_AUTOREFRESH is off), by their paths through the link, and
-    opens each path when it is asked for; so every file of the folder replaced that the fresh
-    one lacks (an older version's hashed names) is linked into the fresh one before the swap
-    (a hard link: the same file, never written again), and the folder replaced is removed
-    after it. Those older names stay, a few small files per change of a static file."""
+    opens each path when it is asked for; so every file the collect of the folder replaced
+    wrote that the fresh one lacks (the last version's hashed names) is linked into the fresh
+    one before the swap (a hard link: the same file, never written again), and the folder
+    replaced is removed after it. So the folder holds this version's files and the last
+    one's, for a page or a serve of the last version, not every older one's (fix156: they
+    were carried on for good, a few files more per change of a static file at each start)."""
     root = Path(settings.STATIC_ROOT)
     try:
         with open(root.parent / "staticfiles.lock", "a") as lock:
@@ -112,17 +115,37 @@ def _collected_under_lock(root: Path) -> str:
 
 # A collect's folder beside STATIC_ROOT is named STATIC_ROOT's name, this, and a random part.
 FRESH = "-collected-"
+# The manifest a collect writes into its folder (ManifestFilesMixin.manifest_name).
+MANIFEST = ConsoleStaticFilesStorage.manifest_name
 # Beside STATIC_ROOT while a console before review64 collected into it in place.
 OLD_COLLECTING = "staticfiles.collecting"
 
 
 def _linked_from(previous: Path, fresh: Path) -> None:
-    """Every file of `previous` that `fresh` lacks, linked into it (static_files_collected)."""
+    """Every file of `previous`'s own collect that `fresh` lacks, linked into it
+    (static_files_collected). Not those `previous` kept of the collect before it (fix156:
+    every version's hashed names were carried on from collect to collect, for good): a
+    version's files are kept by the next collect, not the one after; a page or a serve of the
+    version before the last collect then asks for files there are none of. Every file when
+    `previous`'s manifest cannot be read (it cannot say which were its own)."""
+    own = _collected_names(previous)
     for path in previous.rglob("*"):
-        target = fresh / path.relative_to(previous)
-        if path.is_file() and not target.exists():
+        name = path.relative_to(previous).as_posix()
+        target = fresh / name
+        if path.is_file() and not target.exists() and (own is None or name in own):
             target.parent.mkdir(parents=True, exist_ok=True)
             os.link(path, target)
+
+
+def _collected_names(folder: Path) -> set[str] | None:
+    """The files `folder`'s collect wrote, as its manifest names them (each file by its plain
+    and its hashed name, with their gzipped copies); None when the manifest cannot be read."""
+    try:
+        paths = json.loads((folder / MANIFEST).read_text())["paths"]
+        names = {name for pair in paths.items() for name in pair}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return names | {f"{name}.gz" for name in names}
 
 
 def _swapped_in(root: Path, fresh: Path) -> Path | None:

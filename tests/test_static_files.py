@@ -310,3 +310,39 @@ def test_a_running_server_still_serves_the_files_it_listed_after_a_collect_chang
     assert sent.status_code == 200
     assert b"".join(sent.streaming_content) == b".first{}"
     assert Client().get(f"/static/{second}").status_code == 200
+
+
+def stylesheet(version: str) -> str:
+    """probe.css's text of one version, long enough to be sent gzipped too."""
+    return "".join(f".{version}-{n}{{color:red}}\n" for n in range(50))
+
+
+def test_a_collect_keeps_the_last_versions_files_and_drops_the_ones_before_it(static_root, probe):
+    """fix156: each collect carried on every older version's hashed names, for good. A page
+    loaded just before a collect still finds its files (the version before); the version
+    before that is gone, and one collected folder is left, STATIC_ROOT's link on it."""
+    versions = []
+    for version in ("first", "second"):
+        probe.write_text(stylesheet(version))
+        assert static_files_collected() == ""
+        versions.append(hashed(static_root, "probe.css"))
+    # A collect that fails removes nothing.
+    probe.write_text('.broken{background:url("missing.png")}')
+    assert "missing.png" in static_files_collected()
+    assert (static_root / versions[0]).is_file() and (static_root / versions[1]).is_file()
+    probe.write_text(stylesheet("third"))
+
+    assert static_files_collected() == ""
+
+    third = hashed(static_root, "probe.css")
+    assert Client().get(f"/static/{versions[0]}").status_code == 404
+    for name, version in ((versions[1], "second"), (third, "third")):
+        sent = Client().get(f"/static/{name}")
+        assert sent.status_code == 200
+        assert b"".join(sent.streaming_content).decode() == stylesheet(version)
+    assert not (static_root / versions[0]).exists()
+    assert not (static_root / f"{versions[0]}.gz").exists()
+    assert (static_root / f"{versions[1]}.gz").is_file()
+    assert [p.name for p in static_root.parent.glob("staticfiles-collected-*")] == [
+        static_root.resolve().name
+    ]

@@ -1147,6 +1147,88 @@ def test_upgrading_past_0032_adds_the_search_index_and_downgrading_drops_it_keep
     assert "job_search" in job_indexes()
 
 
+def test_a_later_migration_that_remakes_the_jobs_table_keeps_the_status_reason_search_index(
+    at_latest_after,
+):
+    """0066 made the index by its own SQL; unless Django knows of it (0068), SQLite's
+    AlterField, which copies the table into a new one with the indexes Django knows, drops
+    it unsaid (review67)."""
+    from django.db import migrations, models
+
+    migrate(None)
+    on_sqlite = connection.vendor == "sqlite"
+    if on_sqlite:
+        assert job_indexes()["job_search_reason"] == [
+            "name",
+            "owner_id",
+            "created_at",
+            "image",
+            "status_reason",
+        ]
+    else:  # a B-tree of the reason could refuse a long one there (0066)
+        assert "job_search_reason" not in job_indexes()
+    executor = MigrationExecutor(connection)
+    before = executor.loader.project_state(latest())
+    after = before.clone()
+    # A later migration's AlterField of the jobs table (a reason's length capped, say).
+    alter = migrations.AlterField(
+        "job", "status_reason", models.CharField(max_length=4000, blank=True)
+    )
+    alter.state_forwards("jobs", after)
+    try:
+        with connection.schema_editor() as editor:
+            alter.database_forwards("jobs", editor, before, after)
+        if on_sqlite:
+            assert "job_search_reason" in job_indexes()
+        else:
+            assert "job_search_reason" not in job_indexes()
+    finally:  # the table as the migrations left it, for the tests after
+        with connection.schema_editor() as editor:
+            alter.database_backwards("jobs", editor, after, before)
+    assert ("job_search_reason" in job_indexes()) == on_sqlite
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's concurrent build")
+def test_upgrading_past_0066_builds_the_reason_index_again_where_a_concurrent_build_failed(
+    at_latest_after,
+):
+    """0066 builds its trigram index CONCURRENTLY (fix156); one cut short leaves an invalid
+    index of its name, which IF NOT EXISTS alone would take as made."""
+    old = migrate("0065_tear_down_sigterm_due")
+    alice = old.get_model("auth", "User").objects.create(username="alice")
+    for name in ("one", "two"):
+        old.get_model("jobs", "Job").objects.create(
+            owner=alice,
+            public_id=f"pytorchjob-{name}",
+            name=name,
+            spec=spec_document(name),
+            resource_pool="local",
+            status_reason="OOMKilled",
+        )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")
+        if cursor.fetchone() is None:
+            pytest.skip("pg_trgm could not be made here (0032): 0066 builds nothing")
+        # A concurrent build that fails (here: not unique) leaves its index, invalid.
+        with pytest.raises(Exception, match="could not create unique index"):
+            cursor.execute(
+                "CREATE UNIQUE INDEX CONCURRENTLY job_status_reason_trgm "
+                "ON jobs_job (status_reason)"
+            )
+
+    migrate(None)
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_index.indisvalid, pg_get_indexdef(pg_index.indexrelid) FROM pg_index "
+            "JOIN pg_class ON pg_class.oid = pg_index.indexrelid "
+            "WHERE pg_class.relname = 'job_status_reason_trgm'"
+        )
+        valid, definition = cursor.fetchone()
+    assert valid
+    assert "USING gin (upper(status_reason) gin_trgm_ops)" in definition
+
+
 def test_upgrading_past_0033_reads_each_jobs_labels_and_downgrading_drops_them(at_latest_after):
     old = migrate("0032_job_search")
     alice = old.get_model("auth", "User").objects.create(username="alice")

@@ -5,8 +5,14 @@
 #   entry holds at most about 2,700 bytes, and a reason may be longer (a reviewer's reason of
 #   1,000 Chinese characters is 3,000), so the job's save would fail there.
 # - PostgreSQL, where pg_trgm was made (0032): a trigram index of the reason as the search
-#   compares it, like the name's and the image's.
-# No row changes; reversed, the index goes.
+#   compares it, like the name's and the image's, built CONCURRENTLY (fix156): jobs are
+#   written while it is built, where a plain CREATE INDEX held off every write to the table
+#   for the whole build (minutes on a big one). CONCURRENTLY runs outside a transaction only,
+#   hence atomic = False (one statement each way; SQLite's is one too). A concurrent build
+#   that fails (cancelled, the server stopped) leaves an invalid index of that name, which
+#   IF NOT EXISTS would take as made: it is dropped first, and the next `migrate` builds it.
+#   Made the same as before, so a database that applied this migration has nothing to redo.
+# No row changes; reversed, the index goes. Declared to Django on SQLite by 0068 (review67).
 
 from django.db import migrations
 
@@ -27,7 +33,14 @@ def add_index(apps, schema_editor):
             if cursor.fetchone() is None:
                 return  # 0032 could not make it: the search reads the rows for the reason
             cursor.execute(
-                f"CREATE INDEX IF NOT EXISTS {TRIGRAM_INDEX} ON jobs_job "
+                "SELECT 1 FROM pg_index JOIN pg_class ON pg_class.oid = pg_index.indexrelid "
+                "WHERE pg_class.relname = %s AND NOT pg_index.indisvalid",
+                [TRIGRAM_INDEX],
+            )
+            if cursor.fetchone() is not None:  # a concurrent build that failed left it
+                cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {TRIGRAM_INDEX}")
+            cursor.execute(
+                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {TRIGRAM_INDEX} ON jobs_job "
                 "USING gin ((UPPER(status_reason)) gin_trgm_ops)"
             )
 
@@ -36,12 +49,15 @@ def drop_index(apps, schema_editor):
     name = {"sqlite": SQLITE_INDEX, "postgresql": TRIGRAM_INDEX}.get(
         schema_editor.connection.vendor
     )
+    concurrently = "CONCURRENTLY " if name == TRIGRAM_INDEX else ""
     if name is not None:
         with schema_editor.connection.cursor() as cursor:
-            cursor.execute(f'DROP INDEX IF EXISTS "{name}"')
+            cursor.execute(f'DROP INDEX {concurrently}IF EXISTS "{name}"')
 
 
 class Migration(migrations.Migration):
+    atomic = False  # CREATE INDEX CONCURRENTLY runs outside a transaction only
+
     dependencies = [
         ("jobs", "0065_tear_down_sigterm_due"),
     ]
