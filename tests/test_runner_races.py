@@ -164,13 +164,12 @@ def test_a_job_whose_worker_was_killed_while_launching_it_still_sends_its_runnin
     assert mail.outbox == []
 
     worker = Worker()
-    run_until(
-        worker,
-        lambda: [r.status for r in job.replicas.all()] == ["running"] * 4,
-        what="every replica running",
-    )
+    # It goes once every replica's sandbox has started (their shims' `pid` files; fix155),
+    # a look or more after their launch.
+    run_until(worker, lambda: mail.outbox != [], what="the running alert")
     worker.tick()
 
+    assert [r.status for r in job.replicas.all()] == ["running"] * 4
     assert [m.subject for m in mail.outbox] == [f"[AI 训练任务控制台] {job.name} 正在运行"]
     job_stop(job=fresh(job))
     run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, timeout=10)
