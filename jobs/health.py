@@ -830,6 +830,9 @@ class FullDisk:
 
     folders: tuple[tuple[str, str], ...]  # (setting, folder)
     free: int
+    # No inode left (statvfs's f_favail 0, of a fixed number): full whatever its free bytes,
+    # as no file or folder can be made there (fix155).
+    no_inodes: bool = False
 
     @property
     def holds_local_jobs(self) -> bool:
@@ -842,6 +845,24 @@ class FullDisk:
             "free": self.free // (1024 * 1024),
             "threshold": settings.HEALTH_DISK_FREE_MB,
         }
+        if self.no_inodes and self.holds_local_jobs:
+            return (
+                _(
+                    "The disk of %(folders)s is full: no free inodes (files) left, though "
+                    "%(free)s MB are free. No local job starts until files are removed from it "
+                    '(they wait Queued, saying so), and /healthz answers 503 "disk": "full".'
+                )
+                % values
+            )
+        if self.no_inodes:
+            return (
+                _(
+                    "The disk of %(folders)s is full: no free inodes (files) left, though "
+                    "%(free)s MB are free. What the console writes there may fail until files "
+                    'are removed from it, and /healthz answers 503 "disk": "full".'
+                )
+                % values
+            )
         if self.holds_local_jobs:
             return (
                 _(
@@ -881,7 +902,8 @@ def full_disks(*, run_dir: bool = True) -> list[FullDisk]:
     from here. Folders on one file system are one entry. `run_dir=False` leaves LOCAL_RUN_DIR
     out: `/healthz?worker=0` is the web pages' probe (review66: jobs filling their own run
     disk took the working web pages out of a load balancer, or had a liveness probe restart
-    them; a statvfs of a hung network mount also held the probe)."""
+    them; a statvfs of a hung network mount also held the probe). A disk with no inode left is
+    full too, whatever its free bytes (fix155)."""
     folders = [("CONSOLE_VAR_DIR", Path(settings.VAR_DIR))]
     database = connections[DEFAULT_DB_ALIAS].settings_dict
     if database["ENGINE"] == "django.db.backends.sqlite3" and database["NAME"] != ":memory:":
@@ -889,7 +911,7 @@ def full_disks(*, run_dir: bool = True) -> list[FullDisk]:
     if run_dir and "local" in settings.CONSOLE_BACKENDS:
         folders.append(("LOCAL_RUN_DIR", Path(settings.LOCAL_RUN_DIR)))
     least = settings.HEALTH_DISK_FREE_MB * 1024 * 1024
-    found: dict[int, tuple[list[tuple[str, str]], int]] = {}
+    found: dict[int, tuple[list[tuple[str, str]], int, bool]] = {}
     for setting, path in folders:
         folder = _nearest_folder(path)
         if folder is None:  # a folder gone: the database's own check says so
@@ -900,9 +922,10 @@ def full_disks(*, run_dir: bool = True) -> list[FullDisk]:
         except OSError:
             continue
         free = info.f_bavail * info.f_frsize
-        if free < least:
-            found.setdefault(device, ([], free))[0].append((setting, str(path)))
-    return [FullDisk(tuple(named), free) for named, free in found.values()]
+        no_inodes = info.f_files > 0 and info.f_favail == 0  # as runner.out_of_inodes
+        if free < least or no_inodes:
+            found.setdefault(device, ([], free, no_inodes))[0].append((setting, str(path)))
+    return [FullDisk(tuple(named), free, no_inodes) for named, free, no_inodes in found.values()]
 
 
 def disk_full(*, run_dir: bool = True) -> bool:

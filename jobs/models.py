@@ -970,8 +970,8 @@ class LocalRun(models.Model):
     delete_api_key = models.CharField(max_length=64, blank=True)
     hang_warned_at = models.DateTimeField(null=True, blank=True)
     attempt_started_at = models.DateTimeField(null=True, blank=True)
-    # The job's jobRunning alert is still to be decided (it goes once every replica of the
-    # first attempt has started). Cleared in the transaction that queues it, so a worker
+    # The job's jobRunning alert is still to be decided (it goes once the sandbox of every
+    # replica of the first attempt has started). Cleared in the transaction that queues it, so a worker
     # killed before that commit leaves it to the next worker, and none sends it twice.
     running_alert_due = models.BooleanField(default=False)
     # Where its replicas run: the starting worker's host and LOCAL_RUN_DIR

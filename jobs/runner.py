@@ -1137,6 +1137,9 @@ def earlier_run_set_aside(public_id: str) -> str:
         held = sorted(e.name for e in folder.iterdir() if not e.name.startswith(EARLIER_RUN))
     except FileNotFoundError:
         return ""
+    if held and _start_cut_short(folder, held):
+        unmake_run_folder(public_id)
+        return ""
     if not held:
         return ""
     aside = folder / f"{EARLIER_RUN}{timezone.now():%Y%m%dT%H%M%S.%fZ}"
@@ -1146,6 +1149,23 @@ def earlier_run_set_aside(public_id: str) -> str:
             _remove_scratch(folder / name)
         os.rename(folder / name, aside / name)
     return aside.name
+
+
+def _start_cut_short(folder: Path, held: list[str]) -> bool:
+    """Whether what the job's folder holds is only what make_run_folder makes as a start
+    begins (attempt-1 with its ports file, an empty logs folder): a start cut short before
+    it was committed (its worker killed, the database refusing the commit) left it, the job
+    still Queued and nothing of it run. It is no earlier run to set aside (fix155: the next
+    start moved it to earlier-run-… saying a restored backup's run was there), and its ports
+    file is not this start's (make_run_folder keeps one it finds)."""
+    if not set(held) <= {"attempt-1", "logs"}:
+        return False
+    try:
+        attempt = [e.name for e in (folder / "attempt-1").iterdir()] if "attempt-1" in held else []
+        logs = list((folder / "logs").iterdir()) if "logs" in held else []
+    except OSError:
+        return False
+    return set(attempt) <= {"ports.json"} and not logs
 
 
 @dataclass
@@ -1516,14 +1536,33 @@ NO_ROOM_MESSAGE = gettext_noop(
 )
 
 
+# The same refusal (ENOSPC) when the disk has bytes free but no inode left: every file and
+# folder takes one (a job's /tmp of millions of empty files), and "no room" with gigabytes
+# free read as a console's mistake (fix155).
+NO_INODES_MESSAGE = gettext_noop(
+    "Waiting for disk space: the file system of the run folder (LOCAL_RUN_DIR) had no free "
+    "inodes (files) left to make a job's folder as this one started (%(free)s GB free, but no "
+    "file or folder can be made). It starts by itself once files are removed there."
+)
+
+
+def out_of_inodes(disk: Disk) -> bool:
+    """Whether the disk can make no more files or folders (statvfs's f_favail is 0) though it
+    has a fixed number of them (btrfs has none, and says 0 of 0)."""
+    return disk.total_inodes > 0 and disk.free_inodes == 0
+
+
 def no_room_message() -> str:
     """Why a job waits after its folder could not be made for want of room (the free space
-    of now is said: a few bytes may be free, and yet not the block a file needs)."""
+    of now is said: a few bytes may be free, and yet not the block a file needs), or of
+    inodes."""
     try:
-        free = gb(run_dir_disk().free)
+        disk = run_dir_disk()
     except OSError:
-        free = "0"
-    return recorded(NO_ROOM_MESSAGE, free=free)
+        return recorded(NO_ROOM_MESSAGE, free="0")
+    if out_of_inodes(disk):
+        return recorded(NO_INODES_MESSAGE, free=gb(disk.free))
+    return recorded(NO_ROOM_MESSAGE, free=gb(disk.free))
 
 
 def make_run_folder(job: Job, spec: JobSpec, *, master_port: int) -> None:
@@ -3135,12 +3174,12 @@ def start_job(
         _fail_launch(job, run, exc)
         return True
     if not launch_wanted(run):
-        # Stopped while launching: no "running" alert after the Stopping event, and what
-        # did start gets its SIGTERM now rather than a tick later.
+        # Stopped while launching: what did start gets its SIGTERM now rather than a tick
+        # later.
         job.refresh_from_db()
         supervise(job, children=children)
-        return True
-    _running_alert(job, run)
+    # Its "running" alert goes from supervise, once every replica's sandbox has started
+    # (_sandboxes_started): a shim may yet find bubblewrap gone, and the job go back to Queued.
     return True
 
 
@@ -3197,6 +3236,23 @@ def _marked_running(
         JobReplica(job=job, role=ref.role, index=ref.index) for ref in replica_refs(spec)
     )
     return run
+
+
+def _sandboxes_started(
+    job: Job, run: LocalRun, replicas: list[JobReplica], states: dict[int, ReplicaState]
+) -> bool:
+    """Whether every replica of the run's attempt got its sandbox started: its shim wrote
+    `pid` once bubblewrap was running (jobs.shim), or it ended otherwise than for want of it.
+    Until then a shim may still find bubblewrap gone (no_sandbox), and the job go back to
+    Queued (supervise) rather than run."""
+    for replica in replicas:
+        state = states[replica.pk]
+        if state.no_sandbox or state.phase == "unlaunched":
+            return False
+        folder = replica_state_dir(job.public_id, run.attempt, f"{replica.role}-{replica.index}")
+        if state.phase == "alive" and not (folder / "pid").exists():
+            return False
+    return True
 
 
 def _running_alert(job: Job, run: LocalRun) -> None:
@@ -3517,14 +3573,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         except Exception as exc:  # a job that cannot start fails; the worker carries on
             _fail_launch(job, run, exc)
             return
-        if launch_wanted(run):
-            # The worker that started the job died before the job's "running" alert, which
-            # goes once every replica has started. (A restart's attempt has its jobFT alert.)
-            _running_alert(job, run)
-        return
-    if run.running_alert_due:
-        # Every replica started, and the worker that started them died before the alert.
-        _running_alert(job, run)
+        return  # its "running" alert, if due, once their sandboxes have started (below)
 
     if (
         run.attempt == 1
@@ -3547,6 +3596,10 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         run.refresh_from_db()
         _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
         return
+    if run.running_alert_due and _sandboxes_started(job, run, replicas, states):
+        # Not as the replicas were spawned (fix155): a shim that then found bubblewrap gone
+        # sent the job back to Queued above, after its owner had been told it ran.
+        _running_alert(job, run)
 
     # Without the spec too (one that no longer reads): its run folder says it is MPI.
     _mpi_launcher_done(job, run, replicas, states)

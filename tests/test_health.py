@@ -5,6 +5,7 @@ one is an old heartbeat row, as a worker killed minutes ago leaves it."""
 
 from __future__ import annotations
 
+import errno
 import html
 import json
 import os
@@ -234,6 +235,70 @@ def test_staff_pages_say_which_disk_is_full_and_a_users_page_does_not(
             'wait Queued, saying so), and /healthz answers 503 "disk": "full".'
         ), name
     assert "disk-notice" not in users_page
+
+
+@pytest.fixture
+def run_dir_disk_out_of_inodes(db, settings, tmp_path):
+    """LOCAL_RUN_DIR on a 16 MB file system of its own (a tmpfs of 200 inodes, as root) whose
+    every inode is taken by empty files, its bytes nearly all free; HEALTH_DISK_FREE_MB at 1."""
+    if os.geteuid() != 0:
+        pytest.skip("mounts a tmpfs: as root")
+    disk = tmp_path / "runs-disk"
+    disk.mkdir()
+    mount = ["mount", "-t", "tmpfs", "-o", "size=16m,nr_inodes=200", "tmpfs", str(disk)]
+    subprocess.run(mount, check=True)
+    try:
+        (disk / "runs").mkdir()
+        for n in range(1000):
+            try:
+                (disk / f"empty-{n}").touch()
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+                break
+        settings.LOCAL_RUN_DIR = disk / "runs"
+        settings.HEALTH_DISK_FREE_MB = 1
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+@pytest.mark.parametrize(
+    ("language", "notice"),
+    [
+        (
+            "en",
+            "The disk of LOCAL_RUN_DIR ({runs}) is full: no free inodes (files) left, though "
+            "{free} MB are free. No local job starts until files are removed from it (they wait "
+            'Queued, saying so), and /healthz answers 503 "disk": "full".',
+        ),
+        (
+            "zh-hans",
+            "LOCAL_RUN_DIR ({runs}) 所在磁盘已满：已没有可用的 inode（文件数），尽管还有 {free} "
+            "MB 可用空间。删除其上的文件之前，本机任务都不会启动（它们保持排队并说明原因），"
+            '/healthz 回应 503 "disk": "full"。',
+        ),
+    ],
+)
+def test_a_disk_with_bytes_free_but_no_inode_left_is_full_saying_no_free_inodes(
+    run_dir_disk_out_of_inodes, reviewer, language, notice
+):
+    # fix155: full_disks counted bytes alone, so a disk that could make no file (every inode
+    # taken) read as healthy, and /healthz said "disk": "ok" while every new job waited.
+    found = os.statvfs(run_dir_disk_out_of_inodes)
+    assert found.f_favail == 0 and found.f_bavail * found.f_frsize > 15 * 1024 * 1024
+    beat(seconds_ago=3)
+    staff = Client(headers={"Accept-Language": language})
+    staff.force_login(reviewer)
+
+    answer = Client().get("/healthz")
+    page = staff.get(reverse("job-list")).content.decode()
+
+    assert (answer.status_code, answer.json()["disk"]) == (503, "full")
+    said = re.search(r'id="disk-notice">(.*?)</(?:div|ul)>', page, re.S)
+    assert said
+    said = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", said.group(1))).split())
+    free = found.f_bavail * found.f_frsize // (1024 * 1024)
+    assert said == notice.format(runs=run_dir_disk_out_of_inodes / "runs", free=free)
 
 
 @pytest.mark.parametrize(

@@ -101,6 +101,32 @@ def test_a_job_whose_worker_died_right_after_starting_it_runs_its_command_for_th
     assert (aside / "logs" / "master-0.log").read_text() == "the earlier run\n"
 
 
+def test_a_start_cut_short_before_its_commit_leaves_the_next_start_nothing_to_set_aside(
+    alice, monkeypatch
+):
+    """fix155: a worker killed between making the job's folder (attempt-1's ports file, the
+    logs folder) and committing the start left the job Queued with that folder, which the next
+    start moved to earlier-run-… as a restored backup's run, with its Warning event."""
+    job = submit(alice, make_spec("echo this run"))
+
+    def die(*args, **kwargs):
+        raise WorkerDied
+
+    # The step after make_run_folder, before the start's commit.
+    monkeypatch.setattr(runner, "_marked_running", die)
+    with pytest.raises(WorkerDied):
+        run_until(Worker(), lambda: False)
+    monkeypatch.undo()
+    assert status_of(job) == JobStatus.QUEUED
+    assert (job_dir(job.public_id) / "attempt-1" / "ports.json").exists()  # what it left
+    run_until(Worker(), lambda: status_of(job) in FINAL_STATUSES)
+
+    assert job.status == JobStatus.SUCCEEDED
+    assert "this run" in log_text(job, "master-0")
+    assert list(job_dir(job.public_id).glob("earlier-run-*")) == []
+    assert list(job.events.values_list("reason", flat=True)) == ["Created", "Started", "Succeeded"]
+
+
 def test_a_queued_job_with_an_empty_folder_starts_with_nothing_set_aside(alice):
     job = submit(alice, make_spec("echo first run"))
     job_dir(job.public_id).mkdir(parents=True)

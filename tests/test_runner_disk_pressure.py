@@ -624,6 +624,50 @@ def test_jobs_whose_folder_the_full_disk_refuses_stay_queued_in_their_place_and_
     assert held.events.filter(reason="DiskPressure").count() == 1
 
 
+NO_INODES = (
+    r"Waiting for disk space: the file system of the run folder \(LOCAL_RUN_DIR\) had no free "
+    r"inodes \(files\) left to make a job's folder as this one started \(([\d.]+) GB free, "
+    r"but no file or folder can be made\)\. It starts by itself once files are removed there\."
+)
+
+
+def test_a_job_whose_folder_a_disk_without_free_inodes_refuses_waits_saying_so_not_no_space(
+    alice, few_inodes, settings
+):
+    """fix155: a disk whose every inode was taken (f_favail 0) with 60 MB free refused the
+    job's folder (ENOSPC), and the job waited saying the disk "had no room left ... (0.0625 GB
+    free now)". No threshold holds it here (all 0): the disk itself refuses."""
+    settings.LOCAL_DISK_MIN_FREE_GB = 0
+    settings.LOCAL_DISK_EVICT_FREE_GB = 0
+    worker = Worker()
+    worker.tick()  # what the worker makes of its own in LOCAL_RUN_DIR, made first
+    [job] = queue_group(alice, "echo started-at-last", total=1)
+    taken = []
+    with contextlib.suppress(OSError):
+        while True:
+            (few_inodes / f"empty-{len(taken)}").touch()
+            taken.append(few_inodes / f"empty-{len(taken)}")
+    found = os.statvfs(few_inodes)
+    assert found.f_favail == 0 and found.f_bavail * found.f_frsize > 60 * MB
+
+    for _ in range(5):
+        worker.tick()
+        time.sleep(0.05)
+
+    assert status_of(job) == JobStatus.QUEUED
+    [event] = job.events.filter(reason="DiskPressure")
+    said = re.fullmatch(NO_INODES, event.message)
+    assert said, event.message
+    assert float(said.group(1)) > 60 * MB / GB
+    assert "Started" not in set(job.events.values_list("reason", flat=True))
+
+    for path in taken:
+        path.unlink()
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert "started-at-last" in log_text(job, "master-0")
+
+
 FULL = re.compile(
     r"Waiting for disk space: the file system of the run folder \(LOCAL_RUN_DIR\) has "
     r"(0\.\d+) GB free, under the 0\.0156 GB below which the console counts it as full "

@@ -14,9 +14,12 @@ from __future__ import annotations
 import time
 
 import pytest
+from django.core import mail
 
+from jobs import spec as S
 from jobs.logs import job_dir
 from jobs.models import JobStatus, LocalRun
+from jobs.runner import read_state, replica_state_dir
 from jobs.scheduler import SANDBOX_UNAVAILABLE
 from jobs.worker import Worker
 
@@ -71,3 +74,69 @@ def test_a_job_whose_bubblewrap_vanished_as_it_started_waits_queued_and_runs_onc
 
     assert "ran-at-last" in log_text(job, "master-0")
     assert "EarlierRunSetAside" not in set(job.events.values_list("reason", flat=True))
+
+
+def a_bwrap_no_exec_can_run(tmp_path):
+    """A file at LOCAL_BWRAP when the worker looks that no exec can run (ENOENT, as a removed
+    bwrap's)."""
+    vanishing = tmp_path / "bwrap"
+    vanishing.write_text("#!/no/such/interpreter\n")
+    vanishing.chmod(0o755)
+    return vanishing
+
+
+def test_a_job_sent_back_to_queued_by_a_vanished_bubblewrap_sends_no_running_alert_until_it_runs(
+    alice, settings, tmp_path
+):
+    """fix155: the jobRunning alert was queued as the replicas were spawned, before a shim
+    found bubblewrap gone: its owner was told the job ran as it went back to Queued."""
+    installed = settings.LOCAL_BWRAP
+    vanishing = a_bwrap_no_exec_can_run(tmp_path)
+    settings.LOCAL_BWRAP = str(vanishing)
+    alert = S.AlertConfig(items=["jobRunning"], emails=["ops@example.com"])
+    job = submit(alice, make_spec("echo ran-at-last", alert=alert))
+    worker = Worker()
+
+    worker.tick()  # starts it: its shim cannot run LOCAL_BWRAP
+    vanishing.unlink()
+    run_until(worker, lambda: status_of(job) == JobStatus.QUEUED, what="back to Queued")
+
+    assert mail.outbox == []
+    assert not job.events.filter(reason="AlertSent").exists()
+    settings.LOCAL_BWRAP = installed
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert [m.subject for m in mail.outbox] == [f"[AI 训练任务控制台] {job.name} 正在运行"]
+
+
+def test_a_fault_tolerance_restart_that_finds_bubblewrap_gone_fails_keeping_the_first_attempts_log(
+    alice, settings, tmp_path
+):
+    """Only a first attempt goes back to Queued (the test above): going back clears the job's
+    folder, and a restart's would take its earlier attempts' logs with it (review66)."""
+    job = submit(
+        alice,
+        make_spec(
+            "echo first-attempt-ran; exit 1",
+            fault_tolerance=True,
+            fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=1),
+        ),
+    )
+    worker = Worker()
+    worker.tick()  # attempt 1 spawned with the installed bubblewrap
+    vanishing = a_bwrap_no_exec_can_run(tmp_path)
+    settings.LOCAL_BWRAP = str(vanishing)  # the restart's shim cannot run it
+    launched = replica_state_dir(job.public_id, 2, "master-0") / "launched"
+    run_until(worker, launched.exists, what="the restart's launch")
+    vanishing.unlink()  # and now it is gone for the worker too
+
+    ended = (JobStatus.FAILED, JobStatus.QUEUED)
+    run_until(worker, lambda: status_of(job) in ended, what="the job to fail or wait")
+
+    assert status_of(job) == JobStatus.FAILED
+    reasons = list(job.events.values_list("reason", flat=True))
+    assert SANDBOX_UNAVAILABLE not in reasons, reasons
+    assert "Restarted" in reasons, reasons
+    assert read_state(launched.parent).no_sandbox
+    assert LocalRun.objects.get(job=job).attempt == 2
+    assert "first-attempt-ran" in log_text(job, "master-0")
