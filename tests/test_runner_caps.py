@@ -21,8 +21,8 @@ from django.utils import translation
 
 from jobs import spec as S
 from jobs.backends.local import LocalBackend
-from jobs.logs import replica_log_path
-from jobs.models import JobReplica, JobStatus
+from jobs.logs import replica_log_path, runner_of
+from jobs.models import Job, JobReplica, JobStatus
 from jobs.runner import _remove_scratch, attempt_dir
 from jobs.shim import ReplicaLog, TmpMeter, job_line
 from jobs.texts import binary_size
@@ -508,6 +508,12 @@ def test_a_deleted_job_takes_its_run_folder_with_it_when_the_worker_is_unprivile
     (attempt_dir(job.public_id, 1) / "master-0").mkdir(parents=True)
     owned_by_nobody(nobody_folder)
     leave_locked_folders(attempt_dir(job.public_id, 1) / "master-0" / "tmp")
+    # What the delete reads of the database, read here: the test's database is root's (0600,
+    # in a 0700 folder), and the child, as nobody, failed to open it whenever SQLite had to
+    # open its -wal file again (a CI run: "unable to open database file"). A worker run as
+    # that user owns its database; the files are what this test is about.
+    job = Job.objects.prefetch_related("replicas").get(pk=job.pk)
+    runner_of(job)  # its LocalRun, or none: kept on the job
 
     as_nobody(lambda: LocalBackend().delete(job))
 
