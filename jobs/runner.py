@@ -3649,6 +3649,16 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                 replica=label,
             )
             break
+        if state.no_sandbox and (missing := bwrap_missing_message()):
+            # A restart that found bubblewrap gone (a first attempt goes back to Queued,
+            # above): said so, not "exited with code 127: command or file not found", which
+            # blamed the job's command (fix155).
+            failure = recorded(
+                gettext_noop("%(replica)s could not start its sandbox: %(reason)s."),
+                replica=label,
+                reason=missing,
+            )
+            break
         if state.phase == "exited" and state.exit_code != 0:
             failure = (
                 (spec and _oom_failure(job, run, spec, replica))

@@ -15,6 +15,7 @@ import time
 
 import pytest
 from django.core import mail
+from django.utils import translation
 
 from jobs import spec as S
 from jobs.logs import job_dir
@@ -134,6 +135,13 @@ def test_a_fault_tolerance_restart_that_finds_bubblewrap_gone_fails_keeping_the_
     run_until(worker, lambda: status_of(job) in ended, what="the job to fail or wait")
 
     assert status_of(job) == JobStatus.FAILED
+    job.refresh_from_db()
+    with translation.override("en"):
+        # Not "exited with code 127: command or file not found", blaming its command.
+        assert job.status_reason_shown.startswith(
+            "master-0 could not start its sandbox: bubblewrap is not installed at "
+            f"{vanishing} (apt-get install bubblewrap)."
+        ), job.status_reason_shown
     reasons = list(job.events.values_list("reason", flat=True))
     assert SANDBOX_UNAVAILABLE not in reasons, reasons
     assert "Restarted" in reasons, reasons
