@@ -6,6 +6,8 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -285,3 +287,21 @@ needs_pidfd_exit_info = pytest.mark.skipif(
     not reads_a_reaped_processs_exit_code(),
     reason="needs a kernel that gives a reaped process's exit code by its pidfd (Linux 6.15)",
 )
+
+
+def printed_as_pid_1(*args: str, env: dict[str, str]) -> str:
+    """What `python -c *args` prints, run as pid 1 of a pid namespace of its own (unshare
+    --pid --fork --mount-proc, as root): the pid-1 guards' tests, where pid 1 is the test's
+    own process, never the machine's. The test is skipped where no such namespace can be made."""
+    looked = subprocess.run(
+        [*("unshare", "--pid", "--fork", "--mount-proc"), sys.executable, "-c", *args],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if looked.returncode != 0 and "unshare" in looked.stderr.split(":", 1)[0]:
+        pytest.skip(f"no pid namespace here: {looked.stderr.strip()}")
+    assert looked.returncode == 0, looked.stderr
+    return looked.stdout.strip()

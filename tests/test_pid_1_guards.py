@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from .runner_helpers import printed_as_pid_1
 
 # pid 1 of the namespace: leads a process group of its own (as a network holder leads its
 # group, so _kill would take the group), holds the lock open, runs a bystander and then the
@@ -82,21 +79,7 @@ def looked_at_in_a_pid_namespace(look: str, tmp_path) -> str:
         "DJANGO_SETTINGS_MODULE": "console.settings",
         "LOCAL_RUN_DIR": str(tmp_path / "runs"),
     }
-    looked = subprocess.run(
-        [
-            *("unshare", "--pid", "--fork", "--mount-proc"),
-            *(sys.executable, "-c", SENTINEL, look, str(state)),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if looked.returncode != 0 and "unshare" in looked.stderr.split(":", 1)[0]:
-        pytest.skip(f"no pid namespace here: {looked.stderr.strip()}")
-    assert looked.returncode == 0, looked.stderr
-    return looked.stdout.strip()
+    return printed_as_pid_1(SENTINEL, look, str(state), env=env)
 
 
 def test_live_shim_never_takes_pid_1_for_a_replicas_shim_even_holding_its_lock(tmp_path):

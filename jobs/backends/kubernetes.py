@@ -1040,6 +1040,14 @@ def _note_uid(job: Job, resource: dict[str, Any]) -> None:
         job.k8s_uid = uid
 
 
+def _secret_made(name: str, spec: spec_module.JobSpec | None) -> str:
+    """The name of the Secret a create of resource `name` made for its secret env values;
+    "" when its spec has none (a spec that no longer reads: whatever it made)."""
+    if name and (spec is None or any(e.secret for e in spec.envs)):
+        return M.secret_name(name)
+    return ""
+
+
 class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     name = NAME
     platform = "Kubernetes"
@@ -3113,13 +3121,17 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         # API server did not answer about: never forgotten (review68).
         if not (job.external_id or self.create_unsettled(job)):
             return ""
+        namespace, name, spec = self._names_to_delete(job)
+        secret = _secret_made(name, spec)
+        return f"{namespace}/{secret}" if secret else ""
+
+    def _names_to_delete(self, job: Job) -> tuple[str, str, spec_module.JobSpec | None]:
+        """_names, or for a spec that no longer reads the job's row: what was created is still
+        deleted (its resource is named external_id), with whatever Secret it made."""
         try:
-            namespace, name, spec = self._names(job)
+            return self._names(job)
         except spec_module.SpecError:
-            namespace, name, spec = namespace_of(job.resource_pool), job.external_id, None
-        if name and (spec is None or any(e.secret for e in spec.envs)):
-            return f"{namespace}/{M.secret_name(name)}"
-        return ""
+            return namespace_of(job.resource_pool), job.external_id, None
 
     @staticmethod
     def delete_kept_files(job: Job) -> None:
@@ -3137,12 +3149,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         "<namespace>/<name>", returned (until session 33 its look took the worker's three
         tries of KUBERNETES_READ_TIMEOUT in the request, 91.5 s, and then let it be)."""
         config, client = self._setup(for_action=True)
-        try:
-            namespace, name, spec = self._names(job)
-        except spec_module.SpecError:
-            # A spec that no longer reads: what was created is still deleted, by the job's
-            # row (its resource is named external_id), with whatever Secret it made.
-            namespace, name, spec = namespace_of(job.resource_pool), job.external_id, None
+        namespace, name, spec = self._names_to_delete(job)
         secrets = job.secret_values()
         if job.external_id:
             try:
@@ -3174,8 +3181,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     raise _shown(
                         gettext_noop("Kubernetes did not delete the job: %(error)s"), exc, secrets
                     ) from None
-        if name and (spec is None or any(e.secret for e in spec.envs)):
-            secret = M.secret_name(name)
+        if secret := _secret_made(name, spec):
             try:
                 self._delete_own_secret(client, namespace, secret, job.public_id)
             except KubeError as exc:
